@@ -1,0 +1,198 @@
+/**
+ * @file buffer.h
+ * @brief Buffers: per-thread chunks that producers fill and Sonde delivers to a callback.
+ *
+ * A buffer belongs to a session. Each producing thread writes into a chunk of its own with
+ * plain stores (no lock, no atomic read-modify-write). A full chunk is handed to delivery;
+ * delivery calls the buffer's callback with `[begin, end)` spans of whole records, from the
+ * Sonde delivery thread or from the thread that asked for delivery (flush, stop, destroy,
+ * thread exit, finalize). Callbacks of one buffer never run concurrently with each other.
+ * See docs/buffers.md for the lifecycle and guarantees.
+ */
+#ifndef SONDE_BUFFER_H
+#define SONDE_BUFFER_H
+
+#include <sonde/defs.h>
+#include <sonde/record.h>
+#include <sonde/status.h>
+
+SONDE_BEGIN_DECLS
+
+/**
+ * @brief Receives delivered records.
+ *
+ * @param begin First record of the span; always a SONDE_RECORD_KIND_THREAD record.
+ * @param end One past the last record.
+ * @param session The buffer's session.
+ * @param buffer The buffer.
+ * @param user_data The pointer given to ::sonde_create_buffer.
+ *
+ * The span is valid only during the call. The callback may call any Sonde function except
+ * ::sonde_flush_data, ::sonde_stop_session, ::sonde_destroy_buffer, ::sonde_destroy_session
+ * and ::sonde_finalize on its own buffer's session (they answer SONDE_STATUS_ERROR_IN_CALLBACK).
+ * Emitting into its own buffer from the callback never waits: it drops and counts if full.
+ */
+typedef void (*sonde_buffer_callback_t)(const sonde_record_header_t *begin,
+                                        const sonde_record_header_t *end,
+                                        sonde_session_id_t session, sonde_buffer_id_t buffer,
+                                        void *user_data);
+
+/** @brief Buffer property kinds (sonde_buffer_property_t::kind). */
+enum sonde_buffer_property_kind_value {
+    SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH = 0,   /**< Deliver everything every `value` ns; 0 (default) = off. */
+    SONDE_BUFFER_PROPERTY_KIND_POLICY = 1,           /**< A sonde_buffer_policy_value; default LOSSLESS. */
+    SONDE_BUFFER_PROPERTY_KIND_WATERMARK = 2,        /**< Deliver full chunks once this many bytes wait; default size / 2. */
+    SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT = 3, /**< LOSSLESS: longest wait for space in ns, then drop; default 1 s. */
+    SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE = 4        /**< Bytes per thread chunk, power of two 4 KiB..64 MiB; default min(64 KiB, size / 4). */
+};
+
+/** @brief What a producer does when no chunk is free (SONDE_BUFFER_PROPERTY_KIND_POLICY). */
+enum sonde_buffer_policy_value {
+    SONDE_BUFFER_POLICY_LOSSLESS = 0, /**< Wait for space up to the lossless timeout, then drop and count. */
+    SONDE_BUFFER_POLICY_DISCARD = 1   /**< Drop the record at once and count it. */
+};
+
+/** @brief One buffer property: a kind and its value. */
+typedef struct sonde_buffer_property_t {
+    uint32_t kind;     /**< A sonde_buffer_property_kind_value. */
+    uint32_t reserved; /**< Must be 0. */
+    uint64_t value;    /**< The value; unit depends on the kind. */
+} sonde_buffer_property_t;
+
+/** @brief Counters of a buffer (::sonde_get_buffer_stats). May grow: set struct_size. */
+typedef struct sonde_buffer_stats_t {
+    uint32_t struct_size;       /**< sizeof(sonde_buffer_stats_t) of the caller. */
+    uint32_t reserved;          /**< Written as 0. */
+    uint64_t records_emitted;   /**< Records accepted by emit/commit (delivered, dropped or pending). */
+    uint64_t records_delivered; /**< Emitted records handed to the callback (THREAD and LOSS markers excluded). */
+    uint64_t records_dropped;   /**< Emitted records dropped for lack of space. */
+    uint64_t bytes_delivered;   /**< Bytes handed to the callback, markers included. */
+    uint64_t callbacks;         /**< Callback invocations. */
+    uint64_t callback_failures; /**< Callback invocations that threw. */
+} sonde_buffer_stats_t;
+
+/**
+ * @brief Creates a buffer in a session.
+ *
+ * @param session The owning session (started or stopped).
+ * @param size Total bytes of chunk memory; at least two chunks.
+ * @param callback Receives delivered spans; must not be NULL.
+ * @param user_data Passed to the callback.
+ * @param properties Array of properties, NULL when num_properties is 0. Each kind at most once.
+ * @param num_properties Entries in properties.
+ * @param[out] out The new buffer's id.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (size, unknown or repeated kind, bad value,
+ *         non-zero reserved), SONDE_STATUS_ERROR_LIMIT, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ * Thread-safe.
+ */
+SONDE_API sonde_status_t sonde_create_buffer(sonde_session_id_t session, uint64_t size,
+                                             sonde_buffer_callback_t callback, void *user_data,
+                                             const sonde_buffer_property_t *properties,
+                                             uint32_t num_properties, sonde_buffer_id_t *out);
+
+/**
+ * @brief Delivers every record emitted into the buffer before the call, then returns.
+ *
+ * @param session The buffer's session.
+ * @param buffer The buffer, or a zero handle for every buffer of the session.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
+ *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED,
+ *         SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER.
+ * Thread-safe.
+ */
+SONDE_API sonde_status_t sonde_flush_data(sonde_session_id_t session, sonde_buffer_id_t buffer);
+
+/**
+ * @brief Validates `record` and the header after it, and returns that next record.
+ *
+ * Call it from inside the buffer's callback, on records of the span being delivered.
+ * @param record A record inside the current span.
+ * @param[out] next The following record, or the span's end after the last one.
+ * @param session The session given to the callback.
+ * @param buffer The buffer given to the callback.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_RECORD_CORRUPTED (record or next header has a bad size, kind or
+ *         alignment, or would extend past the span's end; *next is set to NULL),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (record is not inside the span),
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (no span of that buffer is being delivered on
+ *         this thread), SONDE_STATUS_ERROR_BUFFER_NOT_FOUND, SONDE_STATUS_ERROR_SESSION_NOT_FOUND.
+ */
+SONDE_API sonde_status_t sonde_next_record(const sonde_record_header_t *record,
+                                           const sonde_record_header_t **next,
+                                           sonde_session_id_t session, sonde_buffer_id_t buffer);
+
+/**
+ * @brief Reads a buffer's counters. After a flush with no producer running,
+ * records_emitted == records_delivered + records_dropped exactly.
+ *
+ * @param[in,out] stats struct_size must be set; only that many bytes are written.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
+ *         SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_INCOMPATIBLE_ABI.
+ * Thread-safe; callable from callbacks.
+ */
+SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session,
+                                                sonde_buffer_id_t buffer,
+                                                sonde_buffer_stats_t *stats);
+
+/**
+ * @brief Delivers everything emitted before the call, then destroys the buffer. Waits for
+ * emissions in progress on other threads to finish. The id becomes stale.
+ *
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
+ *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED.
+ */
+SONDE_API sonde_status_t sonde_destroy_buffer(sonde_session_id_t session, sonde_buffer_id_t buffer);
+
+/**
+ * @brief Emits one record (hot path: no lock, no allocation after the thread's first record).
+ *
+ * @param buffer Target buffer.
+ * @param kind A standard kind (not THREAD or LOSS; payload at least the kind's struct) or
+ *        SONDE_RECORD_KIND_USER..SONDE_RECORD_KIND_USER_MAX.
+ * @param payload size bytes, copied; may be NULL when size is 0.
+ * @param size Payload bytes.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE (nothing recorded),
+ *         SONDE_STATUS_ERROR_BUFFER_FULL (dropped and counted), SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
+ *         SONDE_STATUS_ERROR_NOT_INITIALIZED, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (kind, or size larger than a chunk allows),
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (a reservation of this thread is open),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ * Thread-safe.
+ */
+SONDE_API sonde_status_t sonde_emit(sonde_buffer_id_t buffer, uint32_t kind, const void *payload,
+                                    uint32_t size);
+
+/**
+ * @brief Like ::sonde_emit, and Sonde stores a timestamp (::sonde_get_timestamp) in the record
+ * (SONDE_RECORD_FLAG_TIMESTAMP; read it with ::sonde_record_timestamp).
+ * @return As ::sonde_emit.
+ */
+SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32_t kind,
+                                                const void *payload, uint32_t size);
+
+/**
+ * @brief Reserves space for one record in the calling thread's chunk (zero copy).
+ *
+ * Write the payload, then call ::sonde_commit on the same thread. One reservation per thread
+ * and buffer may be open; ::sonde_destroy_buffer from another thread waits for it.
+ * @param[out] payload Where to write size bytes (8-byte aligned).
+ * @return As ::sonde_emit; on failure *payload is NULL and nothing is open.
+ */
+SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, uint32_t size,
+                                       void **payload);
+
+/**
+ * @brief Publishes the record reserved by this thread with ::sonde_reserve.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_PHASE_FAILURE (no open reservation),
+ *         SONDE_STATUS_ERROR_BUFFER_NOT_FOUND, SONDE_STATUS_ERROR_NOT_INITIALIZED.
+ */
+SONDE_API sonde_status_t sonde_commit(sonde_buffer_id_t buffer);
+
+SONDE_END_DECLS
+
+#endif /* SONDE_BUFFER_H */

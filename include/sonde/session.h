@@ -1,0 +1,115 @@
+/**
+ * @file session.h
+ * @brief Runtime initialisation and sessions: the unit that is started and stopped.
+ *
+ * A session groups buffers. While a session is started, records emitted into its buffers are
+ * collected; while it is stopped, emitting costs a few instructions and records nothing.
+ * All functions here are thread-safe unless noted.
+ */
+#ifndef SONDE_SESSION_H
+#define SONDE_SESSION_H
+
+#include <sonde/defs.h>
+#include <sonde/status.h>
+
+SONDE_BEGIN_DECLS
+
+/**
+ * @brief Initialises the runtime: starts the delivery thread and calibrates the clock.
+ *
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_ALREADY_INITIALIZED (nothing changed),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ * Thread-safe; may be called again after ::sonde_finalize (old ids stay invalid).
+ */
+SONDE_API sonde_status_t sonde_initialize(void);
+
+/**
+ * @brief Stops and destroys every session, delivering every record emitted before the call,
+ * then stops the delivery thread. Later calls other than sonde_initialize, the status and
+ * version functions answer SONDE_STATUS_ERROR_NOT_INITIALIZED.
+ *
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_IN_CALLBACK (called from a buffer callback; nothing done),
+ *         SONDE_STATUS_ERROR_CALLBACK_FAILED (a callback threw while delivering; all else done).
+ */
+SONDE_API sonde_status_t sonde_finalize(void);
+
+/** @brief Whether ::sonde_initialize has succeeded and ::sonde_finalize has not run since. */
+SONDE_API bool sonde_is_initialized(void);
+
+/**
+ * @brief Optional properties of a session.
+ *
+ * Set struct_size to sizeof(sonde_session_properties_t). A smaller size than version 1.0's is
+ * refused with SONDE_STATUS_ERROR_INCOMPATIBLE_ABI; a larger one is accepted only if the bytes
+ * Sonde does not know are zero (else SONDE_STATUS_ERROR_NOT_SUPPORTED).
+ */
+typedef struct sonde_session_properties_t {
+    uint32_t struct_size; /**< sizeof(sonde_session_properties_t) of the caller. */
+    uint32_t flags;       /**< Reserved, must be 0. */
+    const char *name;     /**< Optional name (copied; at most 63 bytes kept), or NULL. */
+} sonde_session_properties_t;
+
+/**
+ * @brief Creates a stopped session.
+ *
+ * @param props Properties, or NULL for defaults.
+ * @param[out] out The new session's id.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_INCOMPATIBLE_ABI,
+ *         SONDE_STATUS_ERROR_NOT_SUPPORTED, SONDE_STATUS_ERROR_INVALID_ARGUMENT (flags),
+ *         SONDE_STATUS_ERROR_LIMIT (too many sessions), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ */
+SONDE_API sonde_status_t sonde_create_session(const sonde_session_properties_t *props,
+                                              sonde_session_id_t *out);
+
+/**
+ * @brief Starts a session: its buffers accept records from now on.
+ *
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_SESSION_ACTIVE (already started).
+ */
+SONDE_API sonde_status_t sonde_start_session(sonde_session_id_t session);
+
+/**
+ * @brief Stops a session, then delivers every record emitted into its buffers before the call.
+ *
+ * A record whose emission races with the stop is either delivered now or kept for the next
+ * flush; it is never lost.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE,
+ *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED,
+ *         SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER.
+ */
+SONDE_API sonde_status_t sonde_stop_session(sonde_session_id_t session);
+
+/**
+ * @brief Destroys a session and its buffers (stopping it first if started), delivering every
+ * record emitted before the call. The id becomes stale.
+ *
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_IN_CALLBACK,
+ *         SONDE_STATUS_ERROR_CALLBACK_FAILED.
+ */
+SONDE_API sonde_status_t sonde_destroy_session(sonde_session_id_t session);
+
+/**
+ * @brief Whether a session is started.
+ * @param[out] active true when started.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_NULL_POINTER.
+ */
+SONDE_API sonde_status_t sonde_session_is_active(sonde_session_id_t session, bool *active);
+
+/**
+ * @brief The current time in nanoseconds of CLOCK_MONOTONIC, as Sonde timestamps records.
+ *
+ * Uses the invariant TSC calibrated against CLOCK_MONOTONIC when the CPU has one, else
+ * clock_gettime. Callable at any time (before initialisation it uses clock_gettime).
+ * Thread-safe, lock-free.
+ */
+SONDE_API uint64_t sonde_get_timestamp(void);
+
+SONDE_END_DECLS
+
+#endif /* SONDE_SESSION_H */

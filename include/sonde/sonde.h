@@ -1,0 +1,14 @@
+/**
+ * @file sonde.h
+ * @brief Includes every public Sonde header.
+ */
+#ifndef SONDE_SONDE_H
+#define SONDE_SONDE_H
+
+#include <sonde/defs.h>
+#include <sonde/status.h>
+#include <sonde/session.h>
+#include <sonde/record.h>
+#include <sonde/buffer.h>
+
+#endif /* SONDE_SONDE_H */
