@@ -1,0 +1,169 @@
+// Buffers: chunks, per-thread writers and delivery.
+//
+// Ownership and threads
+// ---------------------
+// * Buffer: created and destroyed under the runtime lock (runtime.h). Holds `chunk_count`
+//   chunks of `chunk_size` bytes in one mapping. Shared by producers (emit), the delivery
+//   thread, and threads that flush/stop/destroy/exit; kept alive by shared_ptr.
+// * Writer: one per (thread, buffer slot), owned by that thread's ThreadState and reused for
+//   every buffer that later occupies the slot. Its write window (pos, end, chunk, records,
+//   reservation) is written only by the owning thread, except by destroy/finalize after the
+//   busy handshake below. `current` and the sealed list are the hand-over points to delivery.
+// * Chunk: owned by exactly one of: the free list (Buffer::mu), a writer as its current chunk
+//   (the producer appends; delivery may read the committed prefix in place), a writer's sealed
+//   list (Buffer::mu), or delivery (Buffer::deliver_mu) until it is returned to the free list.
+//
+// Publication: the producer writes a record, then release-stores the chunk's commit word
+// (records << 32 | bytes). Delivery acquire-loads it and reads only bytes below it.
+//
+// Busy handshake (what makes destroy safe without a lock on the hot path): a producer stores
+// busy = 1, then reads the slot state; destroy stores the new slot state, runs a process-wide
+// memory barrier (membarrier), then waits for busy == 0 on every writer. Either the producer
+// sees the new state and backs out, or destroy sees busy and waits. Under ThreadSanitizer both
+// sides use seq_cst atomics instead, which TSan understands.
+//
+// Locks, in order: Runtime::mu -> Buffer::deliver_mu -> Buffer::mu. deliver_mu serialises
+// callbacks of one buffer; no Sonde lock but deliver_mu is held while a callback runs.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sonde/buffer.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define SONDE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SONDE_TSAN 1
+#endif
+#endif
+
+#define SONDE_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SONDE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+namespace sonde::buffer {
+
+constexpr uint32_t kMaxBuffers = 1024;
+constexpr uint64_t kGuard = 0x5AFEC0DE5AFEC0DEull;
+constexpr uint32_t kThreadRecordSize = 8 + sizeof(sonde_thread_record_t);
+constexpr uint32_t kLossRecordSize = 8 + sizeof(sonde_loss_record_t);
+// Room kept at the start of every chunk for its THREAD marker and a LOSS record.
+constexpr uint32_t kChunkOverhead = kThreadRecordSize + kLossRecordSize;
+
+struct Buffer;
+struct ThreadState;
+
+// ---- slot states: the hot path's one shared read --------------------------------------
+// state = generation << 2 | allocated << 1 | active. Handle = generation << 32 | slot.
+extern std::atomic<uint64_t> g_slot_state[kMaxBuffers];
+
+inline uint64_t active_state(uint64_t handle) { return (handle >> 32) << 2 | 3u; }
+inline uint64_t stopped_state(uint64_t handle) { return (handle >> 32) << 2 | 2u; }
+
+struct Chunk {
+    std::atomic<uint64_t> commit{0};  // producer: records << 32 | bytes used
+    uint32_t delivered_bytes = 0;     // delivery (deliver_mu)
+    uint32_t delivered_records = 0;   // delivery (deliver_mu)
+    uint64_t thread_id = 0;           // set by the producer that takes the chunk (Buffer::mu)
+    uint64_t os_tid = 0;
+    Chunk *next = nullptr;            // free list / sealed list link (Buffer::mu)
+    char *data = nullptr;             // capacity bytes, then an 8-byte guard word
+};
+
+struct Writer {
+    // ---- producer-owned ----
+    std::atomic<uint64_t> handle{0};  // buffer handle this writer serves; 0 = detached
+    char *pos = nullptr;              // next free byte in the current chunk
+    char *end = nullptr;              // end of usable room (== pos while a reservation is open)
+    char *base = nullptr;             // current chunk's data
+    char *real_end = nullptr;         // end saved while a reservation is open
+    Chunk *chunk = nullptr;           // current chunk
+    Buffer *buffer = nullptr;         // attached buffer (valid while handle is current)
+    uint32_t records = 0;             // records in the current chunk
+    uint32_t reserve_need = 0;        // bytes of the open reservation, 0 when none
+    uint64_t loss_count = 0, loss_first = 0, loss_last = 0;  // drops not yet reported in-stream
+    std::atomic<uint32_t> busy{0};
+    std::atomic<uint64_t> emitted{0};
+    std::atomic<uint64_t> dropped{0};
+    // ---- shared with delivery (Buffer::mu) ----
+    Chunk *sealed_head = nullptr, *sealed_tail = nullptr;
+    Writer *next_in_buffer = nullptr;
+    ThreadState *thread = nullptr;
+    uint32_t slot = 0;
+};
+
+struct ThreadState {
+    Writer *writers[kMaxBuffers];  // never null: unused slots point to a detached sentinel
+    uint64_t thread_id = 0;
+    uint64_t os_tid = 0;
+};
+
+struct Buffer {
+    uint64_t handle = 0;
+    uint64_t session_handle = 0;
+    sonde_buffer_callback_t callback = nullptr;
+    void *user_data = nullptr;
+    // properties
+    uint64_t interval_ns = 0;
+    uint32_t policy = SONDE_BUFFER_POLICY_LOSSLESS;
+    uint64_t watermark = 0;
+    uint64_t lossless_timeout_ns = 1000000000ull;
+    uint32_t chunk_size = 0;   // bytes per chunk including the guard word
+    uint32_t capacity = 0;     // usable bytes per chunk
+    uint32_t chunk_count = 0;
+    // memory
+    void *mapping = nullptr;
+    size_t mapping_size = 0;
+    std::vector<Chunk> chunks;
+
+    std::mutex mu;                     // free list, sealed lists, writer list
+    std::condition_variable space_cv;  // LOSSLESS producers wait here for a free chunk
+    Chunk *free_head = nullptr;
+    uint64_t sealed_bytes = 0;
+    Writer *writers = nullptr;
+    uint64_t retired_emitted = 0, retired_dropped = 0;  // of writers that detached
+    bool dead = false;                 // set by destroy (under mu and deliver_mu)
+
+    std::mutex deliver_mu;
+    std::vector<char> staging;         // partial spans get a THREAD marker copied in front
+    std::atomic<uint64_t> delivered{0}, bytes_delivered{0}, callbacks{0}, failures{0};
+    std::atomic<bool> drain_requested{false};
+    uint64_t next_interval_flush = 0;  // delivery thread only
+
+    ~Buffer();
+};
+
+// Creation and teardown (called by the runtime with Runtime::mu NOT held unless noted).
+sonde_status_t create_buffer(uint64_t session_handle, uint64_t size,
+                             sonde_buffer_callback_t cb, void *user_data,
+                             const sonde_buffer_property_t *props, uint32_t n,
+                             std::shared_ptr<Buffer> &out);
+// Makes the slot unreachable (Runtime::mu held), then drain_and_detach delivers and detaches
+// every writer (Runtime::mu not held).
+void retire_slot(const Buffer &b);
+sonde_status_t drain_and_detach(Buffer &b);
+
+// Delivery. `partial` also delivers the committed prefix of every writer's current chunk.
+sonde_status_t deliver(Buffer &b, bool partial);
+void fill_stats(Buffer &b, sonde_buffer_stats_t &s);
+
+// Slot generations (Runtime::mu held).
+uint64_t claim_slot(uint32_t slot);  // returns the new handle, marks allocated, stopped
+void set_active(uint64_t handle, bool active);
+
+// Thread exit (pthread key destructor).
+void thread_exit(ThreadState *t);
+
+// Whether the calling thread is inside a buffer callback.
+bool in_callback();
+
+void barrier_init();
+void process_barrier();
+
+}  // namespace sonde::buffer

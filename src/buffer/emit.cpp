@@ -1,0 +1,222 @@
+// The producer hot path: sonde_emit, sonde_emit_timestamped, sonde_reserve, sonde_commit.
+//
+// Cost of an accepted record: one load of the slot state, one initial-exec TLS load, the
+// writer's handle check, the busy handshake (a relaxed store and a compiler fence), a bounds
+// check, the header/payload stores and a release store of the chunk's commit word (a plain
+// store on x86-64). No lock, no atomic read-modify-write, no allocation after the thread's
+// first record into a buffer. A stopped session costs the slot-state load and one compare.
+// Everything else (first use by a thread, full chunk, errors) is out of line in buffer.cpp.
+#include <cstring>
+
+#include "buffer/buffer.h"
+#include "buffer/internal.h"
+#include "core/clock.h"
+#include "core/runtime.h"
+
+namespace sonde::buffer {
+namespace {
+
+inline void busy_enter(Writer *w) {
+#if defined(SONDE_TSAN)
+    w->busy.store(1, std::memory_order_seq_cst);
+#else
+    w->busy.store(1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+}
+
+inline void busy_exit(Writer *w) { w->busy.store(0, std::memory_order_release); }
+
+inline uint64_t load_state(uint32_t slot) {
+#if defined(SONDE_TSAN)
+    return g_slot_state[slot].load(std::memory_order_seq_cst);
+#else
+    return g_slot_state[slot].load(std::memory_order_relaxed);
+#endif
+}
+
+constexpr uint32_t kMinPayload[7] = {
+    UINT32_MAX, UINT32_MAX, UINT32_MAX,  // NONE, THREAD, LOSS: not for producers
+    sizeof(sonde_tracer_record_t), sizeof(sonde_profiler_record_t),
+    sizeof(sonde_memref_record_t), sizeof(sonde_call_record_t)};
+
+inline bool valid_kind(uint32_t kind, uint32_t size) {
+    if (SONDE_LIKELY(kind - SONDE_RECORD_KIND_USER <= 0x7FFFu)) return true;
+    return kind < 7 && size >= kMinPayload[kind];
+}
+
+__attribute__((noinline, cold)) sonde_status_t not_accepting(uint64_t h) {
+    if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+    const uint32_t slot = static_cast<uint32_t>(h);
+    if (slot >= kMaxBuffers) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+    return g_slot_state[slot].load(std::memory_order_relaxed) == stopped_state(h)
+               ? SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE
+               : SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+}
+
+inline void store64(char *p, uint64_t v) { std::memcpy(p, &v, 8); }
+
+// Copies a payload; the last word is zero-padded so no stale bytes reach the consumer.
+inline void copy_payload(char *d, const void *src, uint32_t size) {
+    const char *s = static_cast<const char *>(src);
+    if (size > 128) {
+        std::memcpy(d, s, size);
+        if (size & 7) std::memset(d + size, 0, 8 - (size & 7));
+        return;
+    }
+    const uint32_t n8 = size & ~7u;
+    for (uint32_t i = 0; i < n8; i += 8) {
+        uint64_t v;
+        std::memcpy(&v, s + i, 8);
+        std::memcpy(d + i, &v, 8);
+        __asm__ volatile("" ::: "memory");  // keep this a word loop, not a memcpy call
+    }
+    if (size & 7) {
+        uint64_t v = 0;
+        char *vb = reinterpret_cast<char *>(&v);
+        for (uint32_t i = 0; i < (size & 7); ++i) vb[i] = s[n8 + i];
+        std::memcpy(d + n8, &v, 8);
+    }
+}
+
+// Finds the calling thread's writer for an active buffer and enters the busy state with room
+// for `need` bytes. On failure nothing is held.
+inline sonde_status_t begin_record(uint64_t h, uint32_t slot, uint32_t need, Writer **out) {
+    ThreadState *t = tls_thread;
+    Writer *w = t ? t->writers[slot] : &g_detached_writer;
+    if (SONDE_UNLIKELY(w->handle.load(std::memory_order_relaxed) != h)) {
+        const sonde_status_t st = attach(h, &w);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+    }
+    busy_enter(w);
+    if (SONDE_UNLIKELY(load_state(slot) != active_state(h))) {
+        if (w->reserve_need == 0) busy_exit(w);
+        return w->reserve_need ? static_cast<sonde_status_t>(SONDE_STATUS_ERROR_PHASE_FAILURE) : not_accepting(h);
+    }
+    if (SONDE_UNLIKELY(static_cast<size_t>(w->end - w->pos) < need)) {
+        const sonde_status_t st = refill(w, need);
+        if (st != SONDE_STATUS_SUCCESS) {
+            if (st != SONDE_STATUS_ERROR_PHASE_FAILURE) busy_exit(w);  // else the reservation keeps it
+            return st;
+        }
+    }
+    *out = w;
+    return SONDE_STATUS_SUCCESS;
+}
+
+inline void publish(Writer *w, char *new_pos) {
+    w->pos = new_pos;
+    const uint32_t recs = ++w->records;
+    w->chunk->commit.store(static_cast<uint64_t>(recs) << 32 |
+                               static_cast<uint32_t>(new_pos - w->base),
+                           std::memory_order_release);
+    w->emitted.store(w->emitted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+template <bool kTimestamp>
+inline sonde_status_t emit_impl(uint64_t h, uint32_t kind, const void *payload, uint32_t size) {
+    const uint32_t slot = static_cast<uint32_t>(h);
+    if (SONDE_UNLIKELY(slot >= kMaxBuffers)) return not_accepting(h);
+    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+    if (SONDE_UNLIKELY(state != active_state(h))) {
+        if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
+        return not_accepting(h);
+    }
+    if (SONDE_UNLIKELY(!valid_kind(kind, size) || size > SONDE_RECORD_MAX_PAYLOAD))
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    if (SONDE_UNLIKELY(payload == nullptr && size != 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
+    const uint32_t need = 8 + (kTimestamp ? 8 : 0) + ((size + 7) & ~7u);
+    Writer *w = nullptr;
+    const sonde_status_t st = begin_record(h, slot, need, &w);
+    if (SONDE_UNLIKELY(st != SONDE_STATUS_SUCCESS)) return st;
+    char *p = w->pos;
+    store64(p, need | static_cast<uint64_t>(kind) << 32 |
+                   static_cast<uint64_t>(kTimestamp ? SONDE_RECORD_FLAG_TIMESTAMP : 0) << 48);
+    char *d = p + 8;
+    if (kTimestamp) {
+        store64(d, clock::now_ns());
+        d += 8;
+    }
+    copy_payload(d, payload, size);
+    publish(w, p + need);
+    busy_exit(w);
+    return SONDE_STATUS_SUCCESS;
+}
+
+}  // namespace
+}  // namespace sonde::buffer
+
+using namespace sonde::buffer;
+
+extern "C" {
+
+SONDE_API sonde_status_t sonde_emit(sonde_buffer_id_t buffer, uint32_t kind, const void *payload,
+                                    uint32_t size) {
+    try {
+        return emit_impl<false>(buffer.handle, kind, payload, size);
+    } catch (...) {
+        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;  // only the first-use allocation can throw
+    }
+}
+
+SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32_t kind,
+                                                const void *payload, uint32_t size) {
+    try {
+        return emit_impl<true>(buffer.handle, kind, payload, size);
+    } catch (...) {
+        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+    }
+}
+
+SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, uint32_t size,
+                                       void **payload) {
+    try {
+        if (payload == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+        *payload = nullptr;
+        const uint64_t h = buffer.handle;
+        const uint32_t slot = static_cast<uint32_t>(h);
+        if (slot >= kMaxBuffers) return not_accepting(h);
+        const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+        if (state != active_state(h)) {
+            if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
+            return not_accepting(h);
+        }
+        if (!valid_kind(kind, size) || size > SONDE_RECORD_MAX_PAYLOAD)
+            return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+        const uint32_t need = 8 + ((size + 7) & ~7u);
+        Writer *w = nullptr;
+        const sonde_status_t st = begin_record(h, slot, need, &w);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        char *p = w->pos;
+        store64(p, need | static_cast<uint64_t>(kind) << 32);
+        if (size & 7) store64(p + need - 8, 0);
+        w->reserve_need = need;
+        w->real_end = w->end;
+        w->end = w->pos;  // blocks other records of this thread until commit
+        *payload = p + 8;
+        return SONDE_STATUS_SUCCESS;  // busy stays set until sonde_commit
+    } catch (...) {
+        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+    }
+}
+
+SONDE_API sonde_status_t sonde_commit(sonde_buffer_id_t buffer) {
+    const uint64_t h = buffer.handle;
+    const uint32_t slot = static_cast<uint32_t>(h);
+    if (slot >= kMaxBuffers) return not_accepting(h);
+    ThreadState *t = tls_thread;
+    Writer *w = t ? t->writers[slot] : &g_detached_writer;
+    if (w->handle.load(std::memory_order_relaxed) != h) {
+        const sonde_status_t st = not_accepting(h);
+        return st == SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE ? static_cast<sonde_status_t>(SONDE_STATUS_ERROR_PHASE_FAILURE) : st;
+    }
+    if (w->reserve_need == 0) return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    w->end = w->real_end;
+    char *np = w->pos + w->reserve_need;
+    w->reserve_need = 0;
+    publish(w, np);
+    busy_exit(w);
+    return SONDE_STATUS_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,30 @@
+// Declarations shared by the buffer hot path (emit.cpp), its slow paths (buffer.cpp) and
+// record reading (record.cpp). Not installed.
+#pragma once
+
+#include "buffer/buffer.h"
+
+namespace sonde::buffer {
+
+// The span a callback on this thread is receiving; sonde_next_record validates against it.
+struct Span {
+    uint64_t session;
+    uint64_t buffer;
+    const char *begin;
+    const char *end;
+};
+
+// Initial-exec TLS: one load from %fs, no __tls_get_addr call on the hot path. Small enough
+// to fit glibc's static TLS surplus when libsonde is dlopen'ed.
+extern __thread ThreadState *tls_thread __attribute__((tls_model("initial-exec")));
+extern __thread Span *tls_span __attribute__((tls_model("initial-exec")));
+extern Writer g_detached_writer;
+
+ThreadState *thread_state();
+// Slow path: attaches the calling thread's writer for `handle` (creating thread state).
+sonde_status_t attach(uint64_t handle, Writer **out);
+// Slow path with busy held: seals the current chunk and takes a free one (waiting under
+// LOSSLESS), or drops and counts. On success the writer has room for `need` bytes.
+sonde_status_t refill(Writer *w, uint32_t need);
+
+}  // namespace sonde::buffer
