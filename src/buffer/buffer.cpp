@@ -265,6 +265,32 @@ bool seal_locked(Buffer &b, Writer *w) {
     return b.sealed_bytes >= b.watermark;
 }
 
+// Gives chunk `c` (just unlinked from the free list or not) to the writer: THREAD marker,
+// then a LOSS record for drops not yet reported (Buffer::mu held).
+void take_chunk_locked(Buffer &b, Writer *w, Chunk *c) {
+    b.free_head = c->next;
+    c->next = nullptr;
+    const ThreadState *t = w->thread;
+    c->thread_id = t->thread_id;
+    c->os_tid = t->os_tid;
+    uint32_t off = kThreadRecordSize;
+    write_thread_marker(c->data, t);
+    if (w->loss_count != 0) {
+        const sonde_record_header_t h{kLossRecordSize, SONDE_RECORD_KIND_LOSS, 0};
+        const sonde_loss_record_t rec{w->loss_count, t->thread_id, w->loss_first, w->loss_last};
+        std::memcpy(c->data + off, &h, sizeof h);
+        std::memcpy(c->data + off + sizeof h, &rec, sizeof rec);
+        off += kLossRecordSize;
+        w->loss_count = 0;
+    }
+    c->commit.store(off, std::memory_order_release);
+    w->chunk = c;
+    w->base = c->data;
+    w->pos = c->data + off;
+    w->end = c->data + b.capacity;
+    w->records = 0;
+}
+
 bool in_callback_of(const Buffer &b) { return tls_span != nullptr && tls_span->buffer == b.handle; }
 
 }  // namespace
@@ -304,27 +330,7 @@ sonde_status_t refill(Writer *w, uint32_t need) {
         }
         return SONDE_STATUS_ERROR_BUFFER_FULL;
     }
-    b.free_head = c->next;
-    c->next = nullptr;
-    const ThreadState *t = w->thread;
-    c->thread_id = t->thread_id;
-    c->os_tid = t->os_tid;
-    uint32_t off = kThreadRecordSize;
-    write_thread_marker(c->data, t);
-    if (w->loss_count != 0) {
-        const sonde_record_header_t h{kLossRecordSize, SONDE_RECORD_KIND_LOSS, 0};
-        const sonde_loss_record_t rec{w->loss_count, t->thread_id, w->loss_first, w->loss_last};
-        std::memcpy(c->data + off, &h, sizeof h);
-        std::memcpy(c->data + off + sizeof h, &rec, sizeof rec);
-        off += kLossRecordSize;
-        w->loss_count = 0;
-    }
-    c->commit.store(off, std::memory_order_release);
-    w->chunk = c;
-    w->base = c->data;
-    w->pos = c->data + off;
-    w->end = c->data + b.capacity;
-    w->records = 0;
+    take_chunk_locked(b, w, c);
     lk.unlock();
     if (wake) {
         b.drain_requested.store(true, std::memory_order_release);
@@ -533,6 +539,12 @@ void thread_exit(ThreadState *t) {
                 {
                     std::lock_guard<std::mutex> g(b->mu);
                     live = !b->dead;
+                    if (live && w->loss_count != 0) {
+                        // Drops after the last record: report them in-stream if a chunk is
+                        // free (never wait at thread exit).
+                        seal_locked(*b, w);
+                        if (b->free_head) take_chunk_locked(*b, w, b->free_head);
+                    }
                     if (live) seal_locked(*b, w);
                 }
                 if (live) {

@@ -206,9 +206,14 @@ SONDE_API sonde_status_t sonde_commit(sonde_buffer_id_t buffer) {
     if (slot >= kMaxBuffers) return not_accepting(h);
     ThreadState *t = tls_thread;
     Writer *w = t ? t->writers[slot] : &g_detached_writer;
-    if (w->handle.load(std::memory_order_relaxed) != h) {
-        const sonde_status_t st = not_accepting(h);
-        return st == SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE ? static_cast<sonde_status_t>(SONDE_STATUS_ERROR_PHASE_FAILURE) : st;
+    if (h == 0 || w->handle.load(std::memory_order_relaxed) != h) {
+        // No reservation of this thread is open for this buffer: a phase error when the
+        // buffer exists, else the reason it does not.
+        if (!sonde::core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+        const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+        if (h != 0 && (state == active_state(h) || state == stopped_state(h)))
+            return SONDE_STATUS_ERROR_PHASE_FAILURE;
+        return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
     }
     if (w->reserve_need == 0) return SONDE_STATUS_ERROR_PHASE_FAILURE;
     w->end = w->real_end;

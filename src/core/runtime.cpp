@@ -363,6 +363,7 @@ SONDE_API sonde_status_t sonde_create_buffer(sonde_session_id_t session, uint64_
             s->buffers.push_back(b);
             if (s->active) buffer::set_active(b->handle, true);
             out->handle = b->handle;
+            if (b->interval_ns != 0) core::wake_delivery();  // schedule its first interval
             return SONDE_STATUS_SUCCESS;
         }
         return SONDE_STATUS_ERROR_LIMIT;
