@@ -486,7 +486,7 @@ sonde_status_t drain_and_detach(Buffer &b) {
         w->chunk = nullptr;
         w->pos = w->end = w->base = w->real_end = nullptr;
         w->records = 0;
-        w->reserve_need = 0;
+        // reserve_need is already 0: busy was 0 above, and a reservation holds busy.
         w->sealed_head = w->sealed_tail = nullptr;
         w->next_in_buffer = nullptr;
         w->handle.store(0, std::memory_order_release);

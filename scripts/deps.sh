@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Sonde needs, when they are missing and we are root.
+# Sourced by scripts/test.sh and scripts/demo.sh.
+SONDE_PACKAGES=(
+  meson ninja-build pkg-config g++ clang python3
+  libcmocka-dev libzstd-dev zstd libffi-dev libcli11-dev nlohmann-json3-dev
+  libdw-dev libelf-dev doxygen abigail-tools
+  liblttng-ust-dev lttng-tools uftrace valgrind
+)
+
+sonde_install_deps() {
+  local missing=()
+  for p in "${SONDE_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing Debian packages (run as root to install them): ${missing[*]}" >&2
+    return 0
+  fi
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}

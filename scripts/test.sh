@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The whole suite: installs missing Debian packages (as root), then builds and tests
+#   build/        gcc, -Werror, every test (cmocka, Python, ABI guards, examples)
+#   build-asan/   gcc, AddressSanitizer + UndefinedBehaviorSanitizer, every C test
+#   build-tsan/   gcc, ThreadSanitizer, the concurrency tests (suite 'stress')
+#   build-clang/  clang, -Werror, libFuzzer targets run briefly (suite 'fuzz')
+# Any failure stops the script with a non-zero status.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+sonde_install_deps
+
+JOBS=${SONDE_JOBS:-$(nproc)}
+setup() {  # dir, options...
+  local dir=$1; shift
+  if [ -d "$dir" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null
+  else meson setup "$dir" "$@" >/dev/null; fi
+}
+section() { printf '\n=== %s ===\n' "$*"; }
+
+section "gcc -Werror: full suite"
+setup build -Dwerror=true
+ninja -C build -j "$JOBS"
+meson test -C build --no-rebuild --print-errorlogs --num-processes "$JOBS"
+
+section "AddressSanitizer + UBSan"
+setup build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false
+ninja -C build-asan -j "$JOBS"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  meson test -C build-asan --no-rebuild --print-errorlogs --num-processes "$JOBS" --no-suite abi
+
+section "ThreadSanitizer: concurrency tests"
+setup build-tsan -Dwerror=true -Db_sanitize=thread -Db_lundef=false -Dbench=false
+ninja -C build-tsan -j "$JOBS"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes "$JOBS" --suite stress
+
+if command -v clang >/dev/null; then
+  section "clang -Werror: build and fuzz targets"
+  CC=clang CXX=clang++ setup build-clang -Dwerror=true -Dbench=false -Dfuzz=enabled
+  ninja -C build-clang -j "$JOBS"
+  meson test -C build-clang --no-rebuild --print-errorlogs --num-processes "$JOBS" --suite fuzz
+fi
+
+section "all suites passed"
