@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary DESTDIR, then builds a C program against the installed
+# headers and library with nothing but `cc prog.c $(pkg-config --cflags --libs sonde)` and runs it.
+set -euo pipefail
+build=$1 src=$2
+dest=$(mktemp -d)
+trap 'rm -rf "$dest"' EXIT
+meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null
+pc=$(find "$dest" -name sonde.pc | head -n1)
+[ -n "$pc" ] || { echo "sonde.pc was not installed"; exit 1; }
+prefix=$(sed -n 's/^prefix=//p' "$pc")
+export PKG_CONFIG_PATH=$(dirname "$pc")
+flags=$(pkg-config --define-variable=prefix="$dest$prefix" --cflags --libs sonde)
+for h in sonde.h defs.h status.h session.h buffer.h record.h; do
+  [ -f "$dest$prefix/include/sonde/$h" ] || { echo "missing installed header sonde/$h"; exit 1; }
+done
+cc -std=c99 -Wall -Werror "$src/examples/consumer.c" $flags -pthread -o "$dest/consumer"
+libdir=$(pkg-config --define-variable=prefix="$dest$prefix" --variable=libdir sonde)
+[ -e "$libdir/libsonde.so.1" ] || { echo "libsonde.so.1 not installed in $libdir"; exit 1; }
+LD_LIBRARY_PATH="$libdir" "$dest/consumer"
+echo "1 passed, 0 failed"
