@@ -65,7 +65,8 @@ SONDE_API sonde_status_t sonde_profile_buffer_create(uint64_t size, sonde_profil
     if (out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     return guarded([&] {
         Buffer *pb = nullptr;
-        return finish_buffer(create_owned(size, &pb), pb, out);
+        const sonde_status_t status = create_owned(size, &pb);
+        return finish_buffer(status, pb, out);
     });
 }
 
@@ -74,7 +75,8 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_from_memory(void *memory, u
     if (memory == nullptr || out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     return guarded([&] {
         Buffer *pb = nullptr;
-        return finish_buffer(create_from_memory(memory, size, &pb), pb, out);
+        const sonde_status_t status = create_from_memory(memory, size, &pb);
+        return finish_buffer(status, pb, out);
     });
 }
 
@@ -103,7 +105,8 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_shared(const char *path, ui
     if (out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     return guarded([&] {
         Buffer *pb = nullptr;
-        return finish_buffer(create_shared(path, size, &pb), pb, out);
+        const sonde_status_t status = create_shared(path, size, &pb);
+        return finish_buffer(status, pb, out);
     });
 }
 
@@ -112,7 +115,8 @@ SONDE_API sonde_status_t sonde_profile_buffer_open_shared(const char *path,
     if (path == nullptr || out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     return guarded([&] {
         Buffer *pb = nullptr;
-        return finish_buffer(open_shared(path, &pb), pb, out);
+        const sonde_status_t status = open_shared(path, &pb);
+        return finish_buffer(status, pb, out);
     });
 }
 
