@@ -57,7 +57,7 @@ __attribute__((noinline, cold)) sonde_status_t not_accepting(uint64_t h) {
 inline void store64(char *p, uint64_t v) { std::memcpy(p, &v, 8); }
 
 // Copies a payload; the last word is zero-padded so no stale bytes reach the consumer.
-inline void copy_payload(char *d, const void *src, uint32_t size) {
+__attribute__((always_inline)) inline void copy_payload(char *d, const void *src, uint32_t size) {
     const char *s = static_cast<const char *>(src);
     if (size > 128) {
         std::memcpy(d, s, size);
@@ -104,7 +104,7 @@ inline sonde_status_t begin_record(uint64_t h, uint32_t slot, uint32_t need, Wri
     return SONDE_STATUS_SUCCESS;
 }
 
-inline void publish(Writer *w, char *new_pos) {
+__attribute__((always_inline)) inline void publish(Writer *w, char *new_pos) {
     w->pos = new_pos;
     const uint32_t recs = ++w->records;
     w->chunk->commit.store(static_cast<uint64_t>(recs) << 32 |
@@ -113,32 +113,70 @@ inline void publish(Writer *w, char *new_pos) {
     w->emitted.store(w->emitted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-template <bool kTimestamp>
-inline sonde_status_t emit_impl(uint64_t h, uint32_t kind, const void *payload, uint32_t size) {
-    const uint32_t slot = static_cast<uint32_t>(h);
-    if (SONDE_UNLIKELY(slot >= kMaxBuffers)) return not_accepting(h);
-    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
-    if (SONDE_UNLIKELY(state != active_state(h))) {
-        if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
-        return not_accepting(h);
-    }
-    if (SONDE_UNLIKELY(!valid_kind(kind, size) || size > SONDE_RECORD_MAX_PAYLOAD))
-        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-    if (SONDE_UNLIKELY(payload == nullptr && size != 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
-    const uint32_t need = 8 + (kTimestamp ? 8 : 0) + ((size + 7) & ~7u);
-    Writer *w = nullptr;
-    const sonde_status_t st = begin_record(h, slot, need, &w);
-    if (SONDE_UNLIKELY(st != SONDE_STATUS_SUCCESS)) return st;
+__attribute__((always_inline)) inline void write_record(Writer *w, uint32_t kind, const void *payload, uint32_t size,
+                         uint32_t need, bool timestamp) {
     char *p = w->pos;
     store64(p, need | static_cast<uint64_t>(kind) << 32 |
-                   static_cast<uint64_t>(kTimestamp ? SONDE_RECORD_FLAG_TIMESTAMP : 0) << 48);
+                   static_cast<uint64_t>(timestamp ? SONDE_RECORD_FLAG_TIMESTAMP : 0) << 48);
     char *d = p + 8;
-    if (kTimestamp) {
+    if (timestamp) {
         store64(d, clock::now_ns());
         d += 8;
     }
     copy_payload(d, payload, size);
     publish(w, p + need);
+}
+
+// Everything the fast path does not handle: first record of a thread, full chunk, errors,
+// large payloads, races with stop/destroy.
+template <bool kTimestamp>
+__attribute__((noinline)) sonde_status_t emit_slow(uint64_t h, uint32_t kind, const void *payload,
+                                                    uint32_t size) {
+    const uint32_t slot = static_cast<uint32_t>(h);
+    if (slot >= kMaxBuffers) return not_accepting(h);
+    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+    if (state != active_state(h)) {
+        if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
+        return not_accepting(h);
+    }
+    if (!valid_kind(kind, size) || size > SONDE_RECORD_MAX_PAYLOAD) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    if (payload == nullptr && size != 0) return SONDE_STATUS_ERROR_NULL_POINTER;
+    const uint32_t need = 8 + (kTimestamp ? 8 : 0) + ((size + 7) & ~7u);
+    Writer *w = nullptr;
+    const sonde_status_t st = begin_record(h, slot, need, &w);
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    write_record(w, kind, payload, size, need, kTimestamp);
+    busy_exit(w);
+    return SONDE_STATUS_SUCCESS;
+}
+
+// The hot path: no call, no lock, no atomic read-modify-write. Any unusual case goes to
+// emit_slow, which checks everything again.
+template <bool kTimestamp>
+inline sonde_status_t emit_impl(uint64_t h, uint32_t kind, const void *payload, uint32_t size) {
+    const uint32_t slot = static_cast<uint32_t>(h);
+    if (SONDE_UNLIKELY(slot >= kMaxBuffers)) return emit_slow<kTimestamp>(h, kind, payload, size);
+    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+    if (SONDE_UNLIKELY(state != active_state(h))) {
+        if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
+        return emit_slow<kTimestamp>(h, kind, payload, size);
+    }
+    ThreadState *t = tls_thread;
+    if (SONDE_UNLIKELY(t == nullptr || kind - SONDE_RECORD_KIND_USER > 0x7FFFu ||
+                       size > 128 || (payload == nullptr && size != 0)))
+        return emit_slow<kTimestamp>(h, kind, payload, size);
+    Writer *w = t->writers[slot];
+    const uint32_t need = 8 + (kTimestamp ? 8 : 0) + ((size + 7) & ~7u);
+    // Room is checked before the busy flag: an open reservation leaves no room.
+    if (SONDE_UNLIKELY(w->handle.load(std::memory_order_relaxed) != h ||
+                       static_cast<size_t>(w->end - w->pos) < need))
+        return emit_slow<kTimestamp>(h, kind, payload, size);
+    busy_enter(w);
+    if (SONDE_UNLIKELY(load_state(slot) != active_state(h))) {
+        busy_exit(w);
+        return emit_slow<kTimestamp>(h, kind, payload, size);
+    }
+    write_record(w, kind, payload, size, need, kTimestamp);
     busy_exit(w);
     return SONDE_STATUS_SUCCESS;
 }
