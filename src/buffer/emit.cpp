@@ -143,24 +143,24 @@ __attribute__((noinline)) sonde_status_t emit_slow(uint64_t h, uint32_t kind, co
     if (payload == nullptr && size != 0) return SONDE_STATUS_ERROR_NULL_POINTER;
     const uint32_t need = 8 + (kTimestamp ? 8 : 0) + ((size + 7) & ~7u);
     Writer *w = nullptr;
-    const sonde_status_t st = begin_record(h, slot, need, &w);
+    sonde_status_t st;
+    try {
+        st = begin_record(h, slot, need, &w);  // may allocate the thread's state
+    } catch (...) {
+        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+    }
     if (st != SONDE_STATUS_SUCCESS) return st;
     write_record(w, kind, payload, size, need, kTimestamp);
     busy_exit(w);
     return SONDE_STATUS_SUCCESS;
 }
 
-// The hot path: no call, no lock, no atomic read-modify-write. Any unusual case goes to
-// emit_slow, which checks everything again.
+// The hot path for an active buffer: no call, no lock, no atomic read-modify-write. Any
+// unusual case goes to emit_slow, which checks everything again.
 template <bool kTimestamp>
-inline sonde_status_t emit_impl(uint64_t h, uint32_t kind, const void *payload, uint32_t size) {
+__attribute__((noinline)) sonde_status_t emit_active(uint64_t h, uint32_t kind, const void *payload,
+                                                      uint32_t size) {
     const uint32_t slot = static_cast<uint32_t>(h);
-    if (SONDE_UNLIKELY(slot >= kMaxBuffers)) return emit_slow<kTimestamp>(h, kind, payload, size);
-    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
-    if (SONDE_UNLIKELY(state != active_state(h))) {
-        if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
-        return emit_slow<kTimestamp>(h, kind, payload, size);
-    }
     ThreadState *t = tls_thread;
     if (SONDE_UNLIKELY(t == nullptr || kind - SONDE_RECORD_KIND_USER > 0x7FFFu ||
                        size > 128 || (payload == nullptr && size != 0)))
@@ -181,6 +181,18 @@ inline sonde_status_t emit_impl(uint64_t h, uint32_t kind, const void *payload, 
     return SONDE_STATUS_SUCCESS;
 }
 
+// Entry: one load of the slot state decides. A stopped session returns here, before any
+// register is saved; an active one tail-calls emit_active.
+template <bool kTimestamp>
+inline sonde_status_t emit_impl(uint64_t h, uint32_t kind, const void *payload, uint32_t size) {
+    const uint32_t slot = static_cast<uint32_t>(h);
+    if (SONDE_UNLIKELY(slot >= kMaxBuffers)) return emit_slow<kTimestamp>(h, kind, payload, size);
+    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+    if (SONDE_LIKELY(state == active_state(h))) return emit_active<kTimestamp>(h, kind, payload, size);
+    if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
+    return emit_slow<kTimestamp>(h, kind, payload, size);
+}
+
 }  // namespace
 }  // namespace sonde::buffer
 
@@ -190,20 +202,12 @@ extern "C" {
 
 SONDE_API sonde_status_t sonde_emit(sonde_buffer_id_t buffer, uint32_t kind, const void *payload,
                                     uint32_t size) {
-    try {
-        return emit_impl<false>(buffer.handle, kind, payload, size);
-    } catch (...) {
-        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;  // only the first-use allocation can throw
-    }
+    return emit_impl<false>(buffer.handle, kind, payload, size);
 }
 
 SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32_t kind,
                                                 const void *payload, uint32_t size) {
-    try {
-        return emit_impl<true>(buffer.handle, kind, payload, size);
-    } catch (...) {
-        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
-    }
+    return emit_impl<true>(buffer.handle, kind, payload, size);
 }
 
 SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, uint32_t size,
