@@ -193,6 +193,31 @@ SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, 
  */
 SONDE_API sonde_status_t sonde_commit(sonde_buffer_id_t buffer);
 
+/**
+ * @brief The address of the word that tells, without a call, whether a buffer records.
+ *
+ * Sonde keeps the word in memory that lives as long as the process, so the pointer never
+ * dangles; the word changes when the session starts or stops and when the buffer is
+ * destroyed. Test it with ::sonde_buffer_is_recording before calling ::sonde_emit to make an
+ * emission point of a stopped session cost one load and one compare in the caller (the pattern
+ * of LTTng-UST's tracepoint state check).
+ * @param buffer A buffer.
+ * @return The word, or NULL when the id does not name a live buffer. Thread-safe.
+ */
+SONDE_API const volatile uint64_t *sonde_buffer_state_word(sonde_buffer_id_t buffer);
+
+/**
+ * @brief Whether `buffer` accepts records now, read from its state word (header-inline).
+ *
+ * A true answer can turn false at any moment (a concurrent stop); ::sonde_emit then answers
+ * SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE, which is harmless.
+ * @param word The result of ::sonde_buffer_state_word for this buffer (NULL gives false).
+ * @param buffer The same buffer.
+ */
+static inline bool sonde_buffer_is_recording(const volatile uint64_t *word, sonde_buffer_id_t buffer) {
+    return word != NULL && *word == (((buffer.handle >> 32) << 2) | 3u);
+}
+
 SONDE_END_DECLS
 
 #endif /* SONDE_BUFFER_H */

@@ -61,6 +61,7 @@ struct ThreadState;
 
 // ---- slot states: the hot path's one shared read --------------------------------------
 // state = generation << 2 | allocated << 1 | active. Handle = generation << 32 | slot.
+// This encoding is public ABI: sonde_buffer_is_recording (buffer.h) compares against it.
 extern std::atomic<uint64_t> g_slot_state[kMaxBuffers];
 
 inline uint64_t active_state(uint64_t handle) { return (handle >> 32) << 2 | 3u; }

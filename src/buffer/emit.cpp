@@ -210,6 +210,17 @@ SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32
     return emit_impl<true>(buffer.handle, kind, payload, size);
 }
 
+SONDE_API const volatile uint64_t *sonde_buffer_state_word(sonde_buffer_id_t buffer) {
+    const uint64_t h = buffer.handle;
+    const uint32_t slot = static_cast<uint32_t>(h);
+    if (h == 0 || slot >= kMaxBuffers) return nullptr;
+    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+    if (state != active_state(h) && state != stopped_state(h)) return nullptr;
+    // The encoding (generation << 2 | allocated << 1 | active) is part of the ABI through
+    // sonde_buffer_is_recording in buffer.h.
+    return reinterpret_cast<const volatile uint64_t *>(&g_slot_state[slot]);
+}
+
 SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, uint32_t size,
                                        void **payload) {
     try {

@@ -104,6 +104,29 @@ static void test_stopped_session_records_nothing(void **state) {
     assert_int_equal(sonde_destroy_buffer(g_session, b), SONDE_STATUS_SUCCESS);
 }
 
+static void test_state_word(void **state) {
+    (void)state;
+    sonde_buffer_id_t b = make_buffer(1 << 16, NULL, 0);
+    const volatile uint64_t *w = sonde_buffer_state_word(b);
+    assert_non_null(w);
+    assert_false(sonde_buffer_is_recording(w, b));
+    sonde_start_session(g_session);
+    assert_true(sonde_buffer_is_recording(w, b));
+    sonde_stop_session(g_session);
+    assert_false(sonde_buffer_is_recording(w, b));
+    sonde_start_session(g_session);
+    sonde_buffer_id_t forged = {b.handle + ((uint64_t)1 << 32)};
+    assert_false(sonde_buffer_is_recording(w, forged));
+    assert_null(sonde_buffer_state_word(forged));
+    assert_null(sonde_buffer_state_word((sonde_buffer_id_t){0}));
+    assert_null(sonde_buffer_state_word((sonde_buffer_id_t){5000}));
+    assert_false(sonde_buffer_is_recording(NULL, b));
+    sonde_destroy_buffer(g_session, b);
+    assert_false(sonde_buffer_is_recording(w, b)); /* the word outlives the buffer */
+    assert_null(sonde_buffer_state_word(b));
+    sonde_stop_session(g_session);
+}
+
 static void test_emit_flush_deliver_in_order(void **state) {
     (void)state;
     g_col.count = 0;
@@ -702,6 +725,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_buffer_arguments),
         cmocka_unit_test(test_stopped_session_records_nothing),
+        cmocka_unit_test(test_state_word),
         cmocka_unit_test(test_emit_flush_deliver_in_order),
         cmocka_unit_test(test_payload_padding_and_sizes),
         cmocka_unit_test(test_emit_bad_arguments),
