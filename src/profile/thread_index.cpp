@@ -11,9 +11,9 @@ namespace {
 
 std::atomic<uint32_t> g_next_index{0};
 
-// index + 1, or 0 while the thread has none. Initial-exec TLS: no __tls_get_addr call on the
-// hot path, which is safe because libsonde is linked -z nodelete and its TLS is small, so a
-// dlopen'ed copy still fits the static TLS surplus glibc reserves.
+// index + 1, or 0 while the thread has none. Initial-exec TLS: a %fs-relative load with no
+// __tls_get_addr call. A dlopen'ed libsonde still gets it because the variable is 4 bytes and
+// glibc reserves a static TLS surplus for initial-exec variables of libraries loaded later.
 thread_local uint32_t t_index_plus_one __attribute__((tls_model("initial-exec"))) = 0;
 
 }  // namespace
