@@ -730,39 +730,29 @@ static void test_shared_corrupt(void **state) {
     sonde_profile_shared_header_t *h = (sonde_profile_shared_header_t *)img;
     sonde_profile_shared_array_t *dir = (sonde_profile_shared_array_t *)(h + 1);
 
-    struct {
-        size_t length;
-        void (*mutate)(unsigned char *);
-        sonde_status_t expect;
-    } cases[] = {{0, NULL, SONDE_STATUS_ERROR_FORMAT},
-                 {100, NULL, SONDE_STATUS_ERROR_FORMAT},
-                 {4095, NULL, SONDE_STATUS_ERROR_FORMAT},
-                 {size - 1, NULL, SONDE_STATUS_ERROR_FORMAT}, /* size field disagrees */
-                 {size + 64, NULL, SONDE_STATUS_ERROR_FORMAT}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        write_file(bad, img, cases[i].length);
-        assert_int_equal(sonde_profile_buffer_open_shared(bad, &r), cases[i].expect);
+    /* truncated or extended files */
+    const size_t lengths[] = {0, 100, 4095, size - 1 /* size field disagrees */, size + 64};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {
+        write_file(bad, img, lengths[i]);
+        assert_int_equal(sonde_profile_buffer_open_shared(bad, &r), SONDE_STATUS_ERROR_FORMAT);
     }
+    /* one header field broken at a time */
     const sonde_profile_shared_header_t saved = *h;
-    h->magic ^= 1;
-    write_file(bad, img, size);
-    assert_int_equal(sonde_profile_buffer_open_shared(bad, &r), SONDE_STATUS_ERROR_FORMAT);
-    *h = saved;
-    h->version = 2;
-    write_file(bad, img, size);
-    assert_int_equal(sonde_profile_buffer_open_shared(bad, &r), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI);
-    *h = saved;
-    h->header_size = 64;
-    write_file(bad, img, size);
-    assert_int_equal(sonde_profile_buffer_open_shared(bad, &r), SONDE_STATUS_ERROR_FORMAT);
-    *h = saved;
-    h->num_arrays = 64;
-    write_file(bad, img, size);
-    assert_int_equal(sonde_profile_buffer_open_shared(bad, &r), SONDE_STATUS_ERROR_FORMAT);
-    *h = saved;
-    h->max_arrays = 1000;
-    write_file(bad, img, size);
-    assert_int_equal(sonde_profile_buffer_open_shared(bad, &r), SONDE_STATUS_ERROR_FORMAT);
+    sonde_profile_shared_header_t headers[5];
+    const sonde_status_t expect[5] = {SONDE_STATUS_ERROR_FORMAT, SONDE_STATUS_ERROR_INCOMPATIBLE_ABI,
+                                      SONDE_STATUS_ERROR_FORMAT, SONDE_STATUS_ERROR_FORMAT,
+                                      SONDE_STATUS_ERROR_FORMAT};
+    for (int i = 0; i < 5; ++i) headers[i] = saved;
+    headers[0].magic ^= 1;
+    headers[1].version = 2;
+    headers[2].header_size = 64;
+    headers[3].num_arrays = 64;
+    headers[4].max_arrays = 1000;
+    for (int i = 0; i < 5; ++i) {
+        *h = headers[i];
+        write_file(bad, img, size);
+        assert_int_equal(sonde_profile_buffer_open_shared(bad, &r), expect[i]);
+    }
     *h = saved;
     assert_ptr_equal(r, (sonde_profile_buffer_t *)0x1);
 
