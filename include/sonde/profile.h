@@ -92,12 +92,23 @@ typedef struct sonde_profile_view_t {
 /* bucket_mask, `field_offset + 8` at most record_size and the field 8-byte aligned.         */
 /* ---------------------------------------------------------------------------------------- */
 
-/** @brief Address of `record` in the calling thread's bucket. Cost: a multiply and an add. */
+/**
+ * @brief Address of `record` in the calling thread's bucket. Cost: a multiply and an add.
+ * @param view The calling thread's view.
+ * @param record Record number, below num_records.
+ * @return The record's address. Thread-safe (reads the view only).
+ */
 static inline void *sonde_profile_view_record(const sonde_profile_view_t *view, uint32_t record) {
     return view->bucket_base + (size_t)record * view->record_size;
 }
 
-/** @brief Address of `record` in any bucket (for readers). */
+/**
+ * @brief Address of `record` in any bucket (for readers).
+ * @param view A view of the array.
+ * @param bucket Bucket (masked with bucket_mask).
+ * @param record Record number, below num_records.
+ * @return The record's address. Thread-safe (reads the view only).
+ */
 static inline void *sonde_profile_view_bucket_record(const sonde_profile_view_t *view,
                                                      uint32_t bucket, uint32_t record) {
     return view->base + (size_t)(bucket & view->bucket_mask) * view->chunk_size +
@@ -109,17 +120,27 @@ static inline void *sonde_profile_view_bucket_record(const sonde_profile_view_t 
  * relaxed store (on x86-64 the same instructions as `*counter += delta`), so a reader in
  * another thread or process never sees a torn value. Not a read-modify-write: two threads
  * adding to the same counter concurrently can lose updates (use ::sonde_profile_counter_add_shared).
+ * @param counter An 8-byte-aligned counter written only by the calling thread.
+ * @param delta Value to add (wrapping modulo 2^64).
  */
 static inline void sonde_profile_counter_add(uint64_t *counter, uint64_t delta) {
     __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + delta, __ATOMIC_RELAXED);
 }
 
-/** @brief Adds to a counter that several threads may write (relaxed atomic fetch-add). */
+/**
+ * @brief Adds to a counter that several threads may write (relaxed atomic fetch-add).
+ * @param counter An 8-byte-aligned counter.
+ * @param delta Value to add (wrapping modulo 2^64).
+ */
 static inline void sonde_profile_counter_add_shared(uint64_t *counter, uint64_t delta) {
     (void)__atomic_fetch_add(counter, delta, __ATOMIC_RELAXED);
 }
 
-/** @brief Reads a counter whole (relaxed atomic load), also while its writer is running. */
+/**
+ * @brief Reads a counter whole (relaxed atomic load), also while its writer is running.
+ * @param counter An 8-byte-aligned counter.
+ * @return Its value.
+ */
 static inline uint64_t sonde_profile_counter_load(const uint64_t *counter) {
     return __atomic_load_n(counter, __ATOMIC_RELAXED);
 }
@@ -128,6 +149,10 @@ static inline uint64_t sonde_profile_counter_load(const uint64_t *counter) {
  * @brief Hot path: adds `delta` to the u64 at `field_offset` of `record` in the calling thread's
  * bucket. A few instructions, no call, no lock, no atomic read-modify-write. Only the owning
  * thread of the bucket may use it (see ::sonde_profile_view_add_u64_shared otherwise).
+ * @param view The calling thread's view.
+ * @param record Record number, below num_records.
+ * @param field_offset Byte offset of an 8-byte-aligned u64 field within the record.
+ * @param delta Value to add.
  */
 static inline void sonde_profile_view_add_u64(const sonde_profile_view_t *view, uint32_t record,
                                               uint32_t field_offset, uint64_t delta) {
@@ -136,8 +161,14 @@ static inline void sonde_profile_view_add_u64(const sonde_profile_view_t *view, 
         delta);
 }
 
-/** @brief Like ::sonde_profile_view_add_u64 with an atomic fetch-add, for buckets that
- * several threads share (more threads than buckets). */
+/**
+ * @brief Like ::sonde_profile_view_add_u64 with an atomic fetch-add, for buckets that
+ * several threads share (more threads than buckets).
+ * @param view A view of the array.
+ * @param record Record number, below num_records.
+ * @param field_offset Byte offset of an 8-byte-aligned u64 field within the record.
+ * @param delta Value to add.
+ */
 static inline void sonde_profile_view_add_u64_shared(const sonde_profile_view_t *view,
                                                      uint32_t record, uint32_t field_offset,
                                                      uint64_t delta) {
@@ -223,7 +254,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_with_allocator(
  * arrays (SONDE_PROFILE_SHARED_HEADER_SIZE bytes), followed by `size` bytes for arrays.
  * The file is created (or truncated) with mode 0600, sized and mapped MAP_SHARED; Sonde never
  * unlinks it. With `path` NULL the region is an anonymous memfd; ::sonde_profile_buffer_fd
- * gives its descriptor (close-on-exec; another process opens it as /proc/<pid>/fd/<fd>).
+ * gives its descriptor (close-on-exec; another process opens it as /proc/PID/fd/FD).
  * @param path File to create, or NULL for a memfd.
  * @param size Bytes for arrays, at least 1.
  * @param[out] out The new buffer.
@@ -240,7 +271,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_shared(const char *path, ui
  * @brief Maps an existing shared profile buffer (made by ::sonde_profile_buffer_create_shared,
  * possibly in another process) read-write, to read or update its arrays. Arrays cannot be
  * allocated in it; find them with ::sonde_profile_array_open.
- * @param path The file (or /proc/<pid>/fd/<fd> of a memfd).
+ * @param path The file (or /proc/PID/fd/FD of a memfd).
  * @param[out] out The new buffer.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_IO (open,
  *         fstat or mmap failed), SONDE_STATUS_ERROR_FORMAT (too short, bad magic, header or
@@ -255,19 +286,26 @@ SONDE_API sonde_status_t sonde_profile_buffer_open_shared(const char *path,
  * @brief Unmaps or frees the buffer's memory (caller memory is left alone; a shared file is
  * left in place). Arrays allocated in it must not be used with it afterwards. NULL is ignored.
  * Not thread-safe with other calls on the same buffer.
+ * @param pb The profile buffer.
  */
 SONDE_API void sonde_profile_buffer_destroy(sonde_profile_buffer_t *pb);
 
 /** @brief Bytes available for arrays (shared buffers: without the header). 0 for NULL.
- * Thread-safe. */
+ * Thread-safe.
+ * @param pb The profile buffer.
+ */
 SONDE_API uint64_t sonde_profile_buffer_size(const sonde_profile_buffer_t *pb);
 
 /** @brief Address of buffer offset 0 (shared buffers: the header), or NULL for NULL.
- * Thread-safe. */
+ * Thread-safe.
+ * @param pb The profile buffer.
+ */
 SONDE_API void *sonde_profile_buffer_data(const sonde_profile_buffer_t *pb);
 
 /**
  * @brief The file descriptor of a shared buffer (owned by the buffer, closed by destroy).
+ * @param pb The profile buffer.
+ * @param[out] fd The descriptor.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not a profile buffer),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (not a shared buffer).
@@ -277,6 +315,8 @@ SONDE_API sonde_status_t sonde_profile_buffer_fd(const sonde_profile_buffer_t *p
 
 /**
  * @brief How many arrays the directory of a shared buffer lists.
+ * @param pb The profile buffer.
+ * @param[out] count Published directory entries.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not a profile buffer),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (not a shared buffer).
@@ -355,6 +395,9 @@ SONDE_API sonde_status_t sonde_profile_array_create(uint32_t record_size, uint32
 /**
  * @brief An array describing entry `index` of a shared buffer's directory, already allocated
  * in `pb` (typically a buffer from ::sonde_profile_buffer_open_shared).
+ * @param pb The profile buffer.
+ * @param index Directory entry, below the published count.
+ * @param[out] out Receives the new object; unchanged on failure.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not a profile buffer, index not below the
  *         published count), SONDE_STATUS_ERROR_NOT_SUPPORTED (not a shared buffer),
@@ -365,12 +408,17 @@ SONDE_API sonde_status_t sonde_profile_array_create(uint32_t record_size, uint32
 SONDE_API sonde_status_t sonde_profile_array_open(sonde_profile_buffer_t *pb, uint32_t index,
                                                   sonde_profile_array_t **out);
 
-/** @brief Destroys an array object (the buffer space is not reclaimed). NULL is ignored. */
+/** @brief Destroys an array object (the buffer space is not reclaimed). NULL is ignored.
+ * Must not race other calls on the same array.
+ * @param arr The array.
+ */
 SONDE_API void sonde_profile_array_destroy(sonde_profile_array_t *arr);
 
 /**
  * @brief Allocates the array in a buffer (its memory is not cleared: see
  * ::sonde_profile_array_initialize). A shared buffer lists the array in its directory.
+ * @param arr The array.
+ * @param pb The buffer to allocate the array in.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or not a buffer),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (already allocated),
@@ -385,6 +433,8 @@ SONDE_API sonde_status_t sonde_profile_array_allocate(sonde_profile_array_t *arr
 
 /**
  * @brief Zeroes every record of every bucket.
+ * @param arr The array.
+ * @param pb The buffer the array is allocated in.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array, not a buffer, or not the buffer
  *         the array is allocated in), SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
@@ -396,6 +446,12 @@ SONDE_API sonde_status_t sonde_profile_array_initialize(const sonde_profile_arra
 /**
  * @brief Copies records [first_record, first_record + num_records) of one bucket into
  * `records` (num_records * record_size bytes).
+ * @param arr The array.
+ * @param pb The buffer the array is allocated in.
+ * @param records num_records * record_size bytes.
+ * @param first_record First record of the range.
+ * @param num_records Records in the range, at least 1.
+ * @param thread_bucket Bucket, below num_thread_buckets.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer, num_records
  *         0, range past the last record, bucket out of range),
@@ -409,6 +465,12 @@ SONDE_API sonde_status_t sonde_profile_array_read(const sonde_profile_array_t *a
 
 /**
  * @brief Copies num_records records from `records` into [first_record, ...) of one bucket.
+ * @param arr The array.
+ * @param pb The buffer the array is allocated in.
+ * @param records num_records * record_size bytes.
+ * @param first_record First record of the range.
+ * @param num_records Records in the range, at least 1.
+ * @param thread_bucket Bucket, below num_thread_buckets.
  * @return As ::sonde_profile_array_read.
  * Races with writers of the same bucket.
  */
@@ -420,6 +482,10 @@ SONDE_API sonde_status_t sonde_profile_array_write(const sonde_profile_array_t *
 /**
  * @brief Buffer offset of `record` in `thread_bucket`:
  * offset + thread_bucket * chunk_size + record * record_size.
+ * @param arr The array.
+ * @param record Record number, below num_records.
+ * @param thread_bucket Bucket, below num_thread_buckets.
+ * @param[out] offset The offset.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array, record or bucket out of range),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
@@ -430,24 +496,45 @@ SONDE_API sonde_status_t sonde_profile_array_record_offset(const sonde_profile_a
                                                            uint32_t thread_bucket,
                                                            uint64_t *offset);
 
-/** @brief chunk_size * num_thread_buckets: the bytes the array occupies; 0 for NULL. */
+/**
+ * @brief chunk_size * num_thread_buckets: the bytes the array occupies; 0 for NULL. Thread-safe.
+ * @param arr The array.
+ */
 SONDE_API uint64_t sonde_profile_array_size(const sonde_profile_array_t *arr);
 /** @brief The array's buffer offset, or SONDE_PROFILE_OFFSET_NONE (UINT64_MAX) until
- * allocated (and for NULL). */
+ * allocated (and for NULL). Thread-safe.
+ * @param arr The array.
+ */
 SONDE_API uint64_t sonde_profile_array_offset(const sonde_profile_array_t *arr);
-/** @brief Whether the array is allocated; false for NULL. */
+/**
+ * @brief Whether the array is allocated; false for NULL. Thread-safe.
+ * @param arr The array.
+ */
 SONDE_API bool sonde_profile_array_is_allocated(const sonde_profile_array_t *arr);
-/** @brief Bytes per record; 0 for NULL. */
+/**
+ * @brief Bytes per record; 0 for NULL. Thread-safe.
+ * @param arr The array.
+ */
 SONDE_API uint32_t sonde_profile_array_record_size(const sonde_profile_array_t *arr);
-/** @brief Records per bucket; 0 for NULL. */
+/**
+ * @brief Records per bucket; 0 for NULL. Thread-safe.
+ * @param arr The array.
+ */
 SONDE_API uint32_t sonde_profile_array_num_records(const sonde_profile_array_t *arr);
-/** @brief Buckets after rounding up to a power of two; 0 for NULL. */
+/**
+ * @brief Buckets after rounding up to a power of two; 0 for NULL. Thread-safe.
+ * @param arr The array.
+ */
 SONDE_API uint32_t sonde_profile_array_num_thread_buckets(const sonde_profile_array_t *arr);
-/** @brief Bytes per bucket (a multiple of max(alignment, 64)); 0 for NULL. */
+/**
+ * @brief Bytes per bucket (a multiple of max(alignment, 64)); 0 for NULL. Thread-safe.
+ * @param arr The array.
+ */
 SONDE_API uint32_t sonde_profile_array_chunk_size(const sonde_profile_array_t *arr);
 
 /**
  * @brief The calling thread's bucket of an array: sonde_profile_thread_index() & (buckets - 1).
+ * @param arr The array.
  * @return The bucket, 0 for NULL. Thread-safe.
  */
 SONDE_API uint32_t sonde_profile_array_thread_bucket(const sonde_profile_array_t *arr);
@@ -455,6 +542,9 @@ SONDE_API uint32_t sonde_profile_array_thread_bucket(const sonde_profile_array_t
 /**
  * @brief Address of `record` in the calling thread's bucket.
  * @param[out] record_ptr The address (valid while the buffer lives).
+ * @param arr The array.
+ * @param pb The buffer the array is allocated in.
+ * @param record Record number, below num_records.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer, record out
  *         of range), SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
@@ -467,6 +557,8 @@ SONDE_API sonde_status_t sonde_profile_array_thread_record(const sonde_profile_a
 /**
  * @brief Fills a view for the calling thread, for the inline helpers.
  * @param[in,out] view struct_size must be set; only that many bytes are written.
+ * @param arr The array.
+ * @param pb The buffer the array is allocated in.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size too small),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer),
@@ -482,6 +574,11 @@ SONDE_API sonde_status_t sonde_profile_array_view(const sonde_profile_array_t *a
  *
  * Each bucket's value is read whole (relaxed atomic load); with writers running the sum is a
  * value each bucket had at some moment during the call, never a torn one.
+ * @param arr The array.
+ * @param pb The buffer the array is allocated in.
+ * @param record Record number, below num_records.
+ * @param field_offset Byte offset of the u64 field within the record.
+ * @param[out] sum The sum.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer, record out
  *         of range, field not inside the record, or not 8-byte aligned in the buffer),
@@ -503,6 +600,8 @@ SONDE_API sonde_status_t sonde_profile_array_sum_u64(const sonde_profile_array_t
  * may be seen with one update and not the other). Good for monitoring, not a transaction.
  * @param dst At least dst_size bytes.
  * @param dst_size Bytes available; must be at least sonde_profile_array_size().
+ * @param arr The array.
+ * @param pb The buffer the array is allocated in.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated),
@@ -548,6 +647,8 @@ SONDE_API sonde_status_t sonde_profile_array_snapshot(const sonde_profile_array_
  * @param buffer A buffer of a started session.
  * @param flags 0 or SONDE_PROFILE_EMIT_SUMMED.
  * @param[out] emitted Records emitted; may be NULL. Set also on failure.
+ * @param arr The array.
+ * @param pb The buffer the array is allocated in.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer, unknown
  *         flags, record_size not a multiple of 8 or above 512 KiB, num_thread_buckets above
