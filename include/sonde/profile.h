@@ -40,6 +40,12 @@ typedef struct sonde_profile_array_t sonde_profile_array_t;
 /** @brief The value ::sonde_profile_array_offset answers for an array that is not allocated. */
 #define SONDE_PROFILE_OFFSET_NONE UINT64_MAX
 
+/** @brief GTPin's default num_thread_buckets for ::sonde_profile_array_create: one bucket. */
+#define SONDE_PROFILE_DEFAULT_THREAD_BUCKETS 1u
+
+/** @brief GTPin's default alignment for ::sonde_profile_array_create: one cache line. */
+#define SONDE_PROFILE_DEFAULT_ALIGNMENT 64u
+
 /** @brief Every chunk is aligned to at least this many bytes (one cache line). */
 #define SONDE_PROFILE_MIN_CHUNK_ALIGNMENT 64u
 

@@ -68,6 +68,11 @@ static void test_geometry(void **state) {
     assert_false(sonde_profile_array_is_allocated(a));
     sonde_profile_array_destroy(a);
 
+    a = make_array(8, 1, SONDE_PROFILE_DEFAULT_THREAD_BUCKETS, SONDE_PROFILE_DEFAULT_ALIGNMENT);
+    assert_int_equal(sonde_profile_array_num_thread_buckets(a), 1);
+    assert_int_equal(sonde_profile_array_chunk_size(a), 64);
+    sonde_profile_array_destroy(a);
+
     a = make_array(8, 1, 1, 8); /* tiny alignment still gives a whole cache line */
     assert_int_equal(sonde_profile_array_chunk_size(a), 64);
     assert_int_equal(sonde_profile_array_num_thread_buckets(a), 1);
