@@ -10,6 +10,7 @@ import ctypes
 import mmap
 import os
 import struct
+import subprocess
 import sys
 import tempfile
 
@@ -54,13 +55,13 @@ def check(status, what):
         raise AssertionError(f"{what} returned status {status}")
 
 
-def parse(mm):
-    """The arrays of a mapped shared profile buffer: list of dicts with geometry and a reader."""
+def parse(mm, creator):
+    """The arrays of a mapped shared profile buffer made by process `creator`: their geometry."""
     magic, version, header_size, size, bump, max_arrays, num_arrays, pid = HEADER.unpack_from(mm, 0)
     assert magic == MAGIC, hex(magic)
     assert version == 1 and header_size == 4096 and size == len(mm), (version, header_size, size)
     assert num_arrays <= max_arrays == 63 and header_size <= bump <= size
-    assert pid == os.getpid()
+    assert pid == creator, (pid, creator)
     arrays = []
     for i in range(num_arrays):
         off, asize, rsize, nrec, nbuck, chunk, align, _ = ENTRY.unpack_from(mm, 64 + 64 * i)
@@ -96,7 +97,7 @@ def main():
             check(lib.sonde_profile_array_write(a0, pb, recs, 0, 5, b), "write")
 
         with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0) as mm:
-            parsed = parse(mm)
+            parsed = parse(mm, os.getpid())
             assert len(parsed) == 2
             p0, p1 = parsed
             assert (p0["record_size"], p0["num_records"], p0["buckets"], p0["chunk"]) == (16, 5, 4, 128)
@@ -130,8 +131,31 @@ def main():
             lib.sonde_profile_array_destroy(arr)
         lib.sonde_profile_buffer_destroy(pb)
         assert os.path.getsize(path) == 4096 + (1 << 16)
+    check_example_file()
     print("profile python: ok")
     return 0
+
+
+def check_example_file():
+    """Another process (examples/profile_counters) writes the counters; Python reads the file."""
+    exe = os.path.join(os.environ.get("SONDE_BUILD_ROOT", ""), "examples", "profile_counters")
+    if not os.path.exists(exe):
+        return
+    with tempfile.TemporaryDirectory(prefix="sonde-profile-py-") as d:
+        path = os.path.join(d, "example.prof")
+        proc = subprocess.Popen([exe, path], stdout=subprocess.PIPE, text=True)
+        out, _ = proc.communicate()
+        assert proc.returncode == 0, out
+        printed = {}
+        for line in out.splitlines()[2:]:
+            name, items, nbytes = line.split()
+            printed[name] = (int(items), int(nbytes))
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+            (a,) = parse(mm, proc.pid)
+            sums = [(sum(counter(mm, a, r, b) for b in range(a["buckets"])),
+                     sum(counter(mm, a, r, b, 8) for b in range(a["buckets"])))
+                    for r in range(a["num_records"])]
+        assert sums == [printed[n] for n in ("small", "medium", "large", "huge")], (sums, printed)
 
 
 if __name__ == "__main__":
