@@ -10,5 +10,6 @@
 #include <sonde/session.h>
 #include <sonde/record.h>
 #include <sonde/buffer.h>
+#include <sonde/profile.h>
 
 #endif /* SONDE_SONDE_H */

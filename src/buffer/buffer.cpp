@@ -62,7 +62,8 @@ void barrier_init() {
 
 void process_barrier() {
 #if defined(SONDE_TSAN)
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Under ThreadSanitizer both sides of the handshake are seq_cst atomics (buffer.h).
+    (void)g_barrier_mu;
 #else
     switch (g_barrier) {
     case BarrierKind::kPrivateExpedited:
@@ -482,11 +483,9 @@ sonde_status_t drain_and_detach(Buffer &b) {
         Writer *next = w->next_in_buffer;
         b.retired_emitted += w->emitted.load(std::memory_order_relaxed);
         b.retired_dropped += w->dropped.load(std::memory_order_relaxed);
-        w->buffer = nullptr;
-        w->chunk = nullptr;
-        w->pos = w->end = w->base = w->real_end = nullptr;
-        w->records = 0;
-        // reserve_need is already 0: busy was 0 above, and a reservation holds busy.
+        // The producer-owned window (pos, end, chunk, buffer, ...) is left alone: the
+        // producer may read it before its busy handshake, and only ever uses it after seeing
+        // a matching handle and state; attach() resets it on the producer's own thread.
         w->sealed_head = w->sealed_tail = nullptr;
         w->next_in_buffer = nullptr;
         w->handle.store(0, std::memory_order_release);

@@ -7,8 +7,9 @@
 //   thread, and threads that flush/stop/destroy/exit; kept alive by shared_ptr.
 // * Writer: one per (thread, buffer slot), owned by that thread's ThreadState and reused for
 //   every buffer that later occupies the slot. Its write window (pos, end, chunk, records,
-//   reservation) is written only by the owning thread, except by destroy/finalize after the
-//   busy handshake below. `current` and the sealed list are the hand-over points to delivery.
+//   reservation) is written only by the owning thread. Destroy/finalize only unlink it and
+//   clear `handle`; attach() resets the window on the owning thread. The chunk pointer read
+//   under Buffer::mu and the sealed list are the hand-over points to delivery.
 // * Chunk: owned by exactly one of: the free list (Buffer::mu), a writer as its current chunk
 //   (the producer appends; delivery may read the committed prefix in place), a writer's sealed
 //   list (Buffer::mu), or delivery (Buffer::deliver_mu) until it is returned to the free list.

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "core/abi_struct.h"
+#include "core/guarded.h"
 #include "core/clock.h"
 #include "core/hooks.h"
 #include "sonde/buffer.h"
@@ -173,18 +174,6 @@ using sonde::core::Runtime;
 using sonde::core::runtime;
 
 namespace {
-
-// Maps exceptions to statuses: no C++ exception crosses the ABI.
-template <typename F>
-sonde_status_t guarded(F &&f) noexcept {
-    try {
-        return f();
-    } catch (const std::bad_alloc &) {
-        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
-    } catch (...) {
-        return SONDE_STATUS_ERROR;
-    }
-}
 
 std::vector<std::shared_ptr<buffer::Buffer>> session_buffers(core::Session &s) { return s.buffers; }
 

@@ -3,23 +3,14 @@
 #include <new>
 
 #include "core/abi_struct.h"
+#include "core/guarded.h"
 #include "profile/profile.h"
 
 using namespace sonde::profile;
 
 namespace {
 
-// Runs f, mapping any exception to a status.
-template <typename F>
-sonde_status_t guarded(F &&f) noexcept {
-    try {
-        return f();
-    } catch (const std::bad_alloc &) {
-        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
-    } catch (...) {
-        return SONDE_STATUS_ERROR;
-    }
-}
+using sonde::guarded;
 
 // Checks an array/buffer pair for a record operation; SUCCESS when arr is allocated in pb.
 sonde_status_t check_pair(const sonde_profile_array_t *arr, const sonde_profile_buffer_t *pb) {
