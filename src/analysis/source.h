@@ -1,0 +1,111 @@
+// Internal reading interface of the analysis concept (owned by trace I/O): an Input is one
+// opened trace (Sonde, lackey text or raw64) made of shards; each shard is read on its own in
+// batches through a ShardReader; SerialReader interleaves the shards of several inputs by
+// timestamp. The analyzer builds on this; the public C reader in sonde/trace.h wraps it.
+//
+// Threads: an Input is immutable after open(), so open_shard() may be called from several
+// threads at once; each ShardReader and SerialReader belongs to one thread at a time.
+// Errors never throw out of read(): read() returns 0 and status() / error() say why; the
+// message names the file and the byte offset. std::bad_alloc may propagate from any call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sonde/status.h"
+#include "sonde/trace.h"
+
+namespace sonde::analysis {
+
+// Reads one shard in order. Not thread-safe: one thread at a time.
+class ShardReader {
+public:
+    virtual ~ShardReader() = default;
+    // Copies up to `max` records into `out`; returns how many, 0 at the end of the shard or on
+    // an error (then status() != SUCCESS). Each record's `shard` field is the shard id given
+    // to Input::open_shard. Cost: a copy per record plus decompression of the next chunk when
+    // the current one is used up; no allocation after the first call.
+    virtual size_t read(sonde_memref_t *out, size_t max) = 0;
+    // SUCCESS, or the error that ended the shard: SONDE_STATUS_ERROR_IO (read failed),
+    // SONDE_STATUS_ERROR_FORMAT (corrupted / truncated data).
+    sonde_status_t status() const { return status_; }
+    // "FILE: offset N: what is wrong" when status() is an error, else empty.
+    const std::string &error() const { return error_; }
+
+protected:
+    sonde_status_t status_ = SONDE_STATUS_SUCCESS;
+    std::string error_;
+};
+
+// One opened input. Immutable after open(); open_shard() is thread-safe.
+class Input {
+public:
+    virtual ~Input() = default;
+    // Opens `path` as `format` (a sonde_trace_format_value; SONDE_TRACE_FORMAT_AUTO picks by
+    // magic, then extension: .sonde, .lackey/.lackey.zst/.txt/.zst text, .raw64/.bin/.l64).
+    // Returns SUCCESS and sets *out, or SONDE_STATUS_ERROR_IO (missing / unreadable file),
+    // SONDE_STATUS_ERROR_FORMAT (bad magic, version, header, index; unknown AUTO format),
+    // SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format value) with *error set to
+    // "FILE: offset N: what is wrong" (or "FILE: ..." without offset when it did not open).
+    static sonde_status_t open(const std::string &path, uint32_t format, std::unique_ptr<Input> *out,
+                               std::string *error);
+
+    // The path as given to open().
+    const std::string &path() const { return path_; }
+    // The resolved format (never AUTO).
+    uint32_t format() const { return format_; }
+    // Number of shards: threads of a Sonde trace; lackey and raw64 inputs have one.
+    virtual size_t num_shards() const = 0;
+    // Total records of a shard when known without reading it (Sonde traces with an index or a
+    // recovered scan), else UINT64_MAX (text and raw64 streams).
+    virtual uint64_t shard_records(size_t shard) const = 0;
+    // Opens shard `shard` (< num_shards()) for reading; the records it returns carry
+    // `shard_id` in sonde_memref_t::shard (the caller's global numbering across inputs).
+    // Reads only that shard's chunks (Sonde) or the one stream (lackey, raw64). Returns
+    // nullptr only for shard >= num_shards(). Thread-safe.
+    virtual std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const = 0;
+    // Warnings found while opening, e.g. "FILE: no index (the writer did not finish); recovered
+    // N complete chunks by scanning, M trailing bytes ignored at offset K".
+    const std::vector<std::string> &warnings() const { return warnings_; }
+
+protected:
+    std::string path_;
+    uint32_t format_ = 0;
+    std::vector<std::string> warnings_;
+};
+
+// The serial view: all shards of all inputs in one stream ordered by timestamp. Records of a
+// shard stay in order; a record with timestamp 0 takes its shard's last timestamp. Shards are
+// numbered densely across inputs: input 0's shards first (0..n0-1), then input 1's, and so on
+// (the same numbering as shard_base()). Inputs without timestamps (lackey, raw64) are one shard
+// each and, when there are several such inputs, follow each other in input order.
+// When `thread_switch_markers` is true a SONDE_MARKER_THREAD_SWITCH marker (address = the new
+// shard) precedes each run of a different shard, as drmemtrace's serial stream has them.
+// Owned by one thread. Cost: one heap operation per run of a shard (not per record).
+class SerialReader {
+public:
+    SerialReader(const std::vector<const Input *> &inputs, bool thread_switch_markers = false);
+    ~SerialReader();
+    SerialReader(const SerialReader &) = delete;
+    SerialReader &operator=(const SerialReader &) = delete;
+
+    // Total shards over all inputs.
+    size_t num_shards() const;
+    // First global shard number of input i.
+    uint32_t shard_base(size_t input) const;
+    // Copies up to `max` records; 0 at the end or on an error (see status()).
+    size_t read(sonde_memref_t *out, size_t max);
+    sonde_status_t status() const { return status_; }
+    const std::string &error() const { return error_; }
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    sonde_status_t status_ = SONDE_STATUS_SUCCESS;
+    std::string error_;
+};
+
+}  // namespace sonde::analysis
