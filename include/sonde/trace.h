@@ -153,7 +153,7 @@ SONDE_API sonde_status_t sonde_trace_reader_close(sonde_trace_reader_t *reader);
 /** @brief Options of sonde_trace_writer_create(). Zero fields take the default. */
 typedef struct sonde_trace_writer_properties_t {
     uint32_t struct_size;      /**< sizeof(sonde_trace_writer_properties_t). */
-    int32_t compression_level; /**< zstd level, 1..19; 0 = default (3). */
+    int32_t compression_level; /**< zstd level, 1..19; 0 = default (1, the fastest). */
     uint32_t chunk_records;    /**< Records per chunk, 1..1048576; 0 = default (65536). */
     uint32_t reserved;         /**< Must be 0. */
 } sonde_trace_writer_properties_t;

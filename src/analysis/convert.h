@@ -1,0 +1,20 @@
+// `sonde convert`: turns a lackey text trace or raw64 addresses (or a Sonde trace) into a
+// Sonde trace file. It uses only the public API of sonde/trace.h, so it is compiled into the
+// program that calls it (meson: `sonde_convert_dep`, defined in src/analysis/meson.build, plus
+// sonde_dep), not into libsonde.
+//
+// How the CLI calls it: when argv[1] is "convert", main() returns
+//     sonde_cli_convert(argc - 1, argv + 1);
+// i.e. argv[0] is "convert" and the rest are its options:
+//     convert INPUT [--format auto|sonde|lackey|raw64] -o OUTPUT.sonde [--level N] [--chunk-records N]
+// It prints one summary line on stdout, errors (file and offset) on stderr, and returns the
+// process exit status: 0 on success, 1 on a read or write error, 2 on bad usage (CLI11 rules).
+#pragma once
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+int sonde_cli_convert(int argc, char **argv);
+#ifdef __cplusplus
+}
+#endif

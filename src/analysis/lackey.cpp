@@ -1,0 +1,207 @@
+// Lackey text reader (see lackey.h). Hot path: parse_() walks the decoded text once with a
+// table-driven hex parser; it must not allocate or copy lines.
+#include "analysis/lackey.h"
+
+#include <cstring>
+
+#include "analysis/trace_format.h"
+#include "analysis/trace_stream.h"
+
+namespace sonde::analysis {
+
+namespace {
+
+struct HexTable {
+    unsigned char v[256];
+    HexTable() {
+        std::memset(v, 0xFF, sizeof v);
+        for (int c = '0'; c <= '9'; ++c) v[c] = static_cast<unsigned char>(c - '0');
+        for (int c = 'a'; c <= 'f'; ++c) v[c] = static_cast<unsigned char>(c - 'a' + 10);
+        for (int c = 'A'; c <= 'F'; ++c) v[c] = static_cast<unsigned char>(c - 'A' + 10);
+    }
+};
+const HexTable kHex;
+
+constexpr size_t kBufferSize = 4u << 20;
+constexpr size_t kMaxLine = 4096;
+
+class LackeyShardReader final : public ShardReader {
+public:
+    LackeyShardReader(const std::string &path, uint32_t shard_id) : path_(path), shard_id_(shard_id) {}
+
+    bool start() {
+        std::string err;
+        const sonde_status_t s = stream_.open(path_, &err);
+        if (s != SONDE_STATUS_SUCCESS) {
+            status_ = s;
+            error_ = err;
+            return false;
+        }
+        buf_.resize(kBufferSize);
+        return true;
+    }
+
+    size_t read(sonde_memref_t *out, size_t max) override {
+        if (status_ != SONDE_STATUS_SUCCESS || buf_.empty()) return 0;
+        size_t n = 0;
+        while (n < max) {
+            if (pos_ == len_ || (!eof_ && std::memchr(buf_.data() + pos_, '\n', len_ - pos_) == nullptr)) {
+                if (eof_) break;
+                if (!refill()) {
+                    if (status_ != SONDE_STATUS_SUCCESS) return 0;
+                    if (pos_ == len_) break;
+                }
+                continue;
+            }
+            n += parse_(out + n, max - n);
+            if (status_ != SONDE_STATUS_SUCCESS) return 0;
+        }
+        return n;
+    }
+
+private:
+    // Moves the unparsed tail to the front and appends decoded text; false at the end.
+    bool refill() {
+        const size_t tail = len_ - pos_;
+        if (tail > kMaxLine) {
+            fail(text_offset_ + pos_, "line longer than " + std::to_string(kMaxLine) + " bytes");
+            return false;
+        }
+        std::memmove(buf_.data(), buf_.data() + pos_, tail);
+        text_offset_ += pos_;
+        pos_ = 0;
+        len_ = tail;
+        const size_t got = stream_.fill(buf_.data() + len_, buf_.size() - len_);
+        if (got == 0) {
+            if (stream_.status() != SONDE_STATUS_SUCCESS) {
+                status_ = stream_.status();
+                error_ = stream_.error();
+                return false;
+            }
+            eof_ = true;
+            return false;
+        }
+        len_ += got;
+        return true;
+    }
+
+    void fail(uint64_t offset, const std::string &what) {
+        status_ = SONDE_STATUS_ERROR_FORMAT;
+        error_ = fmt::at(path_, offset, what + (stream_.compressed() ? " (offset in the decompressed text)" : ""));
+    }
+
+    void bad_line(const unsigned char *line, const unsigned char *end) {
+        size_t len = 0;
+        while (line + len < end && line[len] != '\n' && len < 40) ++len;
+        std::string shown;
+        for (size_t i = 0; i < len; ++i)
+            shown += (line[i] >= 0x20 && line[i] < 0x7F) ? static_cast<char>(line[i]) : '?';
+        fail(text_offset_ + static_cast<uint64_t>(line - buf_.data()),
+             "bad lackey line " + std::to_string(line_ + 1) + ": \"" + shown + "\"");
+    }
+
+    // Parses complete lines (and at the end the last unterminated one) into out.
+    size_t parse_(sonde_memref_t *out, size_t max) {
+        const unsigned char *p = buf_.data() + pos_;
+        const unsigned char *end = buf_.data() + len_;
+        size_t n = 0;
+        while (n < max && p < end) {
+            const unsigned char *nl = static_cast<const unsigned char *>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+            if (nl == nullptr) {
+                if (!eof_) break;
+                nl = end;  // the last line has no newline
+            }
+            const unsigned char *line = p;
+            const unsigned char *stop = nl;
+            if (stop > line && stop[-1] == '\r') --stop;
+            p = nl < end ? nl + 1 : end;
+            ++line_;
+            const size_t len = static_cast<size_t>(stop - line);
+            if (len == 0) continue;
+            if (line[0] == '=' && len >= 2 && line[1] == '=') continue;
+            uint16_t type;
+            if (len >= 4 && line[0] == 'I' && line[1] == ' ' && line[2] == ' ') {
+                type = SONDE_MEMREF_IFETCH;
+            } else if (len >= 4 && line[0] == ' ' && line[2] == ' ' &&
+                       (line[1] == 'L' || line[1] == 'S' || line[1] == 'M')) {
+                type = line[1] == 'L' ? SONDE_MEMREF_READ : line[1] == 'S' ? SONDE_MEMREF_WRITE : SONDE_MEMREF_MODIFY;
+            } else {
+                --line_;
+                bad_line(line, end);
+                return 0;
+            }
+            const unsigned char *q = line + 3;
+            uint64_t addr = 0;
+            int digits = 0;
+            while (q < stop && kHex.v[*q] != 0xFF) {
+                addr = (addr << 4) | kHex.v[*q++];
+                ++digits;
+            }
+            uint32_t size = 0;
+            int sdigits = 0;
+            bool ok = digits > 0 && digits <= 16 && q < stop && *q == ',';
+            if (ok) {
+                ++q;
+                while (q < stop && *q >= '0' && *q <= '9' && sdigits < 6) {
+                    size = size * 10 + static_cast<uint32_t>(*q++ - '0');
+                    ++sdigits;
+                }
+                ok = sdigits > 0 && q == stop && size <= 0xFFFF;
+            }
+            if (!ok) {
+                --line_;
+                bad_line(line, end);
+                return 0;
+            }
+            if (type == SONDE_MEMREF_IFETCH) pc_ = addr;
+            sonde_memref_t &m = out[n++];
+            m.address = addr;
+            m.pc = pc_;
+            m.timestamp = 0;
+            m.shard = shard_id_;
+            m.type = type;
+            m.size = static_cast<uint16_t>(size);
+        }
+        pos_ = static_cast<size_t>(p - buf_.data());
+        return n;
+    }
+
+    std::string path_;
+    uint32_t shard_id_;
+    ByteStream stream_;
+    std::vector<unsigned char> buf_;
+    size_t pos_ = 0;
+    size_t len_ = 0;
+    bool eof_ = false;
+    uint64_t text_offset_ = 0;  // offset of buf_[0] in the decoded text
+    uint64_t line_ = 0;         // lines consumed
+    uint64_t pc_ = 0;
+};
+
+class LackeyInput final : public Input {
+public:
+    explicit LackeyInput(const std::string &path) {
+        path_ = path;
+        format_ = SONDE_TRACE_FORMAT_LACKEY;
+    }
+    size_t num_shards() const override { return 1; }
+    uint64_t shard_records(size_t) const override { return UINT64_MAX; }
+    std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override {
+        if (shard != 0) return nullptr;
+        auto r = std::make_unique<LackeyShardReader>(path_, shard_id);
+        r->start();
+        return r;
+    }
+};
+
+}  // namespace
+
+sonde_status_t open_lackey(const std::string &path, std::unique_ptr<Input> *out, std::string *error) {
+    ByteStream probe;
+    const sonde_status_t s = probe.open(path, error);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    *out = std::make_unique<LackeyInput>(path);
+    return SONDE_STATUS_SUCCESS;
+}
+
+}  // namespace sonde::analysis

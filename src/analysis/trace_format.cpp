@@ -1,0 +1,62 @@
+// Sonde trace format helpers: the checksum and chunk-header coding (see trace_format.h).
+#include "analysis/trace_format.h"
+
+namespace sonde::analysis::fmt {
+
+namespace {
+inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+constexpr uint64_t kP1 = 0x87C37B91114253D5ull;
+constexpr uint64_t kP2 = 0x4CF5AD432745937Full;
+}  // namespace
+
+uint64_t checksum64(const void *data, size_t size) {
+    const auto *p = static_cast<const unsigned char *>(data);
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(size);
+    size_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        h ^= load64(p + i) * kP1;
+        h = rotl(h, 27) * kP2 + 1;
+    }
+    if (i < size) {
+        unsigned char tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        std::memcpy(tail, p + i, size - i);
+        h ^= load64(tail) * kP1;
+        h = rotl(h, 27) * kP2 + 1;
+    }
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    return h;
+}
+
+void encode_chunk_header(const ChunkHeader &h, unsigned char out[kChunkHeaderSize]) {
+    store32(out + 0, kChunkMagic);
+    store32(out + 4, h.shard);
+    store32(out + 8, h.records);
+    store32(out + 12, h.compressed_size);
+    store64(out + 16, h.first_ts);
+    store64(out + 24, h.last_ts);
+    store64(out + 32, h.payload_checksum);
+    store64(out + 40, checksum64(out, 40));
+}
+
+std::string decode_chunk_header(const unsigned char in[kChunkHeaderSize], ChunkHeader *h) {
+    if (load32(in) != kChunkMagic) return "bad chunk magic";
+    if (load64(in + 40) != checksum64(in, 40)) return "chunk header checksum mismatch";
+    h->shard = load32(in + 4);
+    h->records = load32(in + 8);
+    h->compressed_size = load32(in + 12);
+    h->first_ts = load64(in + 16);
+    h->last_ts = load64(in + 24);
+    h->payload_checksum = load64(in + 32);
+    if (h->shard > kMaxShard) return "chunk shard " + std::to_string(h->shard) + " out of range";
+    if (h->records == 0 || h->records > kMaxChunkRecords)
+        return "chunk record count " + std::to_string(h->records) + " out of range";
+    return {};
+}
+
+std::string at(const std::string &path, uint64_t offset, const std::string &what) {
+    return path + ": offset " + std::to_string(offset) + ": " + what;
+}
+
+}  // namespace sonde::analysis::fmt

@@ -1,0 +1,69 @@
+// Sonde trace file layout (docs/trace-format.md is the byte-level reference): constants,
+// little-endian field access, the 64-bit checksum, and the error-message helper shared by the
+// trace writer and the readers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "sonde/trace.h"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "Sonde trace records are stored in host layout; little-endian hosts only");
+static_assert(sizeof(sonde_memref_t) == 32, "sonde_memref_t must be 32 bytes");
+
+namespace sonde::analysis::fmt {
+
+constexpr char kFileMagic[8] = {'S', 'O', 'N', 'D', 'E', 'T', 'R', 'C'};
+constexpr char kIndexMagic[8] = {'S', 'O', 'N', 'D', 'E', 'I', 'D', 'X'};
+constexpr char kFooterMagic[8] = {'S', 'O', 'N', 'D', 'E', 'E', 'N', 'D'};
+constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" read as a little-endian u32
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kRecordSize = 32;
+constexpr size_t kHeaderSize = 64;
+constexpr size_t kChunkHeaderSize = 48;
+constexpr size_t kIndexHeaderSize = 24;
+constexpr size_t kIndexEntrySize = 32;
+constexpr size_t kFooterSize = 32;
+constexpr uint32_t kMaxShard = 65535;
+constexpr uint32_t kMaxChunkRecords = 1u << 20;
+constexpr uint32_t kDefaultChunkRecords = 65536;
+constexpr int kDefaultLevel = 1;
+
+inline uint64_t load64(const unsigned char *p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+}
+inline uint32_t load32(const unsigned char *p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+inline void store64(unsigned char *p, uint64_t v) { std::memcpy(p, &v, 8); }
+inline void store32(unsigned char *p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+// The format's checksum ("sonde64", docs/trace-format.md): 8 bytes per step, about one cycle
+// per byte. Pure function, any thread.
+uint64_t checksum64(const void *data, size_t size);
+
+// A chunk's fixed header, decoded.
+struct ChunkHeader {
+    uint32_t shard = 0;
+    uint32_t records = 0;
+    uint32_t compressed_size = 0;
+    uint64_t first_ts = 0;
+    uint64_t last_ts = 0;
+    uint64_t payload_checksum = 0;
+};
+
+void encode_chunk_header(const ChunkHeader &h, unsigned char out[kChunkHeaderSize]);
+// Returns an empty string when valid, else what is wrong (magic, checksum, field ranges).
+std::string decode_chunk_header(const unsigned char in[kChunkHeaderSize], ChunkHeader *h);
+
+// "PATH: offset N: what"
+std::string at(const std::string &path, uint64_t offset, const std::string &what);
+
+}  // namespace sonde::analysis::fmt

@@ -1,0 +1,227 @@
+// The Sonde trace writer (see trace_writer.h and docs/trace-format.md).
+#include "analysis/trace_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "analysis/trace_format.h"
+
+namespace sonde::analysis {
+
+TraceWriter::TraceWriter(const std::string &path, int level, uint32_t chunk_records)
+    : path_(path), level_(level), chunk_records_(chunk_records) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+        fail_locked(SONDE_STATUS_ERROR_IO, path + ": cannot create: " + std::strerror(errno));
+        return;
+    }
+    cctx_ = ZSTD_createCCtx();
+    if (cctx_ == nullptr) throw std::bad_alloc();
+    unsigned char header[fmt::kHeaderSize] = {};
+    std::memcpy(header, fmt::kFileMagic, 8);
+    fmt::store32(header + 8, fmt::kVersion);
+    fmt::store32(header + 12, static_cast<uint32_t>(fmt::kHeaderSize));
+    fmt::store32(header + 16, fmt::kRecordSize);
+    fmt::store32(header + 20, 0);  // flags
+    fmt::store32(header + 24, chunk_records_);
+    fmt::store64(header + 56, fmt::checksum64(header, 56));
+    write_all_locked(header, sizeof header);
+}
+
+TraceWriter::~TraceWriter() {
+    finish();
+    if (cctx_ != nullptr) ZSTD_freeCCtx(static_cast<ZSTD_CCtx *>(cctx_));
+}
+
+sonde_status_t TraceWriter::fail_locked(sonde_status_t s, const std::string &msg) {
+    if (status_ == SONDE_STATUS_SUCCESS) {
+        status_ = s;
+        error_ = msg;
+    }
+    return s;
+}
+
+sonde_status_t TraceWriter::write_all_locked(const void *data, size_t size) {
+    const auto *p = static_cast<const unsigned char *>(data);
+    while (size > 0) {
+        const ssize_t n = ::write(fd_, p, size);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail_locked(SONDE_STATUS_ERROR_IO,
+                               fmt::at(path_, offset_, std::string("write failed: ") + std::strerror(errno)));
+        }
+        p += n;
+        size -= static_cast<size_t>(n);
+        offset_ += static_cast<uint64_t>(n);
+    }
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::flush_shard_locked(uint32_t shard, std::vector<sonde_memref_t> &pending) {
+    if (pending.empty()) return SONDE_STATUS_SUCCESS;
+    const size_t raw = pending.size() * sizeof(sonde_memref_t);
+    const size_t bound = ZSTD_compressBound(raw);
+    if (cbuf_.size() < fmt::kChunkHeaderSize + bound) cbuf_.resize(fmt::kChunkHeaderSize + bound);
+    const size_t csize = ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_), cbuf_.data() + fmt::kChunkHeaderSize,
+                                           bound, pending.data(), raw, level_);
+    if (ZSTD_isError(csize))
+        return fail_locked(SONDE_STATUS_ERROR_IO, path_ + ": zstd compression failed: " + ZSTD_getErrorName(csize));
+    fmt::ChunkHeader h;
+    h.shard = shard;
+    h.records = static_cast<uint32_t>(pending.size());
+    h.compressed_size = static_cast<uint32_t>(csize);
+    h.first_ts = pending.front().timestamp;
+    h.last_ts = pending.back().timestamp;
+    h.payload_checksum = fmt::checksum64(cbuf_.data() + fmt::kChunkHeaderSize, csize);
+    fmt::encode_chunk_header(h, cbuf_.data());
+    const IndexEntry e{offset_, shard, h.records, h.first_ts, h.last_ts};
+    const sonde_status_t s = write_all_locked(cbuf_.data(), fmt::kChunkHeaderSize + csize);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    index_.push_back(e);
+    pending.clear();
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::append_locked(uint32_t shard, const sonde_memref_t *memrefs, size_t count) {
+    if (status_ != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    if (finished_) return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    if (shard >= num_shards_) num_shards_ = shard + 1;
+    auto &pending = pending_[shard];
+    if (pending.capacity() < chunk_records_) pending.reserve(chunk_records_);
+    while (count > 0) {
+        const size_t room = chunk_records_ - pending.size();
+        const size_t n = count < room ? count : room;
+        const size_t old = pending.size();
+        pending.resize(old + n);
+        std::memcpy(pending.data() + old, memrefs, n * sizeof(sonde_memref_t));
+        for (size_t i = old; i < old + n; ++i) pending[i].shard = 0;
+        memrefs += n;
+        count -= n;
+        if (pending.size() == chunk_records_) {
+            const sonde_status_t s = flush_shard_locked(shard, pending);
+            if (s != SONDE_STATUS_SUCCESS) return s;
+        }
+    }
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::write(uint32_t shard, const sonde_memref_t *memrefs, size_t count) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return append_locked(shard, memrefs, count);
+}
+
+void TraceWriter::consume(const sonde_record_header_t *begin, const sonde_record_header_t *end) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_ != SONDE_STATUS_SUCCESS || finished_ || begin == nullptr || end == nullptr) return;
+    uint32_t shard = 0;
+    bool have_thread = false;
+    const auto *p = reinterpret_cast<const unsigned char *>(begin);
+    const auto *e = reinterpret_cast<const unsigned char *>(end);
+    sonde_memref_t batch[256];
+    size_t n = 0;
+    while (p + sizeof(sonde_record_header_t) <= e) {
+        const auto *rec = reinterpret_cast<const sonde_record_header_t *>(p);
+        if (rec->size < sizeof(sonde_record_header_t) || rec->size % 8 != 0 ||
+            rec->size > static_cast<size_t>(e - p)) {
+            fail_locked(SONDE_STATUS_ERROR_RECORD_CORRUPTED,
+                        path_ + ": delivered span holds a record with invalid size " + std::to_string(rec->size));
+            break;
+        }
+        uint32_t psize = 0;
+        const void *payload = sonde_record_payload(rec, &psize);
+        if (rec->kind == SONDE_RECORD_KIND_THREAD && payload != nullptr && psize >= sizeof(sonde_thread_record_t)) {
+            if (n > 0 && have_thread) {
+                if (append_locked(shard, batch, n) != SONDE_STATUS_SUCCESS) return;
+                n = 0;
+            }
+            sonde_thread_record_t t;
+            std::memcpy(&t, payload, sizeof t);
+            auto it = thread_shards_.find(t.thread_id);
+            if (it == thread_shards_.end())
+                it = thread_shards_.emplace(t.thread_id, static_cast<uint32_t>(thread_shards_.size())).first;
+            shard = it->second;
+            have_thread = true;
+        } else if (rec->kind == SONDE_RECORD_KIND_MEMREF && payload != nullptr &&
+                   psize >= sizeof(sonde_memref_record_t)) {
+            sonde_memref_record_t m;
+            std::memcpy(&m, payload, sizeof m);
+            sonde_memref_t &out = batch[n++];
+            out.address = m.address;
+            out.pc = m.pc;
+            out.timestamp = 0;
+            if (rec->flags & SONDE_RECORD_FLAG_TIMESTAMP) sonde_record_timestamp(rec, &out.timestamp);
+            out.shard = 0;
+            out.type = static_cast<uint16_t>(m.type);
+            out.size = static_cast<uint16_t>(m.size > 0xFFFFu ? 0xFFFFu : m.size);
+            if (n == sizeof batch / sizeof batch[0]) {
+                if (append_locked(shard, batch, n) != SONDE_STATUS_SUCCESS) return;
+                n = 0;
+            }
+        }
+        p += rec->size;
+    }
+    if (n > 0) append_locked(shard, batch, n);
+}
+
+sonde_status_t TraceWriter::finish() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (finished_) return status_;
+    finished_ = true;
+    if (fd_ < 0) return status_;
+    if (status_ == SONDE_STATUS_SUCCESS) {
+        for (auto &kv : pending_)
+            if (flush_shard_locked(kv.first, kv.second) != SONDE_STATUS_SUCCESS) break;
+    }
+    if (status_ == SONDE_STATUS_SUCCESS) {
+        const uint64_t index_offset = offset_;
+        std::vector<unsigned char> idx(fmt::kIndexHeaderSize + index_.size() * fmt::kIndexEntrySize + 8);
+        std::memcpy(idx.data(), fmt::kIndexMagic, 8);
+        fmt::store32(idx.data() + 8, static_cast<uint32_t>(index_.size()));
+        fmt::store32(idx.data() + 12, num_shards_);
+        fmt::store64(idx.data() + 16, 0);
+        unsigned char *q = idx.data() + fmt::kIndexHeaderSize;
+        for (const IndexEntry &e : index_) {
+            fmt::store64(q, e.offset);
+            fmt::store32(q + 8, e.shard);
+            fmt::store32(q + 12, e.records);
+            fmt::store64(q + 16, e.first_ts);
+            fmt::store64(q + 24, e.last_ts);
+            q += fmt::kIndexEntrySize;
+        }
+        fmt::store64(q, fmt::checksum64(idx.data(), idx.size() - 8));
+        if (write_all_locked(idx.data(), idx.size()) == SONDE_STATUS_SUCCESS) {
+            unsigned char footer[fmt::kFooterSize];
+            std::memcpy(footer, fmt::kFooterMagic, 8);
+            fmt::store64(footer + 8, index_offset);
+            fmt::store64(footer + 16, idx.size());
+            fmt::store64(footer + 24, fmt::checksum64(footer, 24));
+            write_all_locked(footer, sizeof footer);
+        }
+    }
+    if (::close(fd_) != 0 && status_ == SONDE_STATUS_SUCCESS)
+        fail_locked(SONDE_STATUS_ERROR_IO, path_ + ": close failed: " + std::strerror(errno));
+    fd_ = -1;
+    pending_.clear();
+    return status_;
+}
+
+sonde_status_t TraceWriter::status() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return status_;
+}
+
+std::string TraceWriter::error() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
+}
+
+uint64_t TraceWriter::bytes_written() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return offset_;
+}
+
+}  // namespace sonde::analysis

@@ -1,0 +1,70 @@
+// The Sonde trace writer: per-shard pending chunks, zstd compression, the index and footer.
+// Thread-safety: every public member takes the writer's lock, so the buffer consumer may run
+// on any delivering thread while the owner writes from another.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sonde/status.h"
+#include "sonde/trace.h"
+
+namespace sonde::analysis {
+
+class TraceWriter {
+public:
+    // Opens `path` (truncating); status() says whether it worked.
+    TraceWriter(const std::string &path, int level, uint32_t chunk_records);
+    ~TraceWriter();
+    TraceWriter(const TraceWriter &) = delete;
+    TraceWriter &operator=(const TraceWriter &) = delete;
+
+    // Appends to a shard; compresses and writes each chunk as it fills. Cost: one copy into
+    // the pending chunk per record; compression per chunk.
+    sonde_status_t write(uint32_t shard, const sonde_memref_t *memrefs, size_t count);
+    // Appends the MEMREF records of one delivered span (buffer consumer).
+    void consume(const sonde_record_header_t *begin, const sonde_record_header_t *end);
+    // Flushes pending chunks, writes index and footer, closes the file. Idempotent.
+    sonde_status_t finish();
+
+    sonde_status_t status() const;
+    std::string error() const;
+    // Bytes written so far (header, chunks, and after finish() index and footer).
+    uint64_t bytes_written() const;
+
+private:
+    struct IndexEntry {
+        uint64_t offset;
+        uint32_t shard;
+        uint32_t records;
+        uint64_t first_ts;
+        uint64_t last_ts;
+    };
+    sonde_status_t fail_locked(sonde_status_t s, const std::string &msg);
+    sonde_status_t flush_shard_locked(uint32_t shard, std::vector<sonde_memref_t> &pending);
+    sonde_status_t write_all_locked(const void *data, size_t size);
+    sonde_status_t append_locked(uint32_t shard, const sonde_memref_t *memrefs, size_t count);
+
+    mutable std::mutex mutex_;
+    std::string path_;
+    int fd_ = -1;
+    int level_;
+    uint32_t chunk_records_;
+    uint64_t offset_ = 0;
+    bool finished_ = false;
+    sonde_status_t status_ = SONDE_STATUS_SUCCESS;
+    std::string error_;
+    void *cctx_ = nullptr;
+    std::vector<unsigned char> cbuf_;
+    std::map<uint32_t, std::vector<sonde_memref_t>> pending_;
+    std::vector<IndexEntry> index_;
+    uint32_t num_shards_ = 0;
+    // Buffer consumer: Sonde thread id -> dense shard, in order of first appearance.
+    std::unordered_map<uint64_t, uint32_t> thread_shards_;
+};
+
+}  // namespace sonde::analysis
