@@ -1,0 +1,282 @@
+/* Lackey and raw64 readers through the public API: parsing (plain and zstd), every format
+ * error with file and offset, AUTO detection, and the real gzip trace's reference counts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <sonde/trace.h>
+
+static char g_dir[256];
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][512];
+    static int slot;
+    char *p = buf[slot++ & 3];
+    snprintf(p, 512, "%s/%s", g_dir, name);
+    return p;
+}
+
+static void spit(const char *path, const void *d, size_t size) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(d, 1, size, f), size);
+    fclose(f);
+}
+
+static const char kLackey[] =
+    "==1== Lackey, an example Valgrind tool\n"
+    "I  0401ab70,3\n"
+    " S 1fff0005e8,8\n"
+    "I  0401b770,1\n"
+    " L 04022f00,4\n"
+    " M 7ff000398,16\n"
+    "\n"
+    "I  0401b771,7\n"
+    "==1== Exit code: 0\n"
+    " L FFFFFFFFFFFFFFF0,2"; /* last line without newline */
+
+static size_t read_all(sonde_trace_reader_t *r, sonde_memref_t *out, size_t cap) {
+    size_t total = 0, n;
+    while (total < cap) {
+        assert_int_equal(sonde_trace_reader_read_shard(r, 0, out + total, cap - total < 3 ? cap - total : 3, &n),
+                         SONDE_STATUS_SUCCESS);
+        if (n == 0) break;
+        total += n;
+    }
+    return total;
+}
+
+static void check_small(const char *path, uint32_t format) {
+    sonde_trace_reader_t *r = NULL;
+    char err[512];
+    assert_int_equal(sonde_trace_reader_open(path, format, err, sizeof err, &r), SONDE_STATUS_SUCCESS);
+    uint32_t f = 0, shards = 0;
+    sonde_trace_reader_format(r, &f);
+    assert_int_equal(f, SONDE_TRACE_FORMAT_LACKEY);
+    sonde_trace_reader_num_shards(r, &shards);
+    assert_int_equal(shards, 1);
+    sonde_memref_t m[16];
+    assert_int_equal(read_all(r, m, 16), 7);
+    assert_int_equal(m[0].type, SONDE_MEMREF_IFETCH);
+    assert_int_equal(m[0].address, 0x0401ab70);
+    assert_int_equal(m[0].pc, 0x0401ab70);
+    assert_int_equal(m[0].size, 3);
+    assert_int_equal(m[1].type, SONDE_MEMREF_WRITE);
+    assert_int_equal(m[1].address, 0x1fff0005e8ull);
+    assert_int_equal(m[1].pc, 0x0401ab70);
+    assert_int_equal(m[1].size, 8);
+    assert_int_equal(m[3].type, SONDE_MEMREF_READ);
+    assert_int_equal(m[3].pc, 0x0401b770);
+    assert_int_equal(m[4].type, SONDE_MEMREF_MODIFY);
+    assert_int_equal(m[4].address, 0x7ff000398ull);
+    assert_int_equal(m[4].size, 16);
+    assert_int_equal(m[6].address, 0xFFFFFFFFFFFFFFF0ull);
+    assert_int_equal(m[6].size, 2);
+    assert_int_equal(m[6].timestamp, 0);
+    assert_int_equal(m[6].shard, 0);
+    /* The serial view of one shard is the same stream. */
+    sonde_memref_t s[16];
+    size_t n = 0;
+    assert_int_equal(sonde_trace_reader_read(r, s, 16, &n), SONDE_STATUS_SUCCESS);
+    assert_int_equal(n, 7);
+    assert_memory_equal(s, m, 7 * sizeof m[0]);
+    sonde_trace_reader_close(r);
+}
+
+static void test_lackey_small(void **state) {
+    (void)state;
+    const char *plain = tmp_path("small.lackey");
+    spit(plain, kLackey, strlen(kLackey));
+    check_small(plain, SONDE_TRACE_FORMAT_LACKEY);
+    check_small(plain, SONDE_TRACE_FORMAT_AUTO);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/small.zst'", plain, g_dir);
+    assert_int_equal(system(cmd), 0);
+    check_small(tmp_path("small.zst"), SONDE_TRACE_FORMAT_AUTO); /* by content */
+}
+
+static void expect_read_error(const char *text, size_t len, const char *needle) {
+    const char *path = tmp_path("bad.lackey");
+    spit(path, text, len);
+    sonde_trace_reader_t *r = NULL;
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_LACKEY, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    sonde_memref_t m[8];
+    size_t n;
+    sonde_status_t s;
+    while ((s = sonde_trace_reader_read_shard(r, 0, m, 8, &n)) == SONDE_STATUS_SUCCESS && n > 0) {
+    }
+    assert_int_equal(s, SONDE_STATUS_ERROR_FORMAT);
+    const char *err = sonde_trace_reader_error(r);
+    if (strstr(err, path) == NULL || strstr(err, needle) == NULL) fail_msg("message \"%s\" lacks \"%s\"", err, needle);
+    sonde_trace_reader_close(r);
+}
+
+static void test_lackey_errors(void **state) {
+    (void)state;
+    static const char t1[] = "I  0401ab70,3\n X 1234,8\n";
+    expect_read_error(t1, strlen(t1), "offset 14: bad lackey line 2: \" X 1234,8\"");
+    static const char t2[] = "I  0401ab70,3\n S 12g4,8\n";
+    expect_read_error(t2, strlen(t2), "offset 14: bad lackey line 2");
+    static const char t3[] = "I  0401ab70\n";
+    expect_read_error(t3, strlen(t3), "offset 0: bad lackey line 1");
+    static const char t4[] = " L 12,99999999\n";
+    expect_read_error(t4, strlen(t4), "offset 0: bad lackey line 1");
+    static const char t5[] = " L 12345678901234567,8\n";
+    expect_read_error(t5, strlen(t5), "offset 0: bad lackey line 1");
+    static const char t6[] = " L ,8\n";
+    expect_read_error(t6, strlen(t6), "offset 0: bad lackey line 1");
+    static const char t7[] = "I  10,4\n L 20,\n";
+    expect_read_error(t7, strlen(t7), "offset 8: bad lackey line 2");
+    static const char t8[] = "I  10,4\nI  10,4\0\n";
+    expect_read_error(t8, sizeof t8 - 1, "offset 8: bad lackey line 2");
+    /* A line longer than the parser's limit. */
+    char *longline = malloc(10000);
+    assert_non_null(longline);
+    memset(longline, 'a', 10000);
+    expect_read_error(longline, 10000, "line longer than");
+    free(longline);
+    /* A zstd file cut short. */
+    const char *plain = tmp_path("trunc.txt");
+    char *big = malloc(200000);
+    assert_non_null(big);
+    size_t len = 0;
+    for (int i = 0; len + 32 < 200000; ++i) len += (size_t)snprintf(big + len, 32, " L %x,8\n", i * 7919);
+    spit(plain, big, len);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/t.zst' && head -c 300 '%s/t.zst' > '%s/cut.zst'", plain, g_dir,
+             g_dir, g_dir);
+    assert_int_equal(system(cmd), 0);
+    sonde_trace_reader_t *r = NULL;
+    const char *cut = tmp_path("cut.zst");
+    assert_int_equal(sonde_trace_reader_open(cut, SONDE_TRACE_FORMAT_LACKEY, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    sonde_memref_t m[64];
+    size_t n;
+    sonde_status_t s;
+    while ((s = sonde_trace_reader_read_shard(r, 0, m, 64, &n)) == SONDE_STATUS_SUCCESS && n > 0) {
+    }
+    assert_int_equal(s, SONDE_STATUS_ERROR_FORMAT);
+    assert_non_null(strstr(sonde_trace_reader_error(r), cut));
+    assert_non_null(strstr(sonde_trace_reader_error(r), "offset "));
+    sonde_trace_reader_close(r);
+    free(big);
+}
+
+static void test_raw64(void **state) {
+    (void)state;
+    uint64_t addrs[1000];
+    for (int i = 0; i < 1000; ++i) addrs[i] = 0x7f0000000000ull + (uint64_t)i * 24;
+    const char *path = tmp_path("a.raw64");
+    spit(path, addrs, sizeof addrs);
+    sonde_trace_reader_t *r = NULL;
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    uint32_t f = 0;
+    sonde_trace_reader_format(r, &f);
+    assert_int_equal(f, SONDE_TRACE_FORMAT_RAW64);
+    sonde_memref_t m[1001];
+    size_t total = 0, n;
+    while (sonde_trace_reader_read(r, m + total, 77, &n) == SONDE_STATUS_SUCCESS && n > 0) total += n;
+    assert_int_equal(total, 1000);
+    for (int i = 0; i < 1000; ++i) {
+        assert_int_equal(m[i].address, addrs[i]);
+        assert_int_equal(m[i].type, SONDE_MEMREF_READ);
+        assert_int_equal(m[i].size, 8);
+        assert_int_equal(m[i].pc, 0);
+    }
+    sonde_trace_reader_close(r);
+
+    /* Odd size: an error at open naming the offset of the trailing bytes. */
+    const char *odd = tmp_path("odd.raw64");
+    spit(odd, addrs, 8 * 10 + 3);
+    char err[512];
+    r = (sonde_trace_reader_t *)1;
+    assert_int_equal(sonde_trace_reader_open(odd, SONDE_TRACE_FORMAT_RAW64, err, sizeof err, &r),
+                     SONDE_STATUS_ERROR_FORMAT);
+    assert_null(r);
+    assert_non_null(strstr(err, odd));
+    assert_non_null(strstr(err, "offset 80: raw64 size 83 is not a multiple of 8"));
+    /* Odd size inside zstd: found at the end of the stream. */
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/odd.raw64.zst'", odd, g_dir);
+    assert_int_equal(system(cmd), 0);
+    const char *oddz = tmp_path("odd.raw64.zst");
+    assert_int_equal(sonde_trace_reader_open(oddz, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    sonde_status_t s;
+    total = 0;
+    while ((s = sonde_trace_reader_read_shard(r, 0, m, 1000, &n)) == SONDE_STATUS_SUCCESS && n > 0) total += n;
+    assert_int_equal(s, SONDE_STATUS_ERROR_FORMAT);
+    assert_non_null(strstr(sonde_trace_reader_error(r), "offset 80: raw64 size is not a multiple of 8"));
+    sonde_trace_reader_close(r);
+
+    /* Missing file, unknown AUTO format. */
+    assert_int_equal(sonde_trace_reader_open(tmp_path("none.raw64"), SONDE_TRACE_FORMAT_RAW64, err, sizeof err, &r),
+                     SONDE_STATUS_ERROR_IO);
+    assert_non_null(strstr(err, "none.raw64: cannot open"));
+    assert_int_equal(sonde_trace_reader_open(tmp_path("none.lackey"), SONDE_TRACE_FORMAT_LACKEY, err, sizeof err, &r),
+                     SONDE_STATUS_ERROR_IO);
+    const char *unk = tmp_path("data.xyz");
+    spit(unk, "\x01\x02\x03\x04\x05\x06\x07\x08\x09", 9);
+    assert_int_equal(sonde_trace_reader_open(unk, SONDE_TRACE_FORMAT_AUTO, err, sizeof err, &r),
+                     SONDE_STATUS_ERROR_FORMAT);
+    assert_non_null(strstr(err, "offset 0: cannot tell the format"));
+    /* A lackey file opened as a Sonde trace. */
+    const char *lk = tmp_path("x.lackey");
+    spit(lk, kLackey, strlen(kLackey));
+    assert_int_equal(sonde_trace_reader_open(lk, SONDE_TRACE_FORMAT_SONDE, err, sizeof err, &r),
+                     SONDE_STATUS_ERROR_FORMAT);
+    assert_non_null(strstr(err, "offset 0: bad magic"));
+}
+
+static void test_lackey_real(void **state) {
+    (void)state;
+    const char *data = getenv("SONDE_SHARED_DATA");
+    char path[600];
+    snprintf(path, sizeof path, "%s/gzip-gpl3.lackey.zst", data ? data : "../shared/data");
+    if (access(path, R_OK) != 0) skip();
+    sonde_trace_reader_t *r = NULL;
+    char err[512];
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_AUTO, err, sizeof err, &r), SONDE_STATUS_SUCCESS);
+    static sonde_memref_t m[65536];
+    uint64_t counts[5] = {0, 0, 0, 0, 0};
+    size_t n;
+    while (sonde_trace_reader_read_shard(r, 0, m, 65536, &n) == SONDE_STATUS_SUCCESS && n > 0)
+        for (size_t i = 0; i < n; ++i) counts[m[i].type]++;
+    assert_string_equal(sonde_trace_reader_error(r), "");
+    assert_int_equal(counts[SONDE_MEMREF_READ], 1443112);
+    assert_int_equal(counts[SONDE_MEMREF_WRITE], 509816);
+    assert_int_equal(counts[SONDE_MEMREF_MODIFY], 17687);
+    assert_int_equal(counts[SONDE_MEMREF_READ] + counts[SONDE_MEMREF_WRITE] + counts[SONDE_MEMREF_MODIFY], 1970615);
+    assert_int_equal(counts[SONDE_MEMREF_IFETCH], 6779579);
+    assert_int_equal(counts[SONDE_MEMREF_MARKER], 0);
+    sonde_trace_reader_close(r);
+}
+
+static int setup(void **state) {
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g_dir, sizeof g_dir, "%s/sonde-lackey-XXXXXX", tmp ? tmp : "/tmp");
+    return mkdtemp(g_dir) == NULL ? -1 : 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lackey_small),
+        cmocka_unit_test(test_lackey_errors),
+        cmocka_unit_test(test_raw64),
+        cmocka_unit_test(test_lackey_real),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
