@@ -1,0 +1,43 @@
+/* Shared by the fuzz targets: hands the fuzzer's bytes to a reader through a memfd and reads
+ * every shard and the serial view to the end. Any status is fine; a crash is the failure. */
+#ifndef SONDE_FUZZ_TRACE_COMMON_H
+#define SONDE_FUZZ_TRACE_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <sonde/trace.h>
+
+static void fuzz_read_all(const uint8_t *data, size_t size, uint32_t format) {
+    int fd = memfd_create("sonde-fuzz", MFD_CLOEXEC);
+    if (fd < 0) return;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = write(fd, data + done, size - done);
+        if (n <= 0) break;
+        done += (size_t)n;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    sonde_trace_reader_t *r = NULL;
+    char err[256];
+    if (sonde_trace_reader_open(path, format, err, sizeof err, &r) == SONDE_STATUS_SUCCESS) {
+        static sonde_memref_t buf[1024];
+        uint32_t shards = 0;
+        size_t n = 0;
+        sonde_trace_reader_num_shards(r, &shards);
+        for (uint32_t s = 0; s < shards; ++s)
+            while (sonde_trace_reader_read_shard(r, s, buf, 1024, &n) == SONDE_STATUS_SUCCESS && n > 0) {
+            }
+        while (sonde_trace_reader_read(r, buf, 1024, &n) == SONDE_STATUS_SUCCESS && n > 0) {
+        }
+        (void)sonde_trace_reader_error(r);
+        (void)sonde_trace_reader_warnings(r);
+        sonde_trace_reader_close(r);
+    }
+    close(fd);
+}
+
+#endif
