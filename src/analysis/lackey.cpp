@@ -37,15 +37,18 @@ public:
             error_ = err;
             return false;
         }
-        buf_.resize(kBufferSize);
+        // kBufferSize, or less for a small file (zstd text expands about 30x).
+        const uint64_t guess = stream_.file_size() * (stream_.compressed() ? 32 : 1) + 2 * kMaxLine;
+        cap_ = guess < kBufferSize ? static_cast<size_t>(guess) : kBufferSize;
+        buf_.reset(new unsigned char[cap_]);
         return true;
     }
 
     size_t read(sonde_memref_t *out, size_t max) override {
-        if (status_ != SONDE_STATUS_SUCCESS || buf_.empty()) return 0;
+        if (status_ != SONDE_STATUS_SUCCESS || !buf_) return 0;
         size_t n = 0;
         while (n < max) {
-            if (pos_ == len_ || (!eof_ && std::memchr(buf_.data() + pos_, '\n', len_ - pos_) == nullptr)) {
+            if (pos_ == len_ || (!eof_ && std::memchr(buf_.get() + pos_, '\n', len_ - pos_) == nullptr)) {
                 if (eof_) break;
                 if (!refill()) {
                     if (status_ != SONDE_STATUS_SUCCESS) return 0;
@@ -67,11 +70,11 @@ private:
             fail(text_offset_ + pos_, "line longer than " + std::to_string(kMaxLine) + " bytes");
             return false;
         }
-        std::memmove(buf_.data(), buf_.data() + pos_, tail);
+        std::memmove(buf_.get(), buf_.get() + pos_, tail);
         text_offset_ += pos_;
         pos_ = 0;
         len_ = tail;
-        const size_t got = stream_.fill(buf_.data() + len_, buf_.size() - len_);
+        const size_t got = stream_.fill(buf_.get() + len_, cap_ - len_);
         if (got == 0) {
             if (stream_.status() != SONDE_STATUS_SUCCESS) {
                 status_ = stream_.status();
@@ -96,14 +99,14 @@ private:
         std::string shown;
         for (size_t i = 0; i < len; ++i)
             shown += (line[i] >= 0x20 && line[i] < 0x7F) ? static_cast<char>(line[i]) : '?';
-        fail(text_offset_ + static_cast<uint64_t>(line - buf_.data()),
+        fail(text_offset_ + static_cast<uint64_t>(line - buf_.get()),
              "bad lackey line " + std::to_string(line_ + 1) + ": \"" + shown + "\"");
     }
 
     // Parses complete lines (and at the end the last unterminated one) into out.
     size_t parse_(sonde_memref_t *out, size_t max) {
-        const unsigned char *p = buf_.data() + pos_;
-        const unsigned char *end = buf_.data() + len_;
+        const unsigned char *p = buf_.get() + pos_;
+        const unsigned char *end = buf_.get() + len_;
         size_t n = 0;
         while (n < max && p < end) {
             const unsigned char *nl = static_cast<const unsigned char *>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
@@ -162,14 +165,15 @@ private:
             m.type = type;
             m.size = static_cast<uint16_t>(size);
         }
-        pos_ = static_cast<size_t>(p - buf_.data());
+        pos_ = static_cast<size_t>(p - buf_.get());
         return n;
     }
 
     std::string path_;
     uint32_t shard_id_;
     ByteStream stream_;
-    std::vector<unsigned char> buf_;
+    std::unique_ptr<unsigned char[]> buf_;  // not zero-filled
+    size_t cap_ = 0;
     size_t pos_ = 0;
     size_t len_ = 0;
     bool eof_ = false;

@@ -22,22 +22,24 @@ public:
             error_ = err;
             return false;
         }
-        buf_.resize(1u << 20);
+        const uint64_t guess = stream_.file_size() * (stream_.compressed() ? 32 : 1) + 64;
+        cap_ = guess < (1u << 20) ? static_cast<size_t>(guess) : (1u << 20);
+        buf_.reset(new unsigned char[cap_]);
         return true;
     }
 
     size_t read(sonde_memref_t *out, size_t max) override {
-        if (status_ != SONDE_STATUS_SUCCESS || buf_.empty()) return 0;
+        if (status_ != SONDE_STATUS_SUCCESS || !buf_) return 0;
         size_t n = 0;
         while (n < max) {
             if (len_ - pos_ < 8) {
                 if (eof_) break;
                 const size_t tail = len_ - pos_;
-                std::memmove(buf_.data(), buf_.data() + pos_, tail);
+                std::memmove(buf_.get(), buf_.get() + pos_, tail);
                 offset_ += pos_;
                 pos_ = 0;
                 len_ = tail;
-                const size_t got = stream_.fill(buf_.data() + len_, buf_.size() - len_);
+                const size_t got = stream_.fill(buf_.get() + len_, cap_ - len_);
                 if (got == 0) {
                     if (stream_.status() != SONDE_STATUS_SUCCESS) {
                         status_ = stream_.status();
@@ -59,7 +61,7 @@ public:
             }
             const size_t avail = (len_ - pos_) / 8;
             const size_t k = avail < max - n ? avail : max - n;
-            const unsigned char *p = buf_.data() + pos_;
+            const unsigned char *p = buf_.get() + pos_;
             for (size_t i = 0; i < k; ++i) {
                 sonde_memref_t &m = out[n + i];
                 m.address = fmt::load64(p + 8 * i);
@@ -79,7 +81,8 @@ private:
     std::string path_;
     uint32_t shard_id_;
     ByteStream stream_;
-    std::vector<unsigned char> buf_;
+    std::unique_ptr<unsigned char[]> buf_;  // not zero-filled
+    size_t cap_ = 0;
     size_t pos_ = 0;
     size_t len_ = 0;
     uint64_t offset_ = 0;

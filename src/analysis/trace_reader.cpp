@@ -239,7 +239,7 @@ public:
                 if (next_ == chunks_->size() || !load(chunks_->at(next_++))) break;
             }
             const size_t k = std::min(count_ - pos_, max - n);
-            const sonde_memref_t *src = records_.data() + pos_;
+            const sonde_memref_t *src = records_.get() + pos_;
             for (size_t i = 0; i < k; ++i) {
                 out[n + i] = src[i];
                 out[n + i].shard = id_;
@@ -290,9 +290,12 @@ private:
             dctx_ = ZSTD_createDCtx();
             if (dctx_ == nullptr) throw std::bad_alloc();
         }
-        if (records_.size() < h.records) records_.resize(h.records);
+        if (records_cap_ < h.records) {
+            records_.reset(new sonde_memref_t[h.records]);
+            records_cap_ = h.records;
+        }
         const size_t want = static_cast<size_t>(h.records) * sizeof(sonde_memref_t);
-        const size_t r = ZSTD_decompressDCtx(dctx_, records_.data(), want, cbuf_.data(), cbuf_.size());
+        const size_t r = ZSTD_decompressDCtx(dctx_, records_.get(), want, cbuf_.data(), cbuf_.size());
         if (ZSTD_isError(r)) return fail(poff, std::string("zstd: ") + ZSTD_getErrorName(r));
         if (r != want)
             return fail(poff, "chunk decompresses to " + std::to_string(r) + " bytes, expected " + std::to_string(want));
@@ -308,7 +311,8 @@ private:
     size_t next_ = 0;
     size_t pos_ = 0;
     size_t count_ = 0;
-    std::vector<sonde_memref_t> records_;
+    std::unique_ptr<sonde_memref_t[]> records_;  // decompressed chunk, not zero-filled
+    size_t records_cap_ = 0;
     std::vector<unsigned char> cbuf_;
     ZSTD_DCtx *dctx_ = nullptr;
 };
@@ -393,7 +397,7 @@ constexpr size_t kSerialBatch = 4096;
 struct SerialReader::Impl {
     struct Shard {
         std::unique_ptr<ShardReader> reader;
-        std::vector<sonde_memref_t> buf;
+        std::unique_ptr<sonde_memref_t[]> buf;  // kSerialBatch records, not zero-filled
         size_t pos = 0;
         size_t len = 0;
         uint64_t last_ts = 0;
@@ -441,8 +445,8 @@ size_t SerialReader::read(sonde_memref_t *out, size_t max) {
         Impl::Shard &sh = im.shards[i];
         if (sh.pos < sh.len) return true;
         if (sh.done) return false;
-        if (sh.buf.empty()) sh.buf.resize(kSerialBatch);
-        sh.len = sh.reader->read(sh.buf.data(), sh.buf.size());
+        if (!sh.buf) sh.buf.reset(new sonde_memref_t[kSerialBatch]);
+        sh.len = sh.reader->read(sh.buf.get(), kSerialBatch);
         sh.pos = 0;
         if (sh.len == 0) {
             sh.done = true;

@@ -32,13 +32,15 @@ sonde_status_t ByteStream::open(const std::string &path, std::string *error) {
         return SONDE_STATUS_ERROR_IO;
     }
     file_size_ = static_cast<uint64_t>(st.st_size);
-    in_.resize(1u << 20);
+    // Blocks of 1 MiB, smaller for small files (allocation and page faults dominate there).
+    in_cap_ = file_size_ < (1u << 20) ? static_cast<size_t>(file_size_) + 16 : (1u << 20);
+    in_.reset(new unsigned char[in_cap_]);
     if (!refill_input() && status_ != SONDE_STATUS_SUCCESS) {
         *error = error_;
         return status_;
     }
     static const unsigned char kZstdMagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
-    if (in_len_ >= 4 && std::memcmp(in_.data(), kZstdMagic, 4) == 0) {
+    if (in_len_ >= 4 && std::memcmp(in_.get(), kZstdMagic, 4) == 0) {
         zstd_ = true;
         dctx_ = ZSTD_createDStream();
         if (dctx_ == nullptr) throw std::bad_alloc();
@@ -50,7 +52,7 @@ sonde_status_t ByteStream::open(const std::string &path, std::string *error) {
 bool ByteStream::refill_input() {
     if (eof_) return false;
     for (;;) {
-        const ssize_t n = ::read(fd_, in_.data(), in_.size());
+        const ssize_t n = ::read(fd_, in_.get(), in_cap_);
         if (n < 0) {
             if (errno == EINTR) continue;
             status_ = SONDE_STATUS_ERROR_IO;
@@ -70,7 +72,7 @@ size_t ByteStream::fill(unsigned char *dst, size_t cap) {
     if (!zstd_) {
         if (in_pos_ == in_len_ && !refill_input()) return 0;
         const size_t n = in_len_ - in_pos_ < cap ? in_len_ - in_pos_ : cap;
-        std::memcpy(dst, in_.data() + in_pos_, n);
+        std::memcpy(dst, in_.get() + in_pos_, n);
         in_pos_ += n;
         return n;
     }
@@ -86,7 +88,7 @@ size_t ByteStream::fill(unsigned char *dst, size_t cap) {
                 return 0;
             }
         }
-        ZSTD_inBuffer in{in_.data(), in_len_, in_pos_};
+        ZSTD_inBuffer in{in_.get(), in_len_, in_pos_};
         const size_t ret = ZSTD_decompressStream(static_cast<ZSTD_DStream *>(dctx_), &out, &in);
         if (ZSTD_isError(ret)) {
             status_ = SONDE_STATUS_ERROR_FORMAT;

@@ -4,8 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "sonde/status.h"
 
@@ -37,7 +37,8 @@ private:
     bool eof_ = false;
     uint64_t file_size_ = 0;
     uint64_t file_offset_ = 0;  // bytes of the file consumed into in_
-    std::vector<unsigned char> in_;
+    std::unique_ptr<unsigned char[]> in_;  // not zero-filled: only the bytes read are touched
+    size_t in_cap_ = 0;
     size_t in_pos_ = 0;
     size_t in_len_ = 0;
     void *dctx_ = nullptr;
