@@ -371,6 +371,39 @@ static void test_truncated_recovery(void **state) {
     free(d);
 }
 
+/* Serial view: a record without timestamp stays with its shard's previous one; ties keep the
+ * current shard running; markers pass through. */
+static void test_serial_untimed_runs(void **state) {
+    (void)state;
+    const char *path = tmp_path("serial.sonde");
+    sonde_trace_writer_t *w = NULL;
+    assert_int_equal(sonde_trace_writer_create(path, NULL, &w), SONDE_STATUS_SUCCESS);
+    const sonde_memref_t s0[4] = {{0xA0, 0, 10, 0, SONDE_MEMREF_READ, 4},
+                                  {0xA1, 0, 0, 0, SONDE_MEMREF_WRITE, 4},
+                                  {7, 0, 0, 0, SONDE_MEMREF_MARKER, SONDE_MARKER_CPU_ID},
+                                  {0xA3, 0, 30, 0, SONDE_MEMREF_READ, 4}};
+    const sonde_memref_t s1[2] = {{0xB0, 0, 20, 0, SONDE_MEMREF_IFETCH, 2}, {0xB1, 0, 25, 0, SONDE_MEMREF_READ, 8}};
+    assert_int_equal(sonde_trace_writer_write(w, 1, s1, 2), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_writer_write(w, 0, s0, 4), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_writer_close(w), SONDE_STATUS_SUCCESS);
+    sonde_trace_reader_t *r = NULL;
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    sonde_memref_t out[8];
+    size_t total = 0, n;
+    while (sonde_trace_reader_read(r, out + total, 1, &n) == SONDE_STATUS_SUCCESS && n > 0) total += n;
+    assert_int_equal(total, 6);
+    const uint64_t order[6] = {0xA0, 0xA1, 7, 0xB0, 0xB1, 0xA3};
+    const uint32_t shard[6] = {0, 0, 0, 1, 1, 0};
+    for (int i = 0; i < 6; ++i) {
+        assert_int_equal(out[i].address, order[i]);
+        assert_int_equal(out[i].shard, shard[i]);
+    }
+    assert_int_equal(out[1].timestamp, 0); /* stored as written */
+    assert_int_equal(out[2].type, SONDE_MEMREF_MARKER);
+    assert_int_equal(out[2].size, SONDE_MARKER_CPU_ID);
+    sonde_trace_reader_close(r);
+}
+
 static int setup(void **state) {
     (void)state;
     const char *tmp = getenv("TMPDIR");
@@ -390,6 +423,7 @@ int main(void) {
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_empty_and_defaults),
         cmocka_unit_test(test_bad_arguments),   cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_damaged_chunks),  cmocka_unit_test(test_truncated_recovery),
+        cmocka_unit_test(test_serial_untimed_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
