@@ -1,6 +1,8 @@
 // Sonde trace format helpers: the checksum and chunk-header coding (see trace_format.h).
 #include "analysis/trace_format.h"
 
+#include <zstd.h>
+
 namespace sonde::analysis::fmt {
 
 namespace {
@@ -52,6 +54,8 @@ std::string decode_chunk_header(const unsigned char in[kChunkHeaderSize], ChunkH
     if (h->shard > kMaxShard) return "chunk shard " + std::to_string(h->shard) + " out of range";
     if (h->records == 0 || h->records > kMaxChunkRecords)
         return "chunk record count " + std::to_string(h->records) + " out of range";
+    if (h->compressed_size == 0 || h->compressed_size > ZSTD_compressBound(static_cast<size_t>(h->records) * kRecordSize))
+        return "chunk compressed size " + std::to_string(h->compressed_size) + " out of range";
     return {};
 }
 

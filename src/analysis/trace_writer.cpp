@@ -33,7 +33,12 @@ TraceWriter::TraceWriter(const std::string &path, int level, uint32_t chunk_reco
 }
 
 TraceWriter::~TraceWriter() {
-    finish();
+    try {
+        finish();
+    } catch (...) {
+        // Out of memory while writing the index: the file stays a truncated trace that readers
+        // recover by scanning.
+    }
     if (cctx_ != nullptr) ZSTD_freeCCtx(static_cast<ZSTD_CCtx *>(cctx_));
 }
 
