@@ -1,0 +1,84 @@
+// Reuse-distance engine of the stackdist concept, the internal C++ interface behind the batch
+// C API and the `reuse_distance` analysis tool: line addresses (already divided by the line
+// size) with a read/write flag go in by batches; exact, SHARDS fixed-rate or fixed-size mode;
+// optional parallel exact mode (PARDA-style chunks merged into the serial answer).
+//
+// Per-shard or global use: one Reuse per stream. A tool keeps one for the global stack (fed in
+// timestamp order) and, for per-shard output, one per shard.
+//
+// Threads: a Reuse is owned by one thread at a time; in parallel mode add() itself starts
+// workers that each own a private Stack and Histogram for their chunk and joins them before
+// returning; the merge runs on the calling thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "stackdist/histogram.h"
+#include "stackdist/stack.h"
+
+namespace sonde::stackdist {
+
+enum class Mode { kExact, kFixedRate, kFixedSize };
+
+struct ReuseConfig {
+    Mode mode = Mode::kExact;
+    double sample_rate = 1.0;    // kFixedRate: 0 < R <= 1
+    uint64_t sample_size = 0;    // kFixedSize: most sampled lines kept (>= 1)
+    unsigned workers = 1;        // kExact: > 1 runs batches in parallel chunks
+    uint64_t seed = 0;           // SHARDS hash seed
+    uint64_t initial_capacity = 0;
+    bool verify = false;         // check every answer against a naive stack (serial only)
+};
+
+// What the tool's JSON needs.
+struct ReuseResult {
+    uint64_t accesses = 0;
+    uint64_t infinite = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> histogram;  // ascending, no zero counts
+    std::vector<std::pair<uint64_t, double>> mrc;         // [cache_lines, miss_ratio]
+    bool sampled = false;
+    double sample_rate = 1.0;
+};
+
+class Reuse {
+public:
+    explicit Reuse(const ReuseConfig &cfg);
+
+    // Feeds n accesses (is_write may be null: all reads) into `into`. Returns false if verify
+    // mode found a mismatch (the histogram is then updated anyway).
+    bool add(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &into);
+    // Same, into the histogram this object owns.
+    bool add(const uint64_t *lines, const uint8_t *is_write, std::size_t n) {
+        return add(lines, is_write, n, own_);
+    }
+    const Histogram &histogram() const { return own_; }
+    ReuseResult result() const { return result_of(own_); }
+    static ReuseResult result_of(const Histogram &h);
+
+    Stack &stack() { return stack_; }
+    const ReuseConfig &config() const { return cfg_; }
+    double sample_rate() const;
+    // Bytes held by the stack and the owned histogram.
+    std::size_t bytes() const { return stack_.bytes() + own_.bytes(); }
+
+private:
+    bool add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
+    void add_parallel(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
+    void add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
+    void add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
+
+    ReuseConfig cfg_;
+    Stack stack_;
+    Histogram own_;
+    uint64_t threshold_ = 0;  // SHARDS: a line is sampled iff hash32(line) < threshold_
+    std::priority_queue<std::pair<uint32_t, uint64_t>> heap_;  // fixed size: (hash, line)
+};
+
+// SHARDS spatial hash of a line: 32 well-mixed bits.
+uint32_t shards_hash(uint64_t line, uint64_t seed);
+
+}  // namespace sonde::stackdist

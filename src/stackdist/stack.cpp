@@ -1,0 +1,330 @@
+// Exact LRU stack-distance engine of the stackdist concept: hash table, time bitmap, Fenwick
+// tree, compaction and the verify-mode naive stack. See stack.h for the costs.
+#include "stackdist/stack.h"
+
+#include <algorithm>
+
+namespace sonde::stackdist {
+
+namespace {
+
+uint64_t pow2_at_least(uint64_t n, uint64_t floor) {
+    uint64_t p = floor;
+    while (p < n) p <<= 1;
+    return p;
+}
+
+// Bits 0..b of a word.
+inline uint64_t mask_le(uint64_t b) { return b == 63 ? ~0ull : ((2ull << b) - 1); }
+
+}  // namespace
+
+Stack::Stack(uint64_t initial_capacity, bool verify) : verify_(verify) {
+    const uint64_t cap = std::max<uint64_t>(initial_capacity, 64);
+    table_.assign(pow2_at_least(cap * 4 / 3 + 1, 16), Slot{kEmpty, 0});
+    mask_ = table_.size() - 1;
+    slots_ = pow2_at_least(cap * 4, 256);
+    words_.assign(slots_ / 64, 0);
+    fen_.assign(words_.size() + 1, 0);
+}
+
+std::size_t Stack::bytes() const {
+    return table_.capacity() * sizeof(Slot) + words_.capacity() * sizeof(uint64_t) +
+           fen_.capacity() * sizeof(uint32_t);
+}
+
+Stack::Slot *Stack::find(uint64_t addr) {
+    uint64_t i = hash(addr) & mask_;
+    for (;;) {
+        Slot &s = table_[i];
+        if (s.key == addr) return &s;
+        if (s.key == kEmpty) return nullptr;
+        i = (i + 1) & mask_;
+    }
+}
+
+Stack::Slot *Stack::find_or_insert(uint64_t addr, bool *found) {
+    if ((live_ + 1) * 4 > table_.size() * 3) grow_table();
+    uint64_t i = hash(addr) & mask_;
+    for (;;) {
+        Slot &s = table_[i];
+        if (s.key == addr) {
+            *found = true;
+            return &s;
+        }
+        if (s.key == kEmpty) {
+            s.key = addr;
+            s.val = 0;
+            *found = false;
+            return &s;
+        }
+        i = (i + 1) & mask_;
+    }
+}
+
+void Stack::erase_slot(Slot *s) {
+    // Backward-shift deletion keeps every probe sequence unbroken without tombstones.
+    uint64_t i = static_cast<uint64_t>(s - table_.data());
+    uint64_t j = i;
+    for (;;) {
+        j = (j + 1) & mask_;
+        if (table_[j].key == kEmpty) break;
+        const uint64_t home = hash(table_[j].key) & mask_;
+        // Move j into the hole at i unless j's home lies cyclically in (i, j].
+        const bool home_in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+        if (!home_in_range) {
+            table_[i] = table_[j];
+            i = j;
+        }
+    }
+    table_[i].key = kEmpty;
+}
+
+void Stack::grow_table() {
+    std::vector<Slot> old;
+    old.swap(table_);
+    table_.assign(old.size() * 2, Slot{kEmpty, 0});
+    mask_ = table_.size() - 1;
+    for (const Slot &s : old) {
+        if (s.key == kEmpty) continue;
+        uint64_t i = hash(s.key) & mask_;
+        while (table_[i].key != kEmpty) i = (i + 1) & mask_;
+        table_[i] = s;
+    }
+}
+
+uint64_t Stack::rank_le(uint64_t t) const {
+    uint64_t w = t >> 6;
+    uint64_t r = static_cast<uint64_t>(__builtin_popcountll(words_[w] & mask_le(t & 63)));
+    for (uint64_t i = w; i > 0; i &= i - 1) r += fen_[i];
+    return r;
+}
+
+uint64_t Stack::distance_of(uint64_t t) const {
+    // Live times in (t, now_). A recent t is answered by scanning a few words.
+    const uint64_t w = t >> 6;
+    const uint64_t last = (now_ - 1) >> 6;
+    if (last - w <= 8) {
+        uint64_t d = static_cast<uint64_t>(__builtin_popcountll(words_[w] & ~mask_le(t & 63)));
+        for (uint64_t i = w + 1; i <= last; ++i)
+            d += static_cast<uint64_t>(__builtin_popcountll(words_[i]));
+        return d;
+    }
+    return live_ - rank_le(t);
+}
+
+void Stack::fen_add(uint64_t word, int64_t delta) {
+    const uint64_t n = fen_.size() - 1;
+    for (uint64_t i = word + 1; i <= n; i += i & (~i + 1))
+        fen_[i] = static_cast<uint32_t>(static_cast<int64_t>(fen_[i]) + delta);
+}
+
+void Stack::clear_time(uint64_t t) {
+    words_[t >> 6] &= ~(1ull << (t & 63));
+    fen_add(t >> 6, -1);
+}
+
+void Stack::set_now() {
+    words_[now_ >> 6] |= 1ull << (now_ & 63);
+    fen_add(now_ >> 6, +1);
+    ++now_;
+}
+
+void Stack::move_time(uint64_t from) {
+    const uint64_t wf = from >> 6, wn = now_ >> 6;
+    words_[wf] &= ~(1ull << (from & 63));
+    words_[wn] |= 1ull << (now_ & 63);
+    if (wf != wn) {
+        fen_add(wf, -1);
+        fen_add(wn, +1);
+    }
+    ++now_;
+}
+
+void Stack::rebuild_fenwick() {
+    const uint64_t n = words_.size();
+    fen_.assign(n + 1, 0);
+    for (uint64_t i = 1; i <= n; ++i) {
+        fen_[i] += static_cast<uint32_t>(__builtin_popcountll(words_[i - 1]));
+        const uint64_t parent = i + (i & (~i + 1));
+        if (parent <= n) fen_[parent] += fen_[i];
+    }
+}
+
+void Stack::compact() {
+    // Renumber live times to 0..live-1 keeping their order; the slot range is at least four
+    // times the live lines, so compaction runs at most once every 3/4 * slots accesses.
+    const uint64_t n = words_.size();
+    std::vector<uint32_t> base(n);
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        base[i] = static_cast<uint32_t>(acc);
+        acc += static_cast<uint64_t>(__builtin_popcountll(words_[i]));
+    }
+    auto renumber = [&](uint64_t val) {
+        const uint64_t t = val >> 1;
+        const uint64_t w = t >> 6;
+        const uint64_t below =
+            (t & 63) ? static_cast<uint64_t>(__builtin_popcountll(words_[w] & ((1ull << (t & 63)) - 1))) : 0;
+        return ((base[w] + below) << 1) | (val & 1);
+    };
+    for (Slot &s : table_)
+        if (s.key != kEmpty) s.val = renumber(s.val);
+    if (has_max_key_) max_key_val_ = renumber(max_key_val_);
+
+    const uint64_t want = pow2_at_least(live_ * 4 + 64, 256);
+    if (want > slots_) slots_ = want;
+    words_.assign(slots_ / 64, 0);
+    for (uint64_t i = 0; i < live_ / 64; ++i) words_[i] = ~0ull;
+    if (live_ & 63) words_[live_ / 64] = (1ull << (live_ & 63)) - 1;
+    rebuild_fenwick();
+    now_ = live_;
+}
+
+void Stack::recency_order(std::vector<uint64_t> &out) const {
+    std::vector<uint64_t> by_time(now_);
+    for (const Slot &s : table_)
+        if (s.key != kEmpty) by_time[s.val >> 1] = s.key;
+    if (has_max_key_) by_time[max_key_val_ >> 1] = kEmpty;
+    out.clear();
+    out.reserve(live_);
+    for (uint64_t w = 0; w * 64 < now_; ++w) {
+        uint64_t bits = words_[w];
+        while (bits) {
+            const uint64_t t = w * 64 + static_cast<uint64_t>(__builtin_ctzll(bits));
+            bits &= bits - 1;
+            out.push_back(by_time[t]);
+        }
+    }
+}
+
+uint64_t Stack::access(uint64_t addr) {
+    if (verify_) return calc_and_update(addr, true, nullptr);
+    if (now_ == slots_) compact();
+    uint64_t *val;
+    bool found;
+    if (addr == kEmpty) {
+        found = has_max_key_;
+        has_max_key_ = true;
+        val = &max_key_val_;
+    } else {
+        val = &find_or_insert(addr, &found)->val;
+    }
+    uint64_t d;
+    if (found) {
+        const uint64_t t = *val >> 1;
+        d = distance_of(t);
+        move_time(t);
+    } else {
+        d = kInfinity;
+        ++live_;
+        set_now();
+    }
+    *val = (now_ - 1) << 1;
+    return d;
+}
+
+uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) {
+    if (now_ == slots_) compact();
+    uint64_t d = kInfinity;
+    bool mark = false;
+    if (addr == kEmpty) {
+        if (has_max_key_) {
+            const uint64_t t = max_key_val_ >> 1;
+            mark = (max_key_val_ & 1) != 0;
+            d = distance_of(t);
+            clear_time(t);
+            --live_;
+            has_max_key_ = false;
+        }
+        if (add_new_node) {
+            has_max_key_ = true;
+            ++live_;
+            max_key_val_ = now_ << 1;
+            set_now();
+        }
+    } else if (add_new_node) {
+        bool found;
+        Slot *s = find_or_insert(addr, &found);
+        if (found) {
+            const uint64_t t = s->val >> 1;
+            mark = (s->val & 1) != 0;
+            d = distance_of(t);
+            clear_time(t);
+        } else {
+            ++live_;
+        }
+        s->val = now_ << 1;
+        set_now();
+    } else if (Slot *s = find(addr)) {
+        const uint64_t t = s->val >> 1;
+        mark = (s->val & 1) != 0;
+        d = distance_of(t);
+        clear_time(t);
+        --live_;
+        erase_slot(s);
+    }
+    if (verify_) {
+        bool vmark = false;
+        const uint64_t vd = verify_answer(addr, true, add_new_node, false, &vmark);
+        check(d, mark, vd, vmark);
+        ++calls_;
+    }
+    if (marked) *marked = mark;
+    return d;
+}
+
+uint64_t Stack::calc(uint64_t addr, bool new_mark, bool *marked) {
+    uint64_t d = kInfinity;
+    bool mark = false;
+    uint64_t *val = nullptr;
+    if (addr == kEmpty) {
+        if (has_max_key_) val = &max_key_val_;
+    } else if (Slot *s = find(addr)) {
+        val = &s->val;
+    }
+    if (val) {
+        mark = (*val & 1) != 0;
+        d = distance_of(*val >> 1);
+        *val = (*val & ~1ull) | (new_mark ? 1 : 0);
+    }
+    if (verify_) {
+        bool vmark = false;
+        const uint64_t vd = verify_answer(addr, false, false, new_mark, &vmark);
+        check(d, mark, vd, vmark);
+        ++calls_;
+    }
+    if (marked) *marked = mark;
+    return d;
+}
+
+uint64_t Stack::verify_answer(uint64_t addr, bool update, bool add, bool new_mark, bool *vmark) {
+    // Naive stack: scan from the most recent end, counting the lines passed.
+    uint64_t d = 0;
+    auto it = naive_.end();
+    while (it != naive_.begin()) {
+        --it;
+        if (it->first == addr) {
+            *vmark = it->second;
+            if (!update) {
+                it->second = new_mark;
+                return d;
+            }
+            naive_.erase(it);
+            if (add) naive_.emplace_back(addr, false);
+            return d;
+        }
+        ++d;
+    }
+    *vmark = false;
+    if (update && add) naive_.emplace_back(addr, false);
+    return kInfinity;
+}
+
+void Stack::check(uint64_t got_dist, bool got_mark, uint64_t want_dist, bool want_mark) {
+    const bool fault = fault_at_ != 0 && calls_ + 1 == fault_at_;
+    if (fault) got_dist += 1;  // the injected fault the verifier must catch
+    if (got_dist != want_dist || got_mark != want_mark) verify_ok_ = false;
+}
+
+}  // namespace sonde::stackdist

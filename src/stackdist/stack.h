@@ -1,0 +1,96 @@
+// Exact LRU stack-distance engine of the stackdist concept (gem5 StackDistCalc semantics).
+//
+// A line's distance is the number of distinct other lines touched since its previous access
+// (an immediate re-access is 0, a first access is kInfinity). The engine keeps:
+//   - an open-addressing hash table, line -> (last access time << 1 | mark), 16 bytes a slot,
+//     linear probing, load factor <= 3/4, backward-shift deletion;
+//   - one bit per time slot (set while that time is some line's last access), in 64-bit words,
+//     plus a Fenwick tree of per-word counts; distance(t) = live lines with time > t.
+// When time runs out of slots, live times are renumbered 0..live-1 in order (compaction), so
+// memory depends on distinct lines, not on trace length.
+//
+// Cost of access(): one hash probe sequence, one rank query (a short bit scan when the previous
+// access is recent, otherwise a Fenwick walk of log2(slots/64) steps), and Fenwick updates only
+// when the old and new times fall in different words. It allocates only when the table or the
+// time range grows. Not thread-safe: one thread owns a Stack at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace sonde::stackdist {
+
+inline constexpr uint64_t kInfinity = UINT64_MAX;
+
+class Stack {
+public:
+    explicit Stack(uint64_t initial_capacity = 0, bool verify = false);
+
+    // gem5 calcStackDistAndUpdate: distance of `addr`, the old node's mark; with add_new_node
+    // the line becomes the most recent (unmarked), otherwise it is removed.
+    uint64_t calc_and_update(uint64_t addr, bool add_new_node, bool *marked);
+    // gem5 calcStackDist: distance without updating; returns the previous mark, sets `mark`.
+    uint64_t calc(uint64_t addr, bool mark, bool *marked);
+    // Hot path: calc_and_update(addr, true) without the mark and without verification.
+    uint64_t access(uint64_t addr);
+
+    // Lines in the stack.
+    uint64_t size() const { return live_; }
+    // Bytes held by the structures (table, bitmap, Fenwick tree; not the verify stack).
+    std::size_t bytes() const;
+    // Live lines from least to most recently used. O(time slots + table slots).
+    void recency_order(std::vector<uint64_t> &out) const;
+
+    // Verify mode: false once the naive stack disagreed with an answer.
+    bool verify_ok() const { return verify_ok_; }
+    // Test hook (not exported): perturb the engine's answer to the n-th verified call (1-based).
+    void inject_fault(uint64_t nth_call) { fault_at_ = nth_call; }
+
+private:
+    struct Slot {
+        uint64_t key;
+        uint64_t val;  // time << 1 | mark
+    };
+    static constexpr uint64_t kEmpty = UINT64_MAX;
+
+    static uint64_t hash(uint64_t key) { return (key * 0x9E3779B97F4A7C15ull) ^ (key >> 29); }
+    Slot *find(uint64_t addr);
+    // Returns the slot for addr, inserting an empty-valued one (found = false) if absent.
+    Slot *find_or_insert(uint64_t addr, bool *found);
+    void erase_slot(Slot *s);
+    void grow_table();
+
+    uint64_t rank_le(uint64_t t) const;  // live times <= t
+    uint64_t distance_of(uint64_t t) const;
+    void fen_add(uint64_t word, int64_t delta);
+    void move_time(uint64_t from);  // clear `from`, set now_, advance now_
+    void set_now();                 // set now_, advance now_
+    void clear_time(uint64_t t);
+    void compact();
+    void rebuild_fenwick();
+
+    uint64_t verify_answer(uint64_t addr, bool update, bool add, bool new_mark, bool *vmark);
+    void check(uint64_t got_dist, bool got_mark, uint64_t want_dist, bool want_mark);
+
+    std::vector<Slot> table_;
+    uint64_t mask_ = 0;
+    uint64_t live_ = 0;
+    // Line UINT64_MAX (the empty-key value) lives outside the table.
+    bool has_max_key_ = false;
+    uint64_t max_key_val_ = 0;
+
+    std::vector<uint64_t> words_;
+    std::vector<uint32_t> fen_;  // 1-based Fenwick tree over per-word counts
+    uint64_t slots_ = 0;         // time slots (multiple of 64)
+    uint64_t now_ = 0;
+
+    bool verify_ = false;
+    bool verify_ok_ = true;
+    uint64_t calls_ = 0;
+    uint64_t fault_at_ = 0;
+    std::vector<std::pair<uint64_t, bool>> naive_;  // verify stack, most recent last
+};
+
+}  // namespace sonde::stackdist
