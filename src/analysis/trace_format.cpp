@@ -59,6 +59,45 @@ std::string decode_chunk_header(const unsigned char in[kChunkHeaderSize], ChunkH
     return {};
 }
 
+void encode_columns(const sonde_memref_t *records, size_t n, unsigned char *out) {
+    unsigned char *addr = out, *pc = out + 8 * n, *ts = out + 16 * n, *type = out + 24 * n, *size = out + 26 * n;
+    uint64_t pa = 0, pp = 0, pt = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const sonde_memref_t &r = records[i];
+        store64(addr + 8 * i, r.address - pa);
+        store64(pc + 8 * i, r.pc - pp);
+        store64(ts + 8 * i, r.timestamp - pt);
+        std::memcpy(type + 2 * i, &r.type, 2);
+        std::memcpy(size + 2 * i, &r.size, 2);
+        pa = r.address;
+        pp = r.pc;
+        pt = r.timestamp;
+    }
+}
+
+void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t count, uint32_t shard,
+                    uint64_t state[3], sonde_memref_t *out) {
+    const unsigned char *addr = payload, *pc = payload + 8 * n, *ts = payload + 16 * n, *type = payload + 24 * n,
+                        *size = payload + 26 * n;
+    uint64_t pa = state[0], pp = state[1], pt = state[2];
+    for (size_t k = 0; k < count; ++k) {
+        const size_t i = from + k;
+        pa += load64(addr + 8 * i);
+        pp += load64(pc + 8 * i);
+        pt += load64(ts + 8 * i);
+        sonde_memref_t &m = out[k];
+        m.address = pa;
+        m.pc = pp;
+        m.timestamp = pt;
+        m.shard = shard;
+        std::memcpy(&m.type, type + 2 * i, 2);
+        std::memcpy(&m.size, size + 2 * i, 2);
+    }
+    state[0] = pa;
+    state[1] = pp;
+    state[2] = pt;
+}
+
 std::string at(const std::string &path, uint64_t offset, const std::string &what) {
     return path + ": offset " + std::to_string(offset) + ": " + what;
 }

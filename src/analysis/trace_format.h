@@ -21,7 +21,9 @@ constexpr char kIndexMagic[8] = {'S', 'O', 'N', 'D', 'E', 'I', 'D', 'X'};
 constexpr char kFooterMagic[8] = {'S', 'O', 'N', 'D', 'E', 'E', 'N', 'D'};
 constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" read as a little-endian u32
 constexpr uint32_t kVersion = 1;
-constexpr uint32_t kRecordSize = 32;
+// Bytes per record in a decompressed chunk payload: the columns address, pc and timestamp
+// (u64 deltas) and type and size (u16); the shard is the chunk's.
+constexpr uint32_t kRecordSize = 28;
 constexpr size_t kHeaderSize = 64;
 constexpr size_t kChunkHeaderSize = 48;
 constexpr size_t kIndexHeaderSize = 24;
@@ -62,6 +64,16 @@ struct ChunkHeader {
 void encode_chunk_header(const ChunkHeader &h, unsigned char out[kChunkHeaderSize]);
 // Returns an empty string when valid, else what is wrong (magic, checksum, field ranges).
 std::string decode_chunk_header(const unsigned char in[kChunkHeaderSize], ChunkHeader *h);
+
+// Column coding of a chunk payload (docs/trace-format.md, "Chunk payload"): `out` receives
+// n * kRecordSize bytes. Cost: one pass over the records.
+void encode_columns(const sonde_memref_t *records, size_t n, unsigned char *out);
+
+// Decodes records [from, from + count) of a payload of n records into `out`, continuing the
+// running sums in `state` (address, pc, timestamp; zero before record 0). Cost: one pass,
+// about a nanosecond per record; no allocation.
+void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t count, uint32_t shard,
+                    uint64_t state[3], sonde_memref_t *out);
 
 // "PATH: offset N: what"
 std::string at(const std::string &path, uint64_t offset, const std::string &what);

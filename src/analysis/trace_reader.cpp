@@ -222,7 +222,8 @@ private:
 };
 
 // Reads one shard's chunks in file order. Cost per chunk: one pread, a checksum over the
-// compressed bytes and one zstd decompression into a reused buffer.
+// compressed bytes and one zstd decompression into a reused buffer; per record, one pass of
+// column decoding straight into the caller's array (no intermediate copy, no allocation).
 class SondeShardReader final : public ShardReader {
 public:
     SondeShardReader(const SondeInput *in, const std::vector<ChunkRef> *chunks, uint32_t shard, uint32_t id)
@@ -239,11 +240,7 @@ public:
                 if (next_ == chunks_->size() || !load(chunks_->at(next_++))) break;
             }
             const size_t k = std::min(count_ - pos_, max - n);
-            const sonde_memref_t *src = records_.get() + pos_;
-            for (size_t i = 0; i < k; ++i) {
-                out[n + i] = src[i];
-                out[n + i].shard = id_;
-            }
+            fmt::decode_columns(payload_.get(), count_, pos_, k, id_, state_, out + n);
             pos_ += k;
             n += k;
         }
@@ -290,17 +287,18 @@ private:
             dctx_ = ZSTD_createDCtx();
             if (dctx_ == nullptr) throw std::bad_alloc();
         }
-        if (records_cap_ < h.records) {
-            records_.reset(new sonde_memref_t[h.records]);
-            records_cap_ = h.records;
+        const size_t want = static_cast<size_t>(h.records) * fmt::kRecordSize;
+        if (payload_cap_ < want) {
+            payload_.reset(new unsigned char[want]);
+            payload_cap_ = want;
         }
-        const size_t want = static_cast<size_t>(h.records) * sizeof(sonde_memref_t);
-        const size_t r = ZSTD_decompressDCtx(dctx_, records_.get(), want, cbuf_.data(), cbuf_.size());
+        const size_t r = ZSTD_decompressDCtx(dctx_, payload_.get(), want, cbuf_.data(), cbuf_.size());
         if (ZSTD_isError(r)) return fail(poff, std::string("zstd: ") + ZSTD_getErrorName(r));
         if (r != want)
             return fail(poff, "chunk decompresses to " + std::to_string(r) + " bytes, expected " + std::to_string(want));
         pos_ = 0;
         count_ = h.records;
+        state_[0] = state_[1] = state_[2] = 0;
         return true;
     }
 
@@ -311,8 +309,9 @@ private:
     size_t next_ = 0;
     size_t pos_ = 0;
     size_t count_ = 0;
-    std::unique_ptr<sonde_memref_t[]> records_;  // decompressed chunk, not zero-filled
-    size_t records_cap_ = 0;
+    std::unique_ptr<unsigned char[]> payload_;  // decompressed column payload, not zero-filled
+    size_t payload_cap_ = 0;
+    uint64_t state_[3] = {0, 0, 0};              // running address, pc, timestamp
     std::vector<unsigned char> cbuf_;
     ZSTD_DCtx *dctx_ = nullptr;
 };

@@ -68,11 +68,13 @@ sonde_status_t TraceWriter::write_all_locked(const void *data, size_t size) {
 
 sonde_status_t TraceWriter::flush_shard_locked(uint32_t shard, std::vector<sonde_memref_t> &pending) {
     if (pending.empty()) return SONDE_STATUS_SUCCESS;
-    const size_t raw = pending.size() * sizeof(sonde_memref_t);
+    const size_t raw = pending.size() * fmt::kRecordSize;
+    if (columns_.size() < raw) columns_.resize(raw);
+    fmt::encode_columns(pending.data(), pending.size(), columns_.data());
     const size_t bound = ZSTD_compressBound(raw);
     if (cbuf_.size() < fmt::kChunkHeaderSize + bound) cbuf_.resize(fmt::kChunkHeaderSize + bound);
     const size_t csize = ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_), cbuf_.data() + fmt::kChunkHeaderSize,
-                                           bound, pending.data(), raw, level_);
+                                           bound, columns_.data(), raw, level_);
     if (ZSTD_isError(csize))
         return fail_locked(SONDE_STATUS_ERROR_IO, path_ + ": zstd compression failed: " + ZSTD_getErrorName(csize));
     fmt::ChunkHeader h;
@@ -103,7 +105,6 @@ sonde_status_t TraceWriter::append_locked(uint32_t shard, const sonde_memref_t *
         const size_t old = pending.size();
         pending.resize(old + n);
         std::memcpy(pending.data() + old, memrefs, n * sizeof(sonde_memref_t));
-        for (size_t i = old; i < old + n; ++i) pending[i].shard = 0;
         memrefs += n;
         count -= n;
         if (pending.size() == chunk_records_) {

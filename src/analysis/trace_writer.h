@@ -60,6 +60,7 @@ private:
     std::string error_;
     void *cctx_ = nullptr;
     std::vector<unsigned char> cbuf_;
+    std::vector<unsigned char> columns_;  // column-coded pending chunk
     std::map<uint32_t, std::vector<sonde_memref_t>> pending_;
     std::vector<IndexEntry> index_;
     uint32_t num_shards_ = 0;
