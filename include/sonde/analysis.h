@@ -1,0 +1,252 @@
+/**
+ * @file analysis.h
+ * @brief Trace analysis: the tool ABI (sonde_tool_ops_t, the roles of drcachesim's
+ * analysis_tool_t) and the analyzer that runs tools over traces, serially (one stream
+ * interleaved by timestamp) or in parallel (whole shards per worker).
+ *
+ * Call order the analyzer guarantees for each tool (docs/analysis.md has the full story):
+ *  - initialize() once, before any record, on the thread that calls sonde_analyzer_run().
+ *  - Serial mode: process_memrefs() (or process_memref() per record when no batch variant is
+ *    set) with every record of every shard, interleaved by timestamp, on that same thread.
+ *  - Parallel mode: on each worker w, parallel_worker_init(w); then for each shard s given to
+ *    w (s % workers == w, in increasing order): parallel_shard_init(s), the shard's records
+ *    through parallel_shard_memrefs() or parallel_shard_memref(), parallel_shard_exit(); at
+ *    last parallel_worker_exit(). A shard's functions are called from exactly one worker, so
+ *    shard data needs no locking.
+ *  - print_results() / results_json() when the application asks, after the run.
+ *  - destroy() when the analyzer is destroyed.
+ * A function that answers false stops the run: the analyzer returns SONDE_STATUS_ERROR_TOOL and
+ * its error message is "TOOL: " followed by the tool's message (parallel_shard_error() for the
+ * shard functions, get_error_string() for the others).
+ */
+#ifndef SONDE_ANALYSIS_H
+#define SONDE_ANALYSIS_H
+
+#include <sonde/defs.h>
+#include <sonde/status.h>
+#include <sonde/trace.h>
+
+SONDE_BEGIN_DECLS
+
+/**
+ * @brief A tool's function table. Set struct_size to sizeof(sonde_tool_ops_t); unset (NULL)
+ * functions are optional unless marked required. `tool` is the tool data pointer handed to the
+ * analyzer with the table.
+ */
+typedef struct sonde_tool_ops_t {
+    uint32_t struct_size; /**< sizeof(sonde_tool_ops_t) as the tool was compiled. */
+    uint32_t reserved;    /**< Must be 0. */
+    const char *name;     /**< Tool name (required): the key of its results. */
+    /** Called once before any record with the total shard count; false = error. */
+    bool (*initialize)(void *tool, uint32_t num_shards);
+    /** Serial mode: one record (required for serial mode unless process_memrefs is set). */
+    bool (*process_memref)(void *tool, const sonde_memref_t *memref);
+    /** Writes a human summary to @p stream (a FILE *). */
+    bool (*print_results)(void *tool, void *stream);
+    /** Whether the tool can run in parallel mode; NULL means no. */
+    bool (*parallel_shard_supported)(void *tool);
+    /** Called once on each worker before its shards; may set *worker_data. */
+    bool (*parallel_worker_init)(void *tool, uint32_t worker_index, void **worker_data);
+    /** Called once on each worker after its last shard. */
+    bool (*parallel_worker_exit)(void *tool, void *worker_data);
+    /** Called on the shard's worker before its first record; may set *shard_data. */
+    bool (*parallel_shard_init)(void *tool, uint32_t shard, void *worker_data, void **shard_data);
+    /** One record of a shard (required for parallel mode unless parallel_shard_memrefs is set). */
+    bool (*parallel_shard_memref)(void *tool, void *shard_data, const sonde_memref_t *memref);
+    /** Called on the shard's worker after its last record. */
+    bool (*parallel_shard_exit)(void *tool, void *shard_data);
+    /** The message of the last failed shard function of this shard. */
+    const char *(*parallel_shard_error)(void *tool, void *shard_data);
+    /** The message of the last failed non-shard function. */
+    const char *(*get_error_string)(void *tool);
+    /** Batch variant of process_memref, preferred when set. */
+    bool (*process_memrefs)(void *tool, const sonde_memref_t *memrefs, size_t count);
+    /** Batch variant of parallel_shard_memref, preferred when set. */
+    bool (*parallel_shard_memrefs)(void *tool, void *shard_data, const sonde_memref_t *memrefs,
+                                   size_t count);
+    /** The results as one JSON object (text owned by the tool, valid until the next call). */
+    const char *(*results_json)(void *tool);
+    /** Frees the tool data; called once by sonde_analyzer_destroy(). */
+    void (*destroy)(void *tool);
+} sonde_tool_ops_t;
+
+/** @brief The oldest sonde_tool_ops_t size the analyzer accepts (version 1.0: the whole struct). */
+#define SONDE_TOOL_OPS_MIN_SIZE ((uint32_t)sizeof(sonde_tool_ops_t))
+
+/**
+ * @brief The entry point an external tool (a shared object) exports with SONDE_EXPORT.
+ * @param options The options string given to sonde_analyzer_load_tool() ("" when none).
+ * @param[out] ops The tool's table; must stay valid until its destroy() is called.
+ * @param[out] tool_data The tool data pointer passed to every function of @p ops.
+ * @return SONDE_STATUS_SUCCESS, or any failure status (e.g. INVALID_ARGUMENT for bad options).
+ */
+typedef sonde_status_t (*sonde_tool_create_fn)(const char *options, const sonde_tool_ops_t **ops,
+                                               void **tool_data);
+
+/** @brief An analyzer (opaque). One thread at a time. */
+typedef struct sonde_analyzer_t sonde_analyzer_t;
+
+/**
+ * @brief Creates an analyzer: parallel mode, one worker per core, no tools, no inputs.
+ * @param[out] out The analyzer.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ *         Thread-safe.
+ */
+SONDE_API sonde_status_t sonde_analyzer_create(sonde_analyzer_t **out);
+
+/**
+ * @brief Destroys an analyzer and its tools (each tool's destroy()), unloading external tools.
+ * @param analyzer The analyzer; NULL is accepted.
+ * @return SONDE_STATUS_SUCCESS.
+ */
+SONDE_API sonde_status_t sonde_analyzer_destroy(sonde_analyzer_t *analyzer);
+
+/**
+ * @brief Adds a built-in tool by name ("basic_counts", "cache_sim").
+ * @param analyzer The analyzer.
+ * @param name The tool's name.
+ * @param options Tool options or NULL: basic_counts takes "line_size=N" (default 64); cache_sim
+ *        takes "NAME:SIZE:WAYS:LINE[:POLICY],..." (default "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64").
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer or name),
+ *         SONDE_STATUS_ERROR_NOT_SUPPORTED (no built-in tool of that name),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (bad options; see sonde_analyzer_error()),
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (after sonde_analyzer_run()),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. One thread at a time per analyzer.
+ */
+SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, const char *name,
+                                                 const char *options);
+
+/**
+ * @brief Loads an external tool: dlopen(path, RTLD_NOW | RTLD_LOCAL), then calls its
+ * sonde_tool_create(options, ...).
+ * @param analyzer The analyzer.
+ * @param path Path of the shared object.
+ * @param options Tool options or NULL.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_LOAD_FAILED (dlopen failed or no sonde_tool_create),
+ *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (ops struct_size too small),
+ *         SONDE_STATUS_ERROR_NOT_SUPPORTED (reserved field set or ops larger with unknown parts),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name, or no memref function),
+ *         SONDE_STATUS_ERROR_TOOL (sonde_tool_create failed), SONDE_STATUS_ERROR_PHASE_FAILURE,
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. sonde_analyzer_error() says why.
+ */
+SONDE_API sonde_status_t sonde_analyzer_load_tool(sonde_analyzer_t *analyzer, const char *path,
+                                                  const char *options);
+
+/**
+ * @brief Adds a tool given by its table. The analyzer copies the table and owns tool_data from
+ * now on (it calls ops->destroy(tool_data) at destroy, also when this call fails).
+ * @param analyzer The analyzer.
+ * @param ops The table.
+ * @param tool_data Passed to every function of the table.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI, SONDE_STATUS_ERROR_NOT_SUPPORTED,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name or no memref function),
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ */
+SONDE_API sonde_status_t sonde_analyzer_add_tool_ops(sonde_analyzer_t *analyzer,
+                                                     const sonde_tool_ops_t *ops, void *tool_data);
+
+/**
+ * @brief Chooses serial (one interleaved stream) or parallel (shards on workers) mode. A
+ * parallel run falls back to serial when a tool does not support parallel shards.
+ * @param analyzer The analyzer.
+ * @param parallel true for parallel mode (the default).
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_PHASE_FAILURE.
+ */
+SONDE_API sonde_status_t sonde_analyzer_set_parallel(sonde_analyzer_t *analyzer, bool parallel);
+
+/**
+ * @brief Sets the number of parallel workers (0 = the number of cores, the default).
+ * @param analyzer The analyzer.
+ * @param workers Worker count, at most 1024.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (> 1024), SONDE_STATUS_ERROR_PHASE_FAILURE.
+ */
+SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, uint32_t workers);
+
+/**
+ * @brief Opens an input trace; its shards follow those of earlier inputs in the numbering.
+ * @param analyzer The analyzer.
+ * @param path The file.
+ * @param format A sonde_trace_format_value.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_IO,
+ *         SONDE_STATUS_ERROR_FORMAT, SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format),
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+ *         sonde_analyzer_error() names the file and offset.
+ */
+SONDE_API sonde_status_t sonde_analyzer_add_input(sonde_analyzer_t *analyzer, const char *path,
+                                                  uint32_t format);
+
+/**
+ * @brief Adds one in-memory shard. The records are borrowed (not copied) and must stay valid
+ * and unchanged until sonde_analyzer_run() returns. Tools receive them as stored, so their
+ * shard field should hold the shard's number: the number of shards (of file inputs and memory
+ * shards) added before this one, which @p shard returns.
+ * @param analyzer The analyzer.
+ * @param memrefs The shard's records in order (may be NULL when @p count is 0).
+ * @param count How many.
+ * @param[out] shard Optional: the shard's number.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ */
+SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analyzer,
+                                                         const sonde_memref_t *memrefs, size_t count,
+                                                         uint32_t *shard);
+
+/**
+ * @brief Runs every tool over every input. Can be called once.
+ * @param analyzer The analyzer.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no tool or no input),
+ *         SONDE_STATUS_ERROR_NOT_SUPPORTED (serial run and a tool has no serial memref function),
+ *         SONDE_STATUS_ERROR_TOOL (a tool failed), SONDE_STATUS_ERROR_IO / _FORMAT (an input
+ *         failed part-way), SONDE_STATUS_ERROR_PHASE_FAILURE (second call),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. sonde_analyzer_error() says why.
+ */
+SONDE_API sonde_status_t sonde_analyzer_run(sonde_analyzer_t *analyzer);
+
+/**
+ * @brief The message of the last failed call, or "".
+ * @param analyzer The analyzer.
+ * @return A string owned by the analyzer, valid until its next call; "" for NULL.
+ */
+SONDE_API const char *sonde_analyzer_error(const sonde_analyzer_t *analyzer);
+
+/**
+ * @brief Whether the last run was parallel (false after a serial run or a fallback).
+ * @param analyzer The analyzer.
+ * @param[out] parallel The answer.
+ * @param[out] workers Workers used (1 for serial); may be NULL.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (not run yet).
+ */
+SONDE_API sonde_status_t sonde_analyzer_run_info(const sonde_analyzer_t *analyzer, bool *parallel,
+                                                 uint32_t *workers);
+
+/**
+ * @brief Calls every tool's print_results() on @p stream after a successful run.
+ * @param analyzer The analyzer.
+ * @param stream A FILE *.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (no successful run), SONDE_STATUS_ERROR_TOOL.
+ */
+SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer, void *stream);
+
+/**
+ * @brief The results of every tool as one JSON object, a key per tool name (tools without
+ * results_json() give {}).
+ * @param analyzer The analyzer.
+ * @param[out] buffer Room for @p size bytes (may be NULL when size is 0); NUL-terminated.
+ * @param size Bytes available.
+ * @param[out] actual_size Bytes needed including the NUL.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer or actual_size),
+ *         SONDE_STATUS_ERROR_BUFFER_TOO_SHORT (see actual_size), SONDE_STATUS_ERROR_PHASE_FAILURE,
+ *         SONDE_STATUS_ERROR_TOOL (a tool gave invalid JSON), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ */
+SONDE_API sonde_status_t sonde_analyzer_results_json(sonde_analyzer_t *analyzer, char *buffer,
+                                                     size_t size, size_t *actual_size);
+
+SONDE_END_DECLS
+
+#endif /* SONDE_ANALYSIS_H */

@@ -1,0 +1,243 @@
+/**
+ * @file tool.hpp
+ * @brief Header-only C++ helper for analysis tool authors (C++11 and later): derive from
+ * sonde::tool, override what the tool needs, and hand sonde::tool::ops() plus the object to the
+ * analyzer (sonde_analyzer_add_tool_ops) or return them from sonde_tool_create.
+ *
+ * The helper turns exceptions into errors (a function that throws counts as answering false
+ * with the exception's what() as its message), wraps shard data so that each shard carries its
+ * own error message (no locking needed), and deletes the object in destroy().
+ */
+#ifndef SONDE_TOOL_HPP
+#define SONDE_TOOL_HPP
+
+#include <exception>
+#include <mutex>
+#include <string>
+
+#include <sonde/analysis.h>
+
+namespace sonde {
+
+/** @brief Base class of a C++ analysis tool; see analysis.h for the call order. */
+class tool {
+public:
+    virtual ~tool() {}
+    /** @brief The tool's name (the key of its results). */
+    virtual const char *name() const = 0;
+    /** @brief Called once before any record. */
+    virtual bool initialize(uint32_t num_shards) {
+        (void)num_shards;
+        return true;
+    }
+    /** @brief Serial mode: a batch of records of the interleaved stream. */
+    virtual bool process_memrefs(const sonde_memref_t *memrefs, size_t count) = 0;
+    /** @brief Writes a human summary to @p stream (a FILE *). */
+    virtual bool print_results(void *stream) {
+        (void)stream;
+        return true;
+    }
+    /** @brief The results as a JSON object. */
+    virtual std::string results_json() { return "{}"; }
+    /** @brief Whether parallel mode is supported (then override the parallel_ functions). */
+    virtual bool parallel_shard_supported() { return false; }
+    /** @brief Called once per worker; may set @p worker_data. */
+    virtual bool parallel_worker_init(uint32_t worker_index, void **worker_data) {
+        (void)worker_index;
+        *worker_data = nullptr;
+        return true;
+    }
+    /** @brief Called once per worker after its last shard. */
+    virtual bool parallel_worker_exit(void *worker_data) {
+        (void)worker_data;
+        return true;
+    }
+    /** @brief Called before a shard's first record; may set @p shard_data. */
+    virtual bool parallel_shard_init(uint32_t shard, void *worker_data, void **shard_data) {
+        (void)shard;
+        (void)worker_data;
+        *shard_data = nullptr;
+        return true;
+    }
+    /** @brief A batch of one shard's records, on the shard's worker. */
+    virtual bool parallel_shard_memrefs(void *shard_data, const sonde_memref_t *memrefs, size_t count) {
+        (void)shard_data;
+        (void)memrefs;
+        (void)count;
+        return set_error("parallel mode is not implemented");
+    }
+    /** @brief Called after a shard's last record. */
+    virtual bool parallel_shard_exit(void *shard_data) {
+        (void)shard_data;
+        return true;
+    }
+    /** @brief The message of a failed shard function (for failures reported by false). */
+    virtual std::string parallel_shard_error(void *shard_data) {
+        (void)shard_data;
+        return "shard function failed";
+    }
+
+    /** @brief The function table that forwards to a sonde::tool object (the tool data pointer). */
+    static const sonde_tool_ops_t *ops() {
+        static const sonde_tool_ops_t table = make_ops();
+        return &table;
+    }
+
+protected:
+    /** @brief Records @p message as the tool's error (thread-safe) and returns false. */
+    bool set_error(const std::string &message) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        error_ = message;
+        return false;
+    }
+
+private:
+    struct shard_box {
+        void *data;
+        std::string error;
+    };
+    std::mutex error_mutex_;
+    std::string error_;
+    std::string json_;
+    std::string name_copy_;
+
+    static tool *self(void *t) { return static_cast<tool *>(t); }
+    template <typename F>
+    static bool call(tool *t, F f) {
+        try {
+            return f();
+        } catch (const std::exception &e) {
+            return t->set_error(e.what());
+        } catch (...) {
+            return t->set_error("unknown exception");
+        }
+    }
+    template <typename F>
+    static bool call_shard(shard_box *box, F f) {
+        try {
+            return f();
+        } catch (const std::exception &e) {
+            box->error = e.what();
+        } catch (...) {
+            box->error = "unknown exception";
+        }
+        return false;
+    }
+
+    static bool t_initialize(void *t, uint32_t n) {
+        return call(self(t), [&] { return self(t)->initialize(n); });
+    }
+    static bool t_process_memref(void *t, const sonde_memref_t *m) {
+        return call(self(t), [&] { return self(t)->process_memrefs(m, 1); });
+    }
+    static bool t_process_memrefs(void *t, const sonde_memref_t *m, size_t n) {
+        return call(self(t), [&] { return self(t)->process_memrefs(m, n); });
+    }
+    static bool t_print_results(void *t, void *stream) {
+        return call(self(t), [&] { return self(t)->print_results(stream); });
+    }
+    static bool t_supported(void *t) {
+        try {
+            return self(t)->parallel_shard_supported();
+        } catch (...) {
+            return false;
+        }
+    }
+    static bool t_worker_init(void *t, uint32_t w, void **wd) {
+        return call(self(t), [&] { return self(t)->parallel_worker_init(w, wd); });
+    }
+    static bool t_worker_exit(void *t, void *wd) {
+        return call(self(t), [&] { return self(t)->parallel_worker_exit(wd); });
+    }
+    static bool t_shard_init(void *t, uint32_t s, void *wd, void **sd) {
+        shard_box *box = nullptr;
+        try {
+            box = new shard_box();
+            box->data = nullptr;
+        } catch (...) {
+            return self(t)->set_error("out of memory");
+        }
+        *sd = box;
+        return call(self(t), [&] { return self(t)->parallel_shard_init(s, wd, &box->data); });
+    }
+    static bool t_shard_memref(void *t, void *sd, const sonde_memref_t *m) {
+        shard_box *box = static_cast<shard_box *>(sd);
+        return call_shard(box, [&] { return self(t)->parallel_shard_memrefs(box->data, m, 1); });
+    }
+    static bool t_shard_memrefs(void *t, void *sd, const sonde_memref_t *m, size_t n) {
+        shard_box *box = static_cast<shard_box *>(sd);
+        return call_shard(box, [&] { return self(t)->parallel_shard_memrefs(box->data, m, n); });
+    }
+    static bool t_shard_exit(void *t, void *sd) {
+        shard_box *box = static_cast<shard_box *>(sd);
+        bool ok = call_shard(box, [&] { return self(t)->parallel_shard_exit(box->data); });
+        if (ok) delete box;  // a failed exit keeps the box for parallel_shard_error; freed then
+        return ok;
+    }
+    static const char *t_shard_error(void *t, void *sd) {
+        shard_box *box = static_cast<shard_box *>(sd);
+        if (box->error.empty()) {
+            try {
+                box->error = self(t)->parallel_shard_error(box->data);
+            } catch (...) {
+                box->error = "shard function failed";
+            }
+        }
+        return box->error.c_str();
+    }
+    static const char *t_error_string(void *t) {
+        std::lock_guard<std::mutex> lock(self(t)->error_mutex_);
+        return self(t)->error_.c_str();
+    }
+    static const char *t_results_json(void *t) {
+        try {
+            self(t)->json_ = self(t)->results_json();
+        } catch (...) {
+            self(t)->json_ = "{}";
+        }
+        return self(t)->json_.c_str();
+    }
+    static void t_destroy(void *t) { delete self(t); }
+
+    static sonde_tool_ops_t make_ops() {
+        sonde_tool_ops_t o = sonde_tool_ops_t();
+        o.struct_size = static_cast<uint32_t>(sizeof(sonde_tool_ops_t));
+        o.name = nullptr;  // table() fills in the object's name
+        o.initialize = t_initialize;
+        o.process_memref = t_process_memref;
+        o.print_results = t_print_results;
+        o.parallel_shard_supported = t_supported;
+        o.parallel_worker_init = t_worker_init;
+        o.parallel_worker_exit = t_worker_exit;
+        o.parallel_shard_init = t_shard_init;
+        o.parallel_shard_memref = t_shard_memref;
+        o.parallel_shard_exit = t_shard_exit;
+        o.parallel_shard_error = t_shard_error;
+        o.get_error_string = t_error_string;
+        o.process_memrefs = t_process_memrefs;
+        o.parallel_shard_memrefs = t_shard_memrefs;
+        o.results_json = t_results_json;
+        o.destroy = t_destroy;
+        return o;
+    }
+
+public:
+    /**
+     * @brief A table for this object with its name filled in: pass the result and `this` to
+     * sonde_analyzer_add_tool_ops(), or return them from sonde_tool_create. The table lives in
+     * the object (valid until destroy()).
+     */
+    const sonde_tool_ops_t *table() {
+        ops_ = *ops();
+        name_copy_ = name();
+        ops_.name = name_copy_.c_str();
+        return &ops_;
+    }
+
+private:
+    sonde_tool_ops_t ops_;
+};
+
+}  // namespace sonde
+
+#endif /* SONDE_TOOL_HPP */

@@ -1,0 +1,77 @@
+// The analyzer of the analysis concept: owns tools (built-in, external shared objects, or
+// caller tables) and inputs (trace files through source.h, or borrowed in-memory shards) and
+// runs the tools serially (one stream interleaved by timestamp, on the caller's thread) or in
+// parallel (shard s on worker s % workers; each shard's functions from exactly one worker).
+//
+// Threads: an Analyzer belongs to one application thread at a time. During run() in parallel
+// mode, worker w owns its cursors and its tools' worker/shard data; the only shared state is the
+// stop flag (atomic) and the first error (mutex).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/source.h"
+#include "sonde/analysis.h"
+
+namespace sonde::analysis {
+
+// One tool: a copy of its table, its data, and the library it came from (if any).
+struct Tool {
+    sonde_tool_ops_t ops{};
+    void *data = nullptr;
+    void *library = nullptr;  // dlopen handle, closed after destroy()
+    std::string name;
+    Tool() = default;
+    Tool(const Tool &) = delete;
+    Tool &operator=(const Tool &) = delete;
+    ~Tool();
+};
+
+// A shard to analyse: shard `index` of a file input, or a borrowed memory span.
+struct ShardSpec {
+    const Input *input = nullptr;
+    size_t index = 0;
+    const sonde_memref_t *memory = nullptr;
+    size_t count = 0;
+};
+
+class Analyzer {
+public:
+    sonde_status_t add_builtin(const std::string &name, const std::string &options);
+    sonde_status_t load(const std::string &path, const std::string &options);
+    sonde_status_t add_ops(const sonde_tool_ops_t *ops, void *data);
+    sonde_status_t add_input(const std::string &path, uint32_t format);
+    uint32_t add_memory(const sonde_memref_t *memrefs, size_t count);
+    sonde_status_t run();
+    sonde_status_t print_results(void *stream);
+    sonde_status_t results_json(std::string *out);
+
+    bool parallel = true;
+    uint32_t workers = 0;  // 0 = cores
+    bool ran = false;
+    bool succeeded = false;
+    bool ran_parallel = false;
+    uint32_t used_workers = 0;
+    std::string error;
+
+private:
+    sonde_status_t run_serial();
+    sonde_status_t run_parallel(uint32_t nworkers);
+    sonde_status_t adopt(std::unique_ptr<Tool> tool);
+
+    std::vector<std::unique_ptr<Tool>> tools_;
+    std::vector<std::unique_ptr<Input>> inputs_;
+    std::vector<ShardSpec> shards_;
+};
+
+// Built-in tools (builtin_tools.cpp): creates the tool `name` with `options`; NOT_SUPPORTED for
+// an unknown name, INVALID_ARGUMENT (message in *error) for bad options.
+sonde_status_t create_builtin_tool(const std::string &name, const std::string &options,
+                                   const sonde_tool_ops_t **ops, void **data, std::string *error);
+// Names of the built-in tools, for messages and --help.
+std::string builtin_tool_names();
+
+}  // namespace sonde::analysis

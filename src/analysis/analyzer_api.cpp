@@ -1,0 +1,138 @@
+// The C boundary of the analyzer (sonde/analysis.h): argument checks, exception mapping, and
+// the calls into sonde::analysis::Analyzer. No logic lives here.
+#include <cstring>
+#include <string>
+
+#include "analysis/analyzer.h"
+#include "core/guarded.h"
+#include "sonde/analysis.h"
+
+struct sonde_analyzer_t {
+    sonde::analysis::Analyzer impl;
+};
+
+namespace {
+
+sonde_status_t before_run(sonde_analyzer_t *a) {
+    if (a->impl.ran) {
+        a->impl.error = "the analyzer has already run";
+        return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    }
+    a->impl.error.clear();
+    return SONDE_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+SONDE_API sonde_status_t sonde_analyzer_create(sonde_analyzer_t **out) {
+    if (out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    *out = nullptr;
+    return sonde::guarded([&]() -> sonde_status_t {
+        *out = new sonde_analyzer_t();
+        return SONDE_STATUS_SUCCESS;
+    });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_destroy(sonde_analyzer_t *analyzer) {
+    delete analyzer;
+    return SONDE_STATUS_SUCCESS;
+}
+
+SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, const char *name, const char *options) {
+    if (analyzer == nullptr || name == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (const sonde_status_t st = before_run(analyzer)) return st;
+    return sonde::guarded([&] { return analyzer->impl.add_builtin(name, options != nullptr ? options : ""); });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_load_tool(sonde_analyzer_t *analyzer, const char *path, const char *options) {
+    if (analyzer == nullptr || path == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (const sonde_status_t st = before_run(analyzer)) return st;
+    return sonde::guarded([&] { return analyzer->impl.load(path, options != nullptr ? options : ""); });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_add_tool_ops(sonde_analyzer_t *analyzer, const sonde_tool_ops_t *ops,
+                                                     void *tool_data) {
+    if (analyzer == nullptr || ops == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (const sonde_status_t st = before_run(analyzer)) return st;
+    return sonde::guarded([&] { return analyzer->impl.add_ops(ops, tool_data); });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_set_parallel(sonde_analyzer_t *analyzer, bool parallel) {
+    if (analyzer == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (const sonde_status_t st = before_run(analyzer)) return st;
+    analyzer->impl.parallel = parallel;
+    return SONDE_STATUS_SUCCESS;
+}
+
+SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, uint32_t workers) {
+    if (analyzer == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (const sonde_status_t st = before_run(analyzer)) return st;
+    if (workers > 1024) {
+        analyzer->impl.error = "at most 1024 workers";
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    analyzer->impl.workers = workers;
+    return SONDE_STATUS_SUCCESS;
+}
+
+SONDE_API sonde_status_t sonde_analyzer_add_input(sonde_analyzer_t *analyzer, const char *path, uint32_t format) {
+    if (analyzer == nullptr || path == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (const sonde_status_t st = before_run(analyzer)) return st;
+    return sonde::guarded([&] { return analyzer->impl.add_input(path, format); });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analyzer, const sonde_memref_t *memrefs,
+                                                         size_t count, uint32_t *shard) {
+    if (analyzer == nullptr || (memrefs == nullptr && count != 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (const sonde_status_t st = before_run(analyzer)) return st;
+    return sonde::guarded([&]() -> sonde_status_t {
+        const uint32_t id = analyzer->impl.add_memory(memrefs, count);
+        if (shard != nullptr) *shard = id;
+        return SONDE_STATUS_SUCCESS;
+    });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_run(sonde_analyzer_t *analyzer) {
+    if (analyzer == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    analyzer->impl.error.clear();
+    return sonde::guarded([&] { return analyzer->impl.run(); });
+}
+
+SONDE_API const char *sonde_analyzer_error(const sonde_analyzer_t *analyzer) {
+    return analyzer != nullptr ? analyzer->impl.error.c_str() : "";
+}
+
+SONDE_API sonde_status_t sonde_analyzer_run_info(const sonde_analyzer_t *analyzer, bool *parallel, uint32_t *workers) {
+    if (analyzer == nullptr || parallel == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (!analyzer->impl.ran) return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    *parallel = analyzer->impl.ran_parallel;
+    if (workers != nullptr) *workers = analyzer->impl.used_workers;
+    return SONDE_STATUS_SUCCESS;
+}
+
+SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer, void *stream) {
+    if (analyzer == nullptr || stream == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    return sonde::guarded([&] { return analyzer->impl.print_results(stream); });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_results_json(sonde_analyzer_t *analyzer, char *buffer, size_t size,
+                                                     size_t *actual_size) {
+    if (analyzer == nullptr || actual_size == nullptr || (buffer == nullptr && size != 0))
+        return SONDE_STATUS_ERROR_NULL_POINTER;
+    return sonde::guarded([&]() -> sonde_status_t {
+        std::string text;
+        const sonde_status_t st = analyzer->impl.results_json(&text);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        *actual_size = text.size() + 1;
+        if (size < text.size() + 1) {
+            if (size > 0) buffer[0] = '\0';
+            return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
+        }
+        std::memcpy(buffer, text.c_str(), text.size() + 1);
+        return SONDE_STATUS_SUCCESS;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,16 @@
+// Factories of the built-in tools that live in their own files; the registry is in
+// builtin_tools.cpp. Each throws std::invalid_argument (message for the user) on bad options.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sonde/tool.hpp"
+
+namespace sonde::analysis {
+
+// cache_sim (cache_sim.cpp): options "NAME:SIZE:WAYS:LINE[:POLICY],..." or "" for cachegrind's
+// default hierarchy I1:32K:8:64,D1:32K:8:64,LL:1M:16:64.
+std::unique_ptr<sonde::tool> make_cache_sim(const std::string &options);
+
+}  // namespace sonde::analysis

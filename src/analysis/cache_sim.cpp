@@ -1,0 +1,326 @@
+// The cache_sim built-in tool: a configurable cache hierarchy with cachegrind's semantics.
+//
+// Levels come as NAME:SIZE:WAYS:LINE[:POLICY]. Leading levels whose name starts (or ends) with
+// I take instruction fetches, those starting (or ending) with D take data accesses; a leading
+// level of another name is unified and takes both; each following level takes the misses of
+// the levels before it. Semantics follow cachegrind's simulator: the set is the block number
+// (address >> line bits) modulo the set count, the tag is the whole block number, LRU keeps
+// each set ordered most-recent first; an access that straddles lines touches every line,
+// counts as one access and misses if any line misses; a miss passes the same address and size
+// to the next level; a modify (lackey M) is one data access.
+//
+// Serial mode: the first-level caches are private to each shard and the lower levels are
+// shared. Parallel mode: each shard simulates a whole private hierarchy on its worker; the
+// results are the sums. Hot path cost: per record one set scan (ways tags) per level reached;
+// no allocation except the first touch of a block on a miss (compulsory-miss set).
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/builtin_tools.h"
+
+namespace sonde::analysis {
+
+namespace {
+
+enum class Policy { lru, fifo, random };
+enum class Role { instruction, data, unified };
+
+struct LevelConfig {
+    std::string name;
+    uint64_t size = 0;
+    uint32_t ways = 0;
+    uint32_t line = 0;
+    Policy policy = Policy::lru;
+    Role role = Role::unified;
+};
+
+bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+uint64_t parse_number(const std::string &text, bool allow_suffix, const std::string &what) {
+    size_t pos = 0;
+    unsigned long long v = 0;
+    try {
+        v = std::stoull(text, &pos, 10);
+    } catch (const std::exception &) {
+        throw std::invalid_argument(what + " '" + text + "' is not a number");
+    }
+    std::string rest = text.substr(pos);
+    uint64_t scale = 1;
+    if (allow_suffix && rest.size() == 1) {
+        const char c = rest[0];
+        scale = (c == 'K' || c == 'k') ? 1024 : (c == 'M' || c == 'm') ? 1024 * 1024 : (c == 'G' || c == 'g') ? 1024ull << 20 : 0;
+        if (scale != 0) rest.clear();
+    }
+    if (!rest.empty() || text.empty() || text[0] == '-') throw std::invalid_argument(what + " '" + text + "' is not valid");
+    return v * scale;
+}
+
+std::vector<LevelConfig> parse_config(const std::string &text) {
+    std::vector<LevelConfig> levels;
+    size_t start = 0;
+    while (start <= text.size()) {
+        size_t end = text.find(',', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string item = text.substr(start, end - start);
+        std::vector<std::string> f;
+        size_t p = 0;
+        for (;;) {
+            const size_t q = item.find(':', p);
+            f.push_back(item.substr(p, q == std::string::npos ? std::string::npos : q - p));
+            if (q == std::string::npos) break;
+            p = q + 1;
+        }
+        if (f.size() < 4 || f.size() > 5 || f[0].empty())
+            throw std::invalid_argument("cache level '" + item + "' is not NAME:SIZE:WAYS:LINE[:POLICY]");
+        LevelConfig c;
+        c.name = f[0];
+        c.size = parse_number(f[1], true, c.name + " size");
+        c.ways = static_cast<uint32_t>(parse_number(f[2], false, c.name + " ways"));
+        c.line = static_cast<uint32_t>(parse_number(f[3], false, c.name + " line size"));
+        if (f.size() == 5) {
+            if (f[4] == "lru") c.policy = Policy::lru;
+            else if (f[4] == "fifo") c.policy = Policy::fifo;
+            else if (f[4] == "random") c.policy = Policy::random;
+            else throw std::invalid_argument(c.name + ": unknown policy '" + f[4] + "' (lru, fifo, random)");
+        }
+        if (!is_pow2(c.line) || c.line > (1u << 16)) throw std::invalid_argument(c.name + ": line size must be a power of two up to 64K");
+        if (c.ways == 0 || c.ways > 1024) throw std::invalid_argument(c.name + ": ways must be 1..1024");
+        if (c.size == 0 || c.size % (uint64_t(c.line) * c.ways) != 0 || !is_pow2(c.size / c.line / c.ways))
+            throw std::invalid_argument(c.name + ": size / (ways * line) must be a power-of-two number of sets");
+        const char first = c.name.front(), last = c.name.back();
+        c.role = (first == 'I' || last == 'I') ? Role::instruction : (first == 'D' || last == 'D') ? Role::data : Role::unified;
+        levels.push_back(c);
+        if (levels.size() > 16) throw std::invalid_argument("at most 16 cache levels");
+        start = end + 1;
+    }
+    // The first level(s): one unified level, or I and/or D levels (at most one of each).
+    size_t first = 0;
+    bool has_i = false, has_d = false;
+    while (first < levels.size() && levels[first].role != Role::unified) {
+        bool &seen = levels[first].role == Role::instruction ? has_i : has_d;
+        if (seen) break;
+        seen = true;
+        ++first;
+    }
+    for (size_t i = first; i < levels.size(); ++i) levels[i].role = Role::unified;
+    return levels;
+}
+
+// One cache. Tags are block numbers; kEmpty marks an unused way.
+class Cache {
+public:
+    explicit Cache(const LevelConfig &c)
+        : ways_(c.ways), policy_(c.policy), sets_(c.size / c.line / c.ways), tags_(sets_ * c.ways, kEmpty) {
+        while ((1u << line_bits_) < c.line) ++line_bits_;
+        if (policy_ == Policy::fifo) next_.assign(sets_, 0);
+    }
+    // One access of `size` bytes at `a`; true on a miss. Hot path: no allocation on hits.
+    bool access(uint64_t a, uint32_t size, bool ifetch) {
+        ++accesses;
+        const uint64_t b1 = a >> line_bits_;
+        const uint64_t b2 = (a + (size != 0 ? size - 1u : 0u)) >> line_bits_;
+        bool miss = false;
+        bool fresh = false;
+        for (uint64_t b = b1;; ++b) {
+            if (ref_is_miss(b)) {
+                miss = true;
+                if (seen_.insert(b).second) fresh = true;
+            }
+            if (b == b2) break;
+        }
+        if (miss) {
+            ++misses;
+            if (fresh) ++compulsory;
+            ++(ifetch ? ifetch_misses : data_misses);
+        }
+        return miss;
+    }
+    uint64_t accesses = 0, misses = 0, compulsory = 0, ifetch_misses = 0, data_misses = 0;
+
+private:
+    static constexpr uint64_t kEmpty = ~uint64_t(0);
+    bool ref_is_miss(uint64_t block) {
+        const uint64_t set = block & (sets_ - 1);
+        uint64_t *t = &tags_[set * ways_];
+        if (t[0] == block) return false;
+        for (uint32_t i = 1; i < ways_; ++i) {
+            if (t[i] != block) continue;
+            if (policy_ == Policy::lru) {
+                std::memmove(t + 1, t, i * sizeof(uint64_t));
+                t[0] = block;
+            }
+            return false;
+        }
+        switch (policy_) {
+        case Policy::lru:
+            std::memmove(t + 1, t, (ways_ - 1) * sizeof(uint64_t));
+            t[0] = block;
+            break;
+        case Policy::fifo:
+            t[next_[set]] = block;
+            next_[set] = (next_[set] + 1) % ways_;
+            break;
+        case Policy::random: {
+            uint32_t way = ways_;
+            for (uint32_t i = 0; i < ways_ && way == ways_; ++i)
+                if (t[i] == kEmpty) way = i;
+            if (way == ways_) {
+                rng_ ^= rng_ << 13;
+                rng_ ^= rng_ >> 7;
+                rng_ ^= rng_ << 17;
+                way = static_cast<uint32_t>(rng_ % ways_);
+            }
+            t[way] = block;
+            break;
+        }
+        }
+        return true;
+    }
+
+    uint32_t ways_;
+    Policy policy_;
+    uint64_t sets_;
+    unsigned line_bits_ = 0;
+    std::vector<uint64_t> tags_;
+    std::vector<uint32_t> next_;
+    uint64_t rng_ = 0x9E3779B97F4A7C15ull;
+    std::unordered_set<uint64_t> seen_;
+};
+
+// A shard's first-level caches (private) and, in parallel mode, its own lower levels.
+struct Hierarchy {
+    std::vector<Cache> first;  // in config order
+    std::vector<Cache> lower;  // empty in serial mode (the shared ones are used)
+    Cache *icache = nullptr;
+    Cache *dcache = nullptr;
+};
+
+class CacheSim final : public sonde::tool {
+public:
+    explicit CacheSim(const std::string &options)
+        : levels_(parse_config(options.empty() ? "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64" : options)) {
+        if (levels_[0].role == Role::unified) nfirst_ = 1;
+        else
+            while (nfirst_ < levels_.size() && levels_[nfirst_].role != Role::unified) ++nfirst_;
+    }
+    const char *name() const override { return "cache_sim"; }
+    bool initialize(uint32_t num_shards) override {
+        shards_.resize(num_shards);
+        for (size_t i = nfirst_; i < levels_.size(); ++i) shared_.emplace_back(levels_[i]);
+        return true;
+    }
+    bool process_memrefs(const sonde_memref_t *m, size_t n) override {
+        for (size_t i = 0; i < n; ++i) {
+            const uint32_t s = m[i].shard;
+            if (s >= shards_.size()) shards_.resize(s + 1);
+            if (!shards_[s]) shards_[s] = make_hierarchy(false);
+            access(*shards_[s], shared_, m[i]);
+        }
+        return true;
+    }
+    bool parallel_shard_supported() override { return true; }
+    bool parallel_shard_init(uint32_t shard, void *, void **shard_data) override {
+        shards_.at(shard) = make_hierarchy(true);
+        *shard_data = shards_[shard].get();
+        return true;
+    }
+    bool parallel_shard_memrefs(void *sd, const sonde_memref_t *m, size_t n) override {
+        Hierarchy &h = *static_cast<Hierarchy *>(sd);
+        for (size_t i = 0; i < n; ++i) access(h, h.lower, m[i]);
+        return true;
+    }
+    bool print_results(void *stream) override {
+        FILE *f = static_cast<FILE *>(stream);
+        std::fprintf(f, "cache_sim:\n");
+        for (const Totals &t : totals()) {
+            std::fprintf(f, "  %-4s accesses %s, hits %s, misses %s (%.4f%%; instruction %s, data %s), compulsory %s\n",
+                         t.name.c_str(), grouped(t.accesses).c_str(), grouped(t.accesses - t.misses).c_str(),
+                         grouped(t.misses).c_str(), t.accesses ? 100.0 * double(t.misses) / double(t.accesses) : 0.0,
+                         grouped(t.ifetch_misses).c_str(), grouped(t.data_misses).c_str(), grouped(t.compulsory).c_str());
+        }
+        return true;
+    }
+    std::string results_json() override {
+        nlohmann::json levels = nlohmann::json::array();
+        for (const Totals &t : totals()) {
+            levels.push_back({{"name", t.name},
+                              {"accesses", t.accesses},
+                              {"hits", t.accesses - t.misses},
+                              {"misses", t.misses},
+                              {"miss_ratio", t.accesses ? double(t.misses) / double(t.accesses) : 0.0},
+                              {"compulsory_misses", t.compulsory},
+                              {"ifetch_misses", t.ifetch_misses},
+                              {"data_misses", t.data_misses}});
+        }
+        return nlohmann::json{{"levels", levels}}.dump();
+    }
+
+private:
+    struct Totals {
+        std::string name;
+        uint64_t accesses = 0, misses = 0, compulsory = 0, ifetch_misses = 0, data_misses = 0;
+    };
+    static std::string grouped(uint64_t v) {
+        std::string s = std::to_string(v);
+        for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+        return s;
+    }
+    std::unique_ptr<Hierarchy> make_hierarchy(bool with_lower) const {
+        auto h = std::make_unique<Hierarchy>();
+        h->first.reserve(nfirst_);
+        for (size_t i = 0; i < nfirst_; ++i) h->first.emplace_back(levels_[i]);
+        for (size_t i = 0; i < nfirst_; ++i) {
+            if (levels_[i].role != Role::data) h->icache = &h->first[i];
+            if (levels_[i].role != Role::instruction) h->dcache = &h->first[i];
+        }
+        if (with_lower)
+            for (size_t i = nfirst_; i < levels_.size(); ++i) h->lower.emplace_back(levels_[i]);
+        return h;
+    }
+    // Hot path: one record through the hierarchy. Markers are skipped. A kind without a
+    // first-level cache goes straight to the first lower level.
+    static void access(Hierarchy &h, std::vector<Cache> &lower, const sonde_memref_t &m) {
+        if (m.type > SONDE_MEMREF_IFETCH) return;
+        const bool ifetch = m.type == SONDE_MEMREF_IFETCH;
+        Cache *c = ifetch ? h.icache : h.dcache;
+        bool miss = true;
+        if (c != nullptr) miss = c->access(m.address, m.size, ifetch);
+        for (size_t i = 0; miss && i < lower.size(); ++i) miss = lower[i].access(m.address, m.size, ifetch);
+    }
+    std::vector<Totals> totals() const {
+        std::vector<Totals> out(levels_.size());
+        for (size_t i = 0; i < levels_.size(); ++i) out[i].name = levels_[i].name;
+        auto add = [](Totals &t, const Cache &c) {
+            t.accesses += c.accesses;
+            t.misses += c.misses;
+            t.compulsory += c.compulsory;
+            t.ifetch_misses += c.ifetch_misses;
+            t.data_misses += c.data_misses;
+        };
+        for (const auto &h : shards_) {
+            if (!h) continue;
+            for (size_t i = 0; i < h->first.size(); ++i) add(out[i], h->first[i]);
+            for (size_t i = 0; i < h->lower.size(); ++i) add(out[nfirst_ + i], h->lower[i]);
+        }
+        for (size_t i = 0; i < shared_.size(); ++i) add(out[nfirst_ + i], shared_[i]);
+        return out;
+    }
+
+    std::vector<LevelConfig> levels_;
+    size_t nfirst_ = 0;
+    std::vector<std::unique_ptr<Hierarchy>> shards_;  // serial: by memref shard; parallel: slot per shard
+    std::vector<Cache> shared_;                       // serial mode's lower levels
+};
+
+}  // namespace
+
+std::unique_ptr<sonde::tool> make_cache_sim(const std::string &options) { return std::make_unique<CacheSim>(options); }
+
+}  // namespace sonde::analysis

@@ -1,0 +1,195 @@
+// `sonde analyze`: parses the command line (CLI11), builds an analyzer through the public C API
+// (sonde/analysis.h), runs it, prints the human summary on stdout and writes the JSON results.
+// On a terminal, a progress line on stderr appears for runs that take more than a second.
+//
+// Threads: the progress tool's counter is an atomic written by the analyzer's workers and read
+// by the progress thread; everything else runs on the main thread.
+#include "cli/analyze.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "sonde/analysis.h"
+
+namespace {
+
+// A tool that only counts records, for the progress line. It has no results.
+struct Progress {
+    std::atomic<uint64_t> records{0};
+};
+
+bool progress_batch(void *tool, const sonde_memref_t *, size_t count) {
+    static_cast<Progress *>(tool)->records.fetch_add(count, std::memory_order_relaxed);
+    return true;
+}
+bool progress_one(void *tool, const sonde_memref_t *m) { return progress_batch(tool, m, 1); }
+bool progress_shard_batch(void *tool, void *, const sonde_memref_t *m, size_t count) {
+    return progress_batch(tool, m, count);
+}
+bool progress_shard_one(void *tool, void *, const sonde_memref_t *m) { return progress_batch(tool, m, 1); }
+bool progress_supported(void *) { return true; }
+
+sonde_tool_ops_t progress_ops() {
+    sonde_tool_ops_t o = {};
+    o.struct_size = sizeof(o);
+    o.name = "sonde-cli-progress";
+    o.process_memref = progress_one;
+    o.process_memrefs = progress_batch;
+    o.parallel_shard_supported = progress_supported;
+    o.parallel_shard_memref = progress_shard_one;
+    o.parallel_shard_memrefs = progress_shard_batch;
+    return o;
+}
+
+// Prints "\r... N records" to stderr every half second once a second has passed.
+class ProgressLine {
+public:
+    explicit ProgressLine(const Progress *p) : progress_(p), thread_([this] { loop(); }) {}
+    ~ProgressLine() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            done_ = true;
+        }
+        cv_.notify_one();
+        thread_.join();
+        if (printed_) std::fprintf(stderr, "\n");
+    }
+
+private:
+    void loop() {
+        const auto start = std::chrono::steady_clock::now();
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) return;
+        do {
+            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double n = static_cast<double>(progress_->records.load(std::memory_order_relaxed));
+            std::fprintf(stderr, "\rsonde analyze: %.1f M records, %.1f s, %.1f M records/s   ", n / 1e6, secs,
+                         n / 1e6 / secs);
+            std::fflush(stderr);
+            printed_ = true;
+        } while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; }));
+    }
+
+    const Progress *progress_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    bool printed_ = false;
+    std::thread thread_;
+};
+
+uint32_t format_value(const std::string &f) {
+    if (f == "sonde") return SONDE_TRACE_FORMAT_SONDE;
+    if (f == "lackey") return SONDE_TRACE_FORMAT_LACKEY;
+    if (f == "raw64") return SONDE_TRACE_FORMAT_RAW64;
+    return SONDE_TRACE_FORMAT_AUTO;
+}
+
+int fail(const char *what, sonde_status_t st, sonde_analyzer_t *a) {
+    std::fprintf(stderr, "sonde analyze: %s: %s (%s)\n", what, sonde_analyzer_error(a), sonde_status_name(st));
+    sonde_analyzer_destroy(a);
+    return 1;
+}
+
+}  // namespace
+
+int sonde_cli_analyze(int argc, char **argv) {
+    CLI::App app{"Run analysis tools over memory-reference traces.", "sonde analyze"};
+    std::vector<std::string> inputs;
+    std::string format = "auto";
+    std::vector<std::string> tools;
+    uint32_t jobs = 0;
+    bool serial = false;
+    std::string cache;
+    uint32_t line_size = 0;
+    std::string json_path;
+    app.add_option("INPUT", inputs, "Trace files")->required();
+    app.add_option("--format", format, "Input format")
+        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64"}))
+        ->capture_default_str();
+    app.add_option("--tool", tools,
+                   "Tools, comma-separated: basic_counts, cache_sim, or the path of a tool shared object")
+        ->delimiter(',');
+    app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")->check(CLI::Range(1u, 1024u));
+    app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
+    app.add_option("--cache", cache, "cache_sim levels NAME:SIZE:WAYS:LINE[:POLICY],... (lru, fifo, random)");
+    app.add_option("--line-size", line_size, "Line size of basic_counts' distinct lines (default 64)");
+    app.add_option("--json", json_path, "Also write the results as JSON to this file");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2, --help 0
+    }
+    if (tools.empty()) tools.push_back(cache.empty() ? "basic_counts" : "cache_sim");
+
+    sonde_analyzer_t *a = nullptr;
+    sonde_status_t st = sonde_analyzer_create(&a);
+    if (st != SONDE_STATUS_SUCCESS) {
+        std::fprintf(stderr, "sonde analyze: %s\n", sonde_status_string(st));
+        return 1;
+    }
+    for (const std::string &t : tools) {
+        if (t.find('/') != std::string::npos) {
+            st = sonde_analyzer_load_tool(a, t.c_str(), nullptr);
+        } else {
+            std::string options;
+            if (t == "cache_sim") options = cache;
+            if (t == "basic_counts" && line_size != 0) options = "line_size=" + std::to_string(line_size);
+            st = sonde_analyzer_add_tool(a, t.c_str(), options.c_str());
+        }
+        if (st != SONDE_STATUS_SUCCESS) return fail(("tool " + t).c_str(), st, a);
+    }
+    for (const std::string &in : inputs) {
+        st = sonde_analyzer_add_input(a, in.c_str(), format_value(format));
+        if (st != SONDE_STATUS_SUCCESS) return fail("input", st, a);
+    }
+    sonde_analyzer_set_parallel(a, !serial);
+    sonde_analyzer_set_workers(a, jobs);
+
+    Progress progress;
+    if (isatty(STDERR_FILENO)) {
+        const sonde_tool_ops_t ops = progress_ops();
+        st = sonde_analyzer_add_tool_ops(a, &ops, &progress);
+        if (st != SONDE_STATUS_SUCCESS) return fail("progress", st, a);
+    }
+    {
+        std::unique_ptr<ProgressLine> line;
+        if (isatty(STDERR_FILENO)) line.reset(new ProgressLine(&progress));
+        st = sonde_analyzer_run(a);
+    }
+    if (st != SONDE_STATUS_SUCCESS) return fail("run", st, a);
+
+    bool parallel = false;
+    uint32_t workers = 0;
+    sonde_analyzer_run_info(a, &parallel, &workers);
+    std::printf("sonde analyze: %zu input(s), %s\n", inputs.size(),
+                parallel ? ("parallel, " + std::to_string(workers) + " worker(s)").c_str() : "serial");
+    st = sonde_analyzer_print_results(a, stdout);
+    if (st != SONDE_STATUS_SUCCESS) return fail("results", st, a);
+    if (!json_path.empty()) {
+        size_t need = 0;
+        sonde_analyzer_results_json(a, nullptr, 0, &need);
+        std::string text(need, '\0');
+        st = sonde_analyzer_results_json(a, &text[0], text.size(), &need);
+        if (st != SONDE_STATUS_SUCCESS) return fail("results", st, a);
+        text.resize(need - 1);
+        FILE *f = std::fopen(json_path.c_str(), "w");
+        if (f == nullptr || std::fprintf(f, "%s\n", text.c_str()) < 0 || std::fclose(f) != 0) {
+            std::fprintf(stderr, "sonde analyze: cannot write %s\n", json_path.c_str());
+            sonde_analyzer_destroy(a);
+            return 1;
+        }
+    }
+    sonde_analyzer_destroy(a);
+    return 0;
+}
