@@ -162,7 +162,7 @@ sonde_status_t Analyzer::load(const std::string &path, const std::string &option
     auto tool = std::make_unique<Tool>();
     tool->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (tool->library == nullptr) {
-        error = path + ": " + nonnull(dlerror());
+        error = nonnull(dlerror());  // names the file
         return SONDE_STATUS_ERROR_LOAD_FAILED;
     }
     void *sym = dlsym(tool->library, "sonde_tool_create");
