@@ -58,8 +58,8 @@ sonde_histogram_bin_t make_bin(const Histogram &h, uint64_t first, uint64_t last
     double r = 0, w = 0;
     const uint64_t end = std::min<uint64_t>(last, h.num_distances() - 1);
     for (uint64_t d = first; d <= end; ++d) {
-        r += h.counts[0][d];
-        w += h.counts[1][d];
+        r += h.reads_at(d);
+        w += h.writes_at(d);
     }
     sonde_histogram_bin_t b;
     b.first = first;
@@ -182,8 +182,11 @@ SONDE_API sonde_status_t sonde_histogram_get_summary(const sonde_histogram_t *hi
         s.sampling = h.sampling ? 1 : 0;
         s.accesses = h.accesses;
         double r = h.infinite[0], w = h.infinite[1];
-        for (double v : h.counts[0]) r += v;
-        for (double v : h.counts[1]) w += v;
+        for (uint64_t d = 0; d < h.num_distances(); ++d) {
+            r += h.reads_at(d);
+            w += h.writes_at(d);
+        }
+        if (h.num_distances() == 0) r += h.adjust;
         s.reads = round_count(r);
         s.writes = round_count(w);
         s.infinite_reads = round_count(h.infinite[0]);

@@ -6,35 +6,71 @@
 
 namespace sonde::stackdist {
 
-void Histogram::grow(uint64_t d) {
-    std::vector<double> &c0 = counts[0], &c1 = counts[1];
-    const std::size_t n = std::max<std::size_t>(static_cast<std::size_t>(d) + 1, c0.size() * 2);
-    c0.resize(n, 0.0);
-    c1.resize(n, 0.0);
+namespace {
+
+template <typename T>
+void grow_pair(std::vector<T> (&v)[2], uint64_t d) {
+    const std::size_t n = std::max<std::size_t>(static_cast<std::size_t>(d) + 1, v[0].size() * 2);
+    v[0].resize(n, T(0));
+    v[1].resize(n, T(0));
 }
 
+template <typename T>
+double at(const std::vector<T> &v, uint64_t d) {
+    return d < v.size() ? static_cast<double>(v[d]) : 0.0;
+}
+
+}  // namespace
+
+void Histogram::grow_units(uint64_t d) { grow_pair(units, d); }
+void Histogram::grow_weights(uint64_t d) { grow_pair(weights, d); }
+
 void Histogram::merge(const Histogram &o) {
-    if (o.num_distances() > num_distances()) grow(o.num_distances() - 1);
-    for (int k = 0; k < 2; ++k) {
-        for (std::size_t i = 0; i < o.counts[k].size(); ++i) counts[k][i] += o.counts[k][i];
+    for (unsigned k = 0; k < 2; ++k) {
+        for (std::size_t d = 0; d < o.units[k].size(); ++d)
+            if (o.units[k][d] != 0) {
+                if (d >= units[k].size()) grow_units(d);
+                const uint32_t before = units[k][d];
+                units[k][d] += o.units[k][d];
+                if (units[k][d] < before) add_weight(d, k, 4294967296.0);
+            }
+        for (std::size_t d = 0; d < o.weights[k].size(); ++d)
+            if (o.weights[k][d] != 0) add_weight(d, k, o.weights[k][d]);
         infinite[k] += o.infinite[k];
     }
     accesses += o.accesses;
     sampled += o.sampled;
+    sample_weight += o.sample_weight;
 }
 
 void Histogram::clear() { *this = Histogram(); }
 
-uint64_t Histogram::num_distances() const { return counts[0].size(); }
-
-double Histogram::count_at(uint64_t d) const {
-    return d < counts[0].size() ? counts[0][d] + counts[1][d] : 0.0;
+void Histogram::set_adjustment() {
+    // SHARDS_adj (Waldspurger et al.): the sample count differs from its expectation by chance;
+    // the difference is credited to (or taken from) distance 0, never below zero.
+    if (!sampling || sampled == 0) {
+        adjust = 0;
+        return;
+    }
+    adjust = std::max(-at(weights[0], 0), static_cast<double>(accesses) - sample_weight);
 }
 
+uint64_t Histogram::num_distances() const {
+    return std::max(units[0].size(), weights[0].size());
+}
+
+double Histogram::reads_at(uint64_t d) const {
+    return at(units[0], d) + at(weights[0], d) + (d == 0 ? adjust : 0.0);
+}
+
+double Histogram::writes_at(uint64_t d) const { return at(units[1], d) + at(weights[1], d); }
+
 double Histogram::total() const {
-    double t = total_infinite();
-    for (const auto &c : counts)
-        for (double v : c) t += v;
+    double t = total_infinite() + adjust;
+    for (unsigned k = 0; k < 2; ++k) {
+        for (uint32_t v : units[k]) t += v;
+        for (double v : weights[k]) t += v;
+    }
     return t;
 }
 
@@ -43,7 +79,7 @@ double Histogram::miss_ratio(uint64_t cache_lines) const {
     if (t <= 0) return 0.0;
     double m = total_infinite();
     for (uint64_t d = cache_lines; d < num_distances(); ++d) m += count_at(d);
-    return std::min(1.0, m / t);
+    return std::min(1.0, std::max(0.0, m / t));
 }
 
 std::vector<std::pair<uint64_t, double>> Histogram::mrc() const {
@@ -56,29 +92,16 @@ std::vector<std::pair<uint64_t, double>> Histogram::mrc() const {
         const double c = count_at(d);
         if (c <= 0) continue;
         hits += c;
-        out.emplace_back(d + 1, std::max(0.0, 1.0 - hits / t));
+        out.emplace_back(d + 1, std::min(1.0, std::max(0.0, 1.0 - hits / t)));
     }
     return out;
 }
 
 std::size_t Histogram::bytes() const {
-    return (counts[0].capacity() + counts[1].capacity()) * sizeof(double);
+    return (units[0].capacity() + units[1].capacity()) * sizeof(uint32_t) +
+           (weights[0].capacity() + weights[1].capacity()) * sizeof(double);
 }
 
 uint64_t round_count(double c) { return c <= 0 ? 0 : static_cast<uint64_t>(std::llround(c)); }
-
-double mrc_mean_abs_error(const Histogram &a, const Histogram &e, uint64_t max_lines) {
-    if (max_lines == 0) return 0.0;
-    const double ta = a.total(), te = e.total();
-    if (ta <= 0 || te <= 0) return 0.0;
-    // Walk both step functions once: miss(c) = 1 - hits(d < c) / total.
-    double ha = 0, he = 0, sum = 0;
-    for (uint64_t c = 1; c <= max_lines; ++c) {
-        ha += a.count_at(c - 1);
-        he += e.count_at(c - 1);
-        sum += std::fabs((1.0 - ha / ta) - (1.0 - he / te));
-    }
-    return sum / static_cast<double>(max_lines);
-}
 
 }  // namespace sonde::stackdist

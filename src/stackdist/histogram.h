@@ -1,10 +1,14 @@
 // Reuse histograms of the stackdist concept: counts by stack distance for reads and writes, the
-// infinite (cold) count, bins, and Mattson miss-ratio curves. Counts are doubles holding
-// estimated full-trace counts: 1 per access in exact mode, 1/R per sampled access under
-// SHARDS (so a histogram never needs rescaling when a fixed-size sampler lowers its rate).
-// Not thread-safe; one thread owns a Histogram at a time.
+// infinite (cold) count, bins, and Mattson miss-ratio curves.
+//
+// Two stores per access type: `units` (uint32 counts of unit-weight accesses, the exact mode's
+// hot path: half the cache footprint of doubles, which matters when distances are spread over a
+// million lines) and `weights` (doubles: SHARDS estimates, each sample weighing 1/R, plus 2^32
+// for every wrap of a unit counter). A count is units + weights. Not thread-safe; one thread
+// owns a Histogram at a time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -14,30 +18,49 @@
 namespace sonde::stackdist {
 
 struct Histogram {
-    std::vector<double> counts[2];  // [0] reads, [1] writes; index = distance
+    std::vector<uint32_t> units[2];  // [0] reads, [1] writes; index = distance
+    std::vector<double> weights[2];
     double infinite[2] = {0, 0};
     uint64_t accesses = 0;  // accesses offered to the calculator (true count)
     uint64_t sampled = 0;   // accesses that went through the stack (== accesses when exact)
     bool sampling = false;
     double sample_rate = 1.0;  // current SHARDS rate (1 when exact)
+    // SHARDS: total weight of the samples, and the SHARDS_adj correction (accesses minus that
+    // weight) counted as reads at distance 0, so the estimate covers exactly `accesses`.
+    double sample_weight = 0;
+    double adjust = 0;
 
-    // Hot path: one vector index (a resize only when `d` is a new maximum).
-    void add(uint64_t d, unsigned is_write, double weight) {
+    // Exact hot path: one uint32 increment (a resize only when `d` is a new maximum).
+    void add_unit(uint64_t d, unsigned is_write) {
         if (d == kInfinity) {
-            infinite[is_write] += weight;
+            infinite[is_write] += 1.0;
             return;
         }
-        std::vector<double> &c = counts[is_write];
-        if (d >= c.size()) grow(d);
-        c[d] += weight;
+        std::vector<uint32_t> &c = units[is_write];
+        if (d >= c.size()) grow_units(d);
+        if (++c[d] == 0) add_weight(d, is_write, 4294967296.0);
     }
-    void grow(uint64_t d);
+    // Weighted (SHARDS) path.
+    void add_weight(uint64_t d, unsigned is_write, double w) {
+        if (d == kInfinity) {
+            infinite[is_write] += w;
+            return;
+        }
+        std::vector<double> &c = weights[is_write];
+        if (d >= c.size()) grow_weights(d);
+        c[d] += w;
+    }
+    void grow_units(uint64_t d);
+    void grow_weights(uint64_t d);
     void merge(const Histogram &other);  // adds counts (same sampling regime assumed)
     void clear();
+    void set_adjustment();
 
     uint64_t num_distances() const;  // one past the largest distance with storage
-    double count_at(uint64_t d) const;
-    double total() const;            // all weights, infinite included
+    double reads_at(uint64_t d) const;   // includes the SHARDS_adj correction at distance 0
+    double writes_at(uint64_t d) const;
+    double count_at(uint64_t d) const { return reads_at(d) + writes_at(d); }
+    double total() const;  // all weights, infinite included
     double total_infinite() const { return infinite[0] + infinite[1]; }
     // Mattson: an access with distance d hits in a fully associative LRU cache of c lines iff
     // d < c. miss_ratio(c) = (infinite + sum_{d >= c} count(d)) / total.
@@ -50,8 +73,5 @@ struct Histogram {
 
 // Rounds an estimated count to an integer count.
 uint64_t round_count(double c);
-
-// Mean absolute difference of two MRCs over cache sizes 1..max_lines (both step functions).
-double mrc_mean_abs_error(const Histogram &approx, const Histogram &exact, uint64_t max_lines);
 
 }  // namespace sonde::stackdist

@@ -14,6 +14,8 @@ namespace {
 constexpr double kHashRange = 4294967296.0;  // 2^32
 // Below this many accesses per worker the threads cost more than they save.
 constexpr std::size_t kMinParallelChunk = 1 << 16;
+// Batch loops prefetch the hash slot of the access this far ahead.
+constexpr std::size_t kPrefetch = 12;
 
 inline unsigned type_of(const uint8_t *is_write, std::size_t i) {
     return is_write != nullptr && is_write[i] != 0 ? 1u : 0u;
@@ -61,16 +63,20 @@ bool Reuse::add(const uint64_t *lines, const uint8_t *is_write, std::size_t n, H
     }
     h.sampling = cfg_.mode != Mode::kExact;
     h.sample_rate = sample_rate();
+    h.set_adjustment();
     return ok;
 }
 
 bool Reuse::add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     if (cfg_.verify) {
         for (std::size_t i = 0; i < n; ++i)
-            h.add(stack_.calc_and_update(lines[i], true, nullptr), type_of(is_write, i), 1.0);
+            h.add_unit(stack_.calc_and_update(lines[i], true, nullptr), type_of(is_write, i));
         return stack_.verify_ok();
     }
-    for (std::size_t i = 0; i < n; ++i) h.add(stack_.access(lines[i]), type_of(is_write, i), 1.0);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i + kPrefetch < n) stack_.prefetch(lines[i + kPrefetch]);
+        h.add_unit(stack_.access(lines[i]), type_of(is_write, i));
+    }
     return true;
 }
 
@@ -98,11 +104,12 @@ void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::si
         Part &p = parts[c];
         Stack local(std::min<uint64_t>(begin[c + 1] - begin[c], stack_.size() + 1024));
         for (std::size_t i = begin[c]; i < begin[c + 1]; ++i) {
+            if (i + kPrefetch < begin[c + 1]) local.prefetch(lines[i + kPrefetch]);
             const uint64_t d = local.access(lines[i]);
             if (d == kInfinity)
                 p.firsts.push_back(i);
             else
-                p.hist.add(d, type_of(is_write, i), 1.0);
+                p.hist.add_unit(d, type_of(is_write, i));
         }
         local.recency_order(p.order);
     };
@@ -114,15 +121,17 @@ void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::si
         // No more threads: the chunks without a worker run on this thread below.
     }
     const unsigned started = static_cast<unsigned>(threads.size()) + 1;
-    for (std::size_t i = begin[0]; i < begin[1]; ++i)
-        h.add(stack_.access(lines[i]), type_of(is_write, i), 1.0);
+    for (std::size_t i = begin[0]; i < begin[1]; ++i) {
+        if (i + kPrefetch < begin[1]) stack_.prefetch(lines[i + kPrefetch]);
+        h.add_unit(stack_.access(lines[i]), type_of(is_write, i));
+    }
     for (std::thread &t : threads) t.join();
     for (unsigned c = started; c < k; ++c) run(c);
 
     for (unsigned c = 1; c < k; ++c) {
         Part &p = parts[c];
-        for (std::size_t i : p.firsts) h.add(stack_.access(lines[i]), type_of(is_write, i), 1.0);
-        for (uint64_t line : p.order) stack_.access(line);
+        for (std::size_t i : p.firsts) h.add_unit(stack_.access(lines[i]), type_of(is_write, i));
+        for (uint64_t line : p.order) stack_.touch(line);
         h.merge(p.hist);
     }
 }
@@ -134,13 +143,16 @@ void Reuse::add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::
     const uint64_t thr = threshold_;
     const double inv = kHashRange / static_cast<double>(thr == 0 ? 1 : thr);
     const uint64_t seed = cfg_.seed;
+    uint64_t taken = 0;
     for (std::size_t i = 0; i < n; ++i) {
         if (shards_hash(lines[i], seed) >= thr) continue;
         const uint64_t d = stack_.access(lines[i]);
-        ++h.sampled;
-        h.add(d == kInfinity ? d : static_cast<uint64_t>(static_cast<double>(d) * inv),
+        ++taken;
+        h.add_weight(d == kInfinity ? d : static_cast<uint64_t>(static_cast<double>(d) * inv),
               type_of(is_write, i), inv);
     }
+    h.sampled += taken;
+    h.sample_weight += static_cast<double>(taken) * inv;
 }
 
 void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
@@ -155,7 +167,8 @@ void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::
         const double inv = kHashRange / static_cast<double>(threshold_);
         const uint64_t d = stack_.access(lines[i]);
         ++h.sampled;
-        h.add(d == kInfinity ? d : static_cast<uint64_t>(static_cast<double>(d) * inv),
+        h.sample_weight += inv;
+        h.add_weight(d == kInfinity ? d : static_cast<uint64_t>(static_cast<double>(d) * inv),
               type_of(is_write, i), inv);
         if (d != kInfinity) continue;
         heap_.emplace(hv, lines[i]);

@@ -14,6 +14,19 @@ uint64_t pow2_at_least(uint64_t n, uint64_t floor) {
     return p;
 }
 
+// Population count: the instruction when the build targets it, otherwise a branch-free SWAR
+// count (libgcc's generic __popcountdi2 is a table-driven call, several times slower).
+inline uint64_t popcount(uint64_t x) {
+#if defined(__POPCNT__)
+    return static_cast<uint64_t>(__builtin_popcountll(x));
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (x * 0x0101010101010101ull) >> 56;
+#endif
+}
+
 // Bits 0..b of a word.
 inline uint64_t mask_le(uint64_t b) { return b == 63 ? ~0ull : ((2ull << b) - 1); }
 
@@ -23,9 +36,9 @@ Stack::Stack(uint64_t initial_capacity, bool verify) : verify_(verify) {
     const uint64_t cap = std::max<uint64_t>(initial_capacity, 64);
     table_.assign(pow2_at_least(cap * 4 / 3 + 1, 16), Slot{kEmpty, 0});
     mask_ = table_.size() - 1;
-    slots_ = pow2_at_least(cap * 4, 256);
+    slots_ = pow2_at_least(cap * 4, 64 * kBlockWords);
     words_.assign(slots_ / 64, 0);
-    fen_.assign(words_.size() + 1, 0);
+    fen_.assign(words_.size() / kBlockWords + 1, 0);
 }
 
 std::size_t Stack::bytes() const {
@@ -94,9 +107,11 @@ void Stack::grow_table() {
 }
 
 uint64_t Stack::rank_le(uint64_t t) const {
-    uint64_t w = t >> 6;
-    uint64_t r = static_cast<uint64_t>(__builtin_popcountll(words_[w] & mask_le(t & 63)));
-    for (uint64_t i = w; i > 0; i &= i - 1) r += fen_[i];
+    const uint64_t w = t >> 6;
+    const uint64_t b = w / kBlockWords;
+    uint64_t r = popcount(words_[w] & mask_le(t & 63));
+    for (uint64_t i = b * kBlockWords; i < w; ++i) r += popcount(words_[i]);
+    for (uint64_t i = b; i > 0; i &= i - 1) r += fen_[i];
     return r;
 }
 
@@ -105,9 +120,9 @@ uint64_t Stack::distance_of(uint64_t t) const {
     const uint64_t w = t >> 6;
     const uint64_t last = (now_ - 1) >> 6;
     if (last - w <= 8) {
-        uint64_t d = static_cast<uint64_t>(__builtin_popcountll(words_[w] & ~mask_le(t & 63)));
+        uint64_t d = popcount(words_[w] & ~mask_le(t & 63));
         for (uint64_t i = w + 1; i <= last; ++i)
-            d += static_cast<uint64_t>(__builtin_popcountll(words_[i]));
+            d += popcount(words_[i]);
         return d;
     }
     return live_ - rank_le(t);
@@ -115,7 +130,7 @@ uint64_t Stack::distance_of(uint64_t t) const {
 
 void Stack::fen_add(uint64_t word, int64_t delta) {
     const uint64_t n = fen_.size() - 1;
-    for (uint64_t i = word + 1; i <= n; i += i & (~i + 1))
+    for (uint64_t i = word / kBlockWords + 1; i <= n; i += i & (~i + 1))
         fen_[i] = static_cast<uint32_t>(static_cast<int64_t>(fen_[i]) + delta);
 }
 
@@ -134,7 +149,7 @@ void Stack::move_time(uint64_t from) {
     const uint64_t wf = from >> 6, wn = now_ >> 6;
     words_[wf] &= ~(1ull << (from & 63));
     words_[wn] |= 1ull << (now_ & 63);
-    if (wf != wn) {
+    if (wf / kBlockWords != wn / kBlockWords) {
         fen_add(wf, -1);
         fen_add(wn, +1);
     }
@@ -142,10 +157,11 @@ void Stack::move_time(uint64_t from) {
 }
 
 void Stack::rebuild_fenwick() {
-    const uint64_t n = words_.size();
+    const uint64_t n = words_.size() / kBlockWords;
     fen_.assign(n + 1, 0);
+    for (uint64_t w = 0; w < words_.size(); ++w)
+        fen_[w / kBlockWords + 1] += static_cast<uint32_t>(popcount(words_[w]));
     for (uint64_t i = 1; i <= n; ++i) {
-        fen_[i] += static_cast<uint32_t>(__builtin_popcountll(words_[i - 1]));
         const uint64_t parent = i + (i & (~i + 1));
         if (parent <= n) fen_[parent] += fen_[i];
     }
@@ -159,20 +175,20 @@ void Stack::compact() {
     uint64_t acc = 0;
     for (uint64_t i = 0; i < n; ++i) {
         base[i] = static_cast<uint32_t>(acc);
-        acc += static_cast<uint64_t>(__builtin_popcountll(words_[i]));
+        acc += popcount(words_[i]);
     }
     auto renumber = [&](uint64_t val) {
         const uint64_t t = val >> 1;
         const uint64_t w = t >> 6;
         const uint64_t below =
-            (t & 63) ? static_cast<uint64_t>(__builtin_popcountll(words_[w] & ((1ull << (t & 63)) - 1))) : 0;
+            (t & 63) ? popcount(words_[w] & ((1ull << (t & 63)) - 1)) : 0;
         return ((base[w] + below) << 1) | (val & 1);
     };
     for (Slot &s : table_)
         if (s.key != kEmpty) s.val = renumber(s.val);
     if (has_max_key_) max_key_val_ = renumber(max_key_val_);
 
-    const uint64_t want = pow2_at_least(live_ * 4 + 64, 256);
+    const uint64_t want = pow2_at_least(live_ * 4 + 64, 64 * kBlockWords);
     if (want > slots_) slots_ = want;
     words_.assign(slots_ / 64, 0);
     for (uint64_t i = 0; i < live_ / 64; ++i) words_[i] = ~0ull;
@@ -222,6 +238,23 @@ uint64_t Stack::access(uint64_t addr) {
     }
     *val = (now_ - 1) << 1;
     return d;
+}
+
+void Stack::touch(uint64_t addr) {
+    if (verify_ || addr == kEmpty) {
+        access(addr);
+        return;
+    }
+    if (now_ == slots_) compact();
+    bool found;
+    Slot *s = find_or_insert(addr, &found);
+    if (found) {
+        move_time(s->val >> 1);
+    } else {
+        ++live_;
+        set_now();
+    }
+    s->val = (now_ - 1) << 1;
 }
 
 uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) {

@@ -5,13 +5,13 @@
 //   - an open-addressing hash table, line -> (last access time << 1 | mark), 16 bytes a slot,
 //     linear probing, load factor <= 3/4, backward-shift deletion;
 //   - one bit per time slot (set while that time is some line's last access), in 64-bit words,
-//     plus a Fenwick tree of per-word counts; distance(t) = live lines with time > t.
+//     plus a Fenwick tree of per-block counts (8 words = 512 slots a block); distance(t) = live lines with time > t.
 // When time runs out of slots, live times are renumbered 0..live-1 in order (compaction), so
 // memory depends on distinct lines, not on trace length.
 //
 // Cost of access(): one hash probe sequence, one rank query (a short bit scan when the previous
-// access is recent, otherwise a Fenwick walk of log2(slots/64) steps), and Fenwick updates only
-// when the old and new times fall in different words. It allocates only when the table or the
+// access is recent, otherwise up to 8 popcounts and a Fenwick walk of log2(slots/512) steps), and
+// Fenwick updates only when the old and new times fall in different blocks. It allocates only when the table or the
 // time range grows. Not thread-safe: one thread owns a Stack at a time.
 #pragma once
 
@@ -35,6 +35,10 @@ public:
     uint64_t calc(uint64_t addr, bool mark, bool *marked);
     // Hot path: calc_and_update(addr, true) without the mark and without verification.
     uint64_t access(uint64_t addr);
+    // Hint for batch loops: start loading addr's home slot (no effect on the answers).
+    void prefetch(uint64_t addr) const { __builtin_prefetch(&table_[hash(addr) & mask_]); }
+    // access() without computing the distance (no rank query): makes addr the most recent.
+    void touch(uint64_t addr);
 
     // Lines in the stack.
     uint64_t size() const { return live_; }
@@ -54,6 +58,9 @@ private:
         uint64_t val;  // time << 1 | mark
     };
     static constexpr uint64_t kEmpty = UINT64_MAX;
+    // Words per Fenwick leaf: a rank query pops at most this many words, and a move between
+    // two times in the same 512-slot block leaves the tree alone.
+    static constexpr uint64_t kBlockWords = 8;
 
     static uint64_t hash(uint64_t key) { return (key * 0x9E3779B97F4A7C15ull) ^ (key >> 29); }
     Slot *find(uint64_t addr);
@@ -82,7 +89,7 @@ private:
     uint64_t max_key_val_ = 0;
 
     std::vector<uint64_t> words_;
-    std::vector<uint32_t> fen_;  // 1-based Fenwick tree over per-word counts
+    std::vector<uint32_t> fen_;  // 1-based Fenwick tree over per-block (8-word) counts
     uint64_t slots_ = 0;         // time slots (multiple of 64)
     uint64_t now_ = 0;
 

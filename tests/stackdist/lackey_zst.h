@@ -18,7 +18,7 @@ typedef struct lackey_trace_t {
     size_t cap;
 } lackey_trace_t;
 
-static int lackey_push(lackey_trace_t *t, uint64_t line, uint8_t w) {
+static inline int lackey_push(lackey_trace_t *t, uint64_t line, uint8_t w) {
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 1 << 16;
         uint64_t *l = (uint64_t *)realloc(t->lines, cap * sizeof *l);
@@ -36,7 +36,7 @@ static int lackey_push(lackey_trace_t *t, uint64_t line, uint8_t w) {
 }
 
 /* One text line (without the newline). Returns -1 on a malformed data line or no memory. */
-static int lackey_line(lackey_trace_t *t, const char *s, size_t len, unsigned shift) {
+static inline int lackey_line(lackey_trace_t *t, const char *s, size_t len, unsigned shift) {
     if (len < 4 || s[0] != ' ' || (s[1] != 'L' && s[1] != 'S' && s[1] != 'M') || s[2] != ' ')
         return 0; /* instruction fetches, valgrind log lines */
     uint64_t a = 0;
@@ -56,7 +56,7 @@ static int lackey_line(lackey_trace_t *t, const char *s, size_t len, unsigned sh
 }
 
 /* Reads the whole file; 0 on success. Free with lackey_free. */
-static int lackey_load(const char *path, unsigned shift, lackey_trace_t *t) {
+static inline int lackey_load(const char *path, unsigned shift, lackey_trace_t *t) {
     memset(t, 0, sizeof *t);
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
@@ -95,7 +95,7 @@ static int lackey_load(const char *path, unsigned shift, lackey_trace_t *t) {
     return rc;
 }
 
-static void lackey_free(lackey_trace_t *t) {
+static inline void lackey_free(lackey_trace_t *t) {
     free(t->lines);
     free(t->is_write);
     memset(t, 0, sizeof *t);

@@ -11,7 +11,7 @@
 #include <sonde/stackdist.h>
 
 /* xorshift64*: deterministic, seedable. */
-static uint64_t rng_next(uint64_t *s) {
+static inline uint64_t rng_next(uint64_t *s) {
     uint64_t x = *s;
     x ^= x >> 12;
     x ^= x << 25;
@@ -27,20 +27,20 @@ typedef struct naive_t {
     size_t n, cap;
 } naive_t;
 
-static void naive_init(naive_t *s, size_t cap) {
+static inline void naive_init(naive_t *s, size_t cap) {
     s->addr = (uint64_t *)calloc(cap, sizeof(uint64_t));
     s->mark = (bool *)calloc(cap, sizeof(bool));
     s->n = 0;
     s->cap = cap;
 }
 
-static void naive_free(naive_t *s) {
+static inline void naive_free(naive_t *s) {
     free(s->addr);
     free(s->mark);
 }
 
 /* update: gem5 calcStackDistAndUpdate(addr, add); otherwise calcStackDist(addr, new_mark). */
-static uint64_t naive_op(naive_t *s, uint64_t addr, bool update, bool arg, bool *marked) {
+static inline uint64_t naive_op(naive_t *s, uint64_t addr, bool update, bool arg, bool *marked) {
     for (size_t i = s->n; i-- > 0;) {
         if (s->addr[i] != addr) continue;
         uint64_t d = (uint64_t)(s->n - 1 - i);
@@ -69,7 +69,7 @@ static uint64_t naive_op(naive_t *s, uint64_t addr, bool update, bool arg, bool 
 }
 
 /* Exact bins of a histogram (malloc'ed; *n set). */
-static sonde_histogram_bin_t *get_exact_bins(const sonde_histogram_t *h, uint32_t *n) {
+static inline sonde_histogram_bin_t *get_exact_bins(const sonde_histogram_t *h, uint32_t *n) {
     uint32_t actual = 0;
     sonde_status_t st = sonde_histogram_get_bins(h, SONDE_HISTOGRAM_BINS_EXACT, 0, NULL, 0, &actual);
     if (st != SONDE_STATUS_SUCCESS && st != SONDE_STATUS_ERROR_BUFFER_TOO_SHORT) return NULL;
@@ -85,12 +85,14 @@ static sonde_histogram_bin_t *get_exact_bins(const sonde_histogram_t *h, uint32_
 }
 
 /* Mean absolute difference of the two MRCs over cache sizes 1..max_lines. */
-static double mrc_error(const sonde_histogram_t *approx, const sonde_histogram_t *exact,
+static inline double mrc_error(const sonde_histogram_t *approx, const sonde_histogram_t *exact,
                         uint64_t max_lines) {
     uint32_t na = 0, ne = 0;
     sonde_histogram_bin_t *a = get_exact_bins(approx, &na);
     sonde_histogram_bin_t *e = get_exact_bins(exact, &ne);
-    sonde_histogram_summary_t sa = {0}, se = {0};
+    sonde_histogram_summary_t sa, se;
+    memset(&sa, 0, sizeof sa);
+    memset(&se, 0, sizeof se);
     sa.struct_size = se.struct_size = sizeof sa;
     sonde_histogram_get_summary(approx, &sa);
     sonde_histogram_get_summary(exact, &se);

@@ -1,0 +1,198 @@
+// bench/stackdist: accesses/s and peak bytes per distinct line of Sonde's stack-distance
+// calculator (batch API: exact, 2 workers, SHARDS R = 0.01) against a straightforward
+// reference measured in the same run (a Fenwick tree over access times plus an
+// std::unordered_map), on the gzip lackey trace, uniform random over 1 M lines and a cyclic
+// scan over 64 K lines. Prints medians over repetitions and the ratios; never fails.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <sonde/stackdist.h>
+
+#include "lackey_zst.h"
+#include "stackdist_test_util.h"
+
+// Live and peak bytes of every operator new in the process (the bench, libsonde's C++ core and
+// its worker threads); trace arrays come from malloc and are not counted.
+static std::atomic<std::size_t> g_live{0}, g_peak{0};
+
+static void *counted_alloc(std::size_t n) {
+    void *p = std::malloc(n + 16);
+    if (!p) throw std::bad_alloc();
+    *static_cast<std::size_t *>(p) = n;
+    const std::size_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
+    std::size_t peak = g_peak.load(std::memory_order_relaxed);
+    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
+    return static_cast<char *>(p) + 16;
+}
+static void counted_free(void *q) noexcept {
+    if (!q) return;
+    void *p = static_cast<char *>(q) - 16;
+    g_live.fetch_sub(*static_cast<std::size_t *>(p), std::memory_order_relaxed);
+    std::free(p);
+}
+void *operator new(std::size_t n) { return counted_alloc(n); }
+void *operator new[](std::size_t n) { return counted_alloc(n); }
+void operator delete(void *p) noexcept { counted_free(p); }
+void operator delete[](void *p) noexcept { counted_free(p); }
+void operator delete(void *p, std::size_t) noexcept { counted_free(p); }
+void operator delete[](void *p, std::size_t) noexcept { counted_free(p); }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The anchor: the textbook method. Fenwick tree over access times (one slot per access of
+// the trace), a hash map line -> last access time; distance = live times after the last one.
+struct Reference {
+    std::unordered_map<uint64_t, uint64_t> last;
+    std::vector<uint32_t> fen;
+    std::vector<uint64_t> hist;
+    uint64_t infinite = 0, now = 0;
+    explicit Reference(std::size_t n) : fen(n + 1) {}
+    void add(uint64_t i, int32_t v) {
+        for (++i; i < fen.size(); i += i & (~i + 1)) fen[i] = static_cast<uint32_t>(static_cast<int32_t>(fen[i]) + v);
+    }
+    uint64_t prefix(uint64_t i) const {  // live times < i
+        uint64_t s = 0;
+        for (; i > 0; i &= i - 1) s += fen[i];
+        return s;
+    }
+    void access(uint64_t line) {
+        auto ins = last.try_emplace(line, now);
+        if (ins.second) {
+            ++infinite;
+        } else {
+            const uint64_t t = ins.first->second;
+            const uint64_t d = prefix(now) - prefix(t + 1);
+            if (d >= hist.size()) hist.resize(d + 1);
+            ++hist[d];
+            add(t, -1);
+            ins.first->second = now;
+        }
+        add(now, +1);
+        ++now;
+    }
+};
+
+struct Result {
+    double rate;       // accesses per second (median)
+    double bytes;      // peak bytes per distinct line
+    double mae = -1;   // SHARDS only
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+template <typename F>
+Result measure(std::size_t n, uint64_t distinct, int reps, F &&body) {
+    std::vector<double> rates, bytes;
+    for (int r = 0; r < reps; ++r) {
+        const std::size_t base = g_live.load();
+        g_peak.store(base);
+        const auto t0 = Clock::now();
+        body();
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        rates.push_back(static_cast<double>(n) / s);
+        bytes.push_back(static_cast<double>(g_peak.load() - base) / static_cast<double>(distinct));
+    }
+    return Result{median(rates), median(bytes)};
+}
+
+sonde_histogram_t *run_sonde(const uint64_t *lines, const uint8_t *w, std::size_t n,
+                             uint32_t sampling, double rate, uint32_t workers) {
+    sonde_stackdist_options_t o{};
+    o.struct_size = sizeof o;
+    o.sampling = sampling;
+    o.sample_rate = rate;
+    o.workers = workers;
+    sonde_stackdist_t *sd = nullptr;
+    sonde_histogram_t *h = nullptr;
+    if (sonde_stackdist_create(&o, &sd) != SONDE_STATUS_SUCCESS || sonde_histogram_create(&h) != SONDE_STATUS_SUCCESS) {
+        std::fprintf(stderr, "create failed\n");
+        std::exit(0);
+    }
+    sonde_stackdist_batch(sd, lines, w, n, h);
+    sonde_stackdist_destroy(sd);
+    return h;
+}
+
+void bench_trace(const char *name, const uint64_t *lines, const uint8_t *w, std::size_t n, int reps) {
+    std::unordered_set<uint64_t> seen(lines, lines + n);
+    const uint64_t distinct = seen.size();
+    seen = {};
+
+    sonde_histogram_t *exact = nullptr;
+    Result ex = measure(n, distinct, reps, [&] {
+        if (exact) sonde_histogram_destroy(exact);
+        exact = run_sonde(lines, w, n, SONDE_STACKDIST_SAMPLING_NONE, 0, 1);
+    });
+    Result par = measure(n, distinct, reps, [&] {
+        sonde_histogram_destroy(run_sonde(lines, w, n, SONDE_STACKDIST_SAMPLING_NONE, 0, 2));
+    });
+    sonde_histogram_t *sh = nullptr;
+    Result sr = measure(n, distinct, reps, [&] {
+        if (sh) sonde_histogram_destroy(sh);
+        sh = run_sonde(lines, w, n, SONDE_STACKDIST_SAMPLING_FIXED_RATE, 0.01, 1);
+    });
+    sonde_histogram_summary_t s{};
+    s.struct_size = sizeof s;
+    sonde_histogram_get_summary(exact, &s);
+    sr.mae = mrc_error(sh, exact, s.max_distance + 1);
+    uint64_t ref_check = 0;
+    Result ref = measure(n, distinct, reps, [&] {
+        Reference r(n);
+        for (std::size_t i = 0; i < n; ++i) r.access(lines[i]);
+        ref_check = r.infinite;
+    });
+
+    std::printf("\n%s: %zu accesses, %llu distinct lines (reference infinite %llu, sonde %llu)\n",
+                name, n, static_cast<unsigned long long>(distinct),
+                static_cast<unsigned long long>(ref_check), static_cast<unsigned long long>(s.infinite));
+    std::printf("  %-22s %12s %14s %10s\n", "", "M accesses/s", "bytes/line", "vs ref");
+    auto row = [&](const char *what, const Result &r) {
+        std::printf("  %-22s %12.1f %14.1f %9.1fx", what, r.rate / 1e6, r.bytes, r.rate / ref.rate);
+        if (r.mae >= 0) std::printf("   MRC MAE %.4f", r.mae);
+        std::printf("\n");
+    };
+    row("reference (anchor)", ref);
+    row("sonde exact", ex);
+    row("sonde 2 workers", par);
+    row("sonde SHARDS R=0.01", sr);
+    std::printf("  2 workers / exact: %.2fx   SHARDS / exact: %.1fx\n", par.rate / ex.rate, sr.rate / ex.rate);
+    sonde_histogram_destroy(exact);
+    sonde_histogram_destroy(sh);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+    std::printf("bench_stackdist: medians of %d runs; peak bytes = operator new high-water mark\n", reps);
+    const char *dir = std::getenv("SONDE_SHARED_DATA");
+    std::string path = std::string(dir ? dir : "../shared/data") + "/gzip-gpl3.lackey.zst";
+    lackey_trace_t t;
+    if (lackey_load(path.c_str(), 6, &t) == 0) {
+        bench_trace("(a) gzip lackey trace, 64-byte lines", t.lines, t.is_write, t.n, reps);
+        lackey_free(&t);
+    } else {
+        std::printf("(a) skipped: cannot read %s (set SONDE_SHARED_DATA)\n", path.c_str());
+    }
+    const std::size_t n = 16u << 20;
+    std::vector<uint64_t> tr(n);
+    uint64_t rs = 12345;
+    for (auto &x : tr) x = rng_next(&rs) % (1u << 20);
+    bench_trace("(b) uniform random over 1 M lines", tr.data(), nullptr, n, reps);
+    for (std::size_t i = 0; i < n; ++i) tr[i] = i % (64u << 10);
+    bench_trace("(c) cyclic scan over 64 K lines", tr.data(), nullptr, n, reps);
+    return 0;
+}
