@@ -128,6 +128,8 @@ SONDE_API sonde_status_t sonde_next_record(const sonde_record_header_t *record,
  * @brief Reads a buffer's counters. After a flush with no producer running,
  * records_emitted == records_delivered + records_dropped exactly.
  *
+ * @param session The buffer's session.
+ * @param buffer The buffer.
  * @param[in,out] stats struct_size must be set; only that many bytes are written.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
@@ -180,6 +182,9 @@ SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32
  *
  * Write the payload, then call ::sonde_commit on the same thread. One reservation per thread
  * and buffer may be open; ::sonde_destroy_buffer from another thread waits for it.
+ * @param buffer Target buffer.
+ * @param kind As for ::sonde_emit.
+ * @param size Payload bytes to reserve.
  * @param[out] payload Where to write size bytes (8-byte aligned).
  * @return As ::sonde_emit; on failure *payload is NULL and nothing is open.
  */
@@ -188,6 +193,7 @@ SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, 
 
 /**
  * @brief Publishes the record reserved by this thread with ::sonde_reserve.
+ * @param buffer The buffer of the open reservation.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_PHASE_FAILURE (no open reservation),
  *         SONDE_STATUS_ERROR_BUFFER_NOT_FOUND, SONDE_STATUS_ERROR_NOT_INITIALIZED.
  */

@@ -124,6 +124,7 @@ SONDE_API const void *sonde_record_payload(const sonde_record_header_t *record,
 
 /**
  * @brief The timestamp Sonde took for a record emitted with ::sonde_emit_timestamped.
+ * @param record A record from a delivered span.
  * @param[out] timestamp_ns Nanoseconds of CLOCK_MONOTONIC.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (the record carries no timestamp).

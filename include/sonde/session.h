@@ -95,6 +95,7 @@ SONDE_API sonde_status_t sonde_destroy_session(sonde_session_id_t session);
 
 /**
  * @brief Whether a session is started.
+ * @param session The session.
  * @param[out] active true when started.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_NULL_POINTER.
