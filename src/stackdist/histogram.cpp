@@ -8,15 +8,16 @@ namespace sonde::stackdist {
 
 namespace {
 
-template <typename T>
-void grow_pair(std::vector<T> (&v)[2], uint64_t d) {
+template <typename V>
+void grow_pair(V (&v)[2], uint64_t d) {
+    using T = typename V::value_type;
     const std::size_t n = std::max<std::size_t>(static_cast<std::size_t>(d) + 1, v[0].size() * 2);
     v[0].resize(n, T(0));
     v[1].resize(n, T(0));
 }
 
-template <typename T>
-double at(const std::vector<T> &v, uint64_t d) {
+template <typename V>
+double at(const V &v, uint64_t d) {
     return d < v.size() ? static_cast<double>(v[d]) : 0.0;
 }
 

@@ -13,12 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "stackdist/huge_alloc.h"
 #include "stackdist/stack.h"
 
 namespace sonde::stackdist {
 
 struct Histogram {
-    std::vector<uint32_t> units[2];  // [0] reads, [1] writes; index = distance
+    std::vector<uint32_t, HugeAlloc<uint32_t>> units[2];  // [0] reads, [1] writes; index = distance
     std::vector<double> weights[2];
     double infinite[2] = {0, 0};
     uint64_t accesses = 0;  // accesses offered to the calculator (true count)
@@ -36,7 +37,7 @@ struct Histogram {
             infinite[is_write] += 1.0;
             return;
         }
-        std::vector<uint32_t> &c = units[is_write];
+        auto &c = units[is_write];
         if (d >= c.size()) grow_units(d);
         if (++c[d] == 0) add_weight(d, is_write, 4294967296.0);
     }

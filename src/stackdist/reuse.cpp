@@ -73,10 +73,7 @@ bool Reuse::add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_
             h.add_unit(stack_.calc_and_update(lines[i], true, nullptr), type_of(is_write, i));
         return stack_.verify_ok();
     }
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i + kPrefetch < n) stack_.prefetch(lines[i + kPrefetch]);
-        h.add_unit(stack_.access(lines[i]), type_of(is_write, i));
-    }
+    stack_.access_many(lines, is_write, n, h);
     return true;
 }
 
@@ -121,10 +118,7 @@ void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::si
         // No more threads: the chunks without a worker run on this thread below.
     }
     const unsigned started = static_cast<unsigned>(threads.size()) + 1;
-    for (std::size_t i = begin[0]; i < begin[1]; ++i) {
-        if (i + kPrefetch < begin[1]) stack_.prefetch(lines[i + kPrefetch]);
-        h.add_unit(stack_.access(lines[i]), type_of(is_write, i));
-    }
+    stack_.access_many(lines, is_write, begin[1], h);
     for (std::thread &t : threads) t.join();
     for (unsigned c = started; c < k; ++c) run(c);
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "stackdist/histogram.h"
+
 namespace sonde::stackdist {
 
 namespace {
@@ -32,6 +34,9 @@ inline uint64_t mask_le(uint64_t b) { return b == 63 ? ~0ull : ((2ull << b) - 1)
 
 }  // namespace
 
+// The per-access helpers are inlined into the batch loop (they are only called from here).
+#define SONDE_STACK_HOT __attribute__((always_inline)) inline
+
 Stack::Stack(uint64_t initial_capacity, bool verify) : verify_(verify) {
     const uint64_t cap = std::max<uint64_t>(initial_capacity, 64);
     table_.assign(pow2_at_least(cap * 4 / 3 + 1, 16), Slot{kEmpty, 0});
@@ -56,7 +61,7 @@ Stack::Slot *Stack::find(uint64_t addr) {
     }
 }
 
-Stack::Slot *Stack::find_or_insert(uint64_t addr, bool *found) {
+SONDE_STACK_HOT Stack::Slot *Stack::find_or_insert(uint64_t addr, bool *found) {
     if ((live_ + 1) * 4 > table_.size() * 3) grow_table();
     uint64_t i = hash(addr) & mask_;
     for (;;) {
@@ -94,7 +99,7 @@ void Stack::erase_slot(Slot *s) {
 }
 
 void Stack::grow_table() {
-    std::vector<Slot> old;
+    std::vector<Slot, HugeAlloc<Slot>> old;
     old.swap(table_);
     table_.assign(old.size() * 2, Slot{kEmpty, 0});
     mask_ = table_.size() - 1;
@@ -106,7 +111,7 @@ void Stack::grow_table() {
     }
 }
 
-uint64_t Stack::rank_le(uint64_t t) const {
+SONDE_STACK_HOT uint64_t Stack::rank_le(uint64_t t) const {
     const uint64_t w = t >> 6;
     const uint64_t b = w / kBlockWords;
     uint64_t r = popcount(words_[w] & mask_le(t & 63));
@@ -115,7 +120,7 @@ uint64_t Stack::rank_le(uint64_t t) const {
     return r;
 }
 
-uint64_t Stack::distance_of(uint64_t t) const {
+SONDE_STACK_HOT uint64_t Stack::distance_of(uint64_t t) const {
     // Live times in (t, now_). A recent t is answered by scanning a few words.
     const uint64_t w = t >> 6;
     const uint64_t last = (now_ - 1) >> 6;
@@ -128,24 +133,24 @@ uint64_t Stack::distance_of(uint64_t t) const {
     return live_ - rank_le(t);
 }
 
-void Stack::fen_add(uint64_t word, int64_t delta) {
+SONDE_STACK_HOT void Stack::fen_add(uint64_t word, int64_t delta) {
     const uint64_t n = fen_.size() - 1;
     for (uint64_t i = word / kBlockWords + 1; i <= n; i += i & (~i + 1))
         fen_[i] = static_cast<uint32_t>(static_cast<int64_t>(fen_[i]) + delta);
 }
 
-void Stack::clear_time(uint64_t t) {
+SONDE_STACK_HOT void Stack::clear_time(uint64_t t) {
     words_[t >> 6] &= ~(1ull << (t & 63));
     fen_add(t >> 6, -1);
 }
 
-void Stack::set_now() {
+SONDE_STACK_HOT void Stack::set_now() {
     words_[now_ >> 6] |= 1ull << (now_ & 63);
     fen_add(now_ >> 6, +1);
     ++now_;
 }
 
-void Stack::move_time(uint64_t from) {
+SONDE_STACK_HOT void Stack::move_time(uint64_t from) {
     const uint64_t wf = from >> 6, wn = now_ >> 6;
     words_[wf] &= ~(1ull << (from & 63));
     words_[wn] |= 1ull << (now_ & 63);
@@ -214,7 +219,7 @@ void Stack::recency_order(std::vector<uint64_t> &out) const {
     }
 }
 
-uint64_t Stack::access(uint64_t addr) {
+SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
     if (verify_) return calc_and_update(addr, true, nullptr);
     if (now_ == slots_) compact();
     uint64_t *val;
@@ -240,6 +245,8 @@ uint64_t Stack::access(uint64_t addr) {
     return d;
 }
 
+uint64_t Stack::access(uint64_t addr) { return access_hot(addr); }
+
 void Stack::touch(uint64_t addr) {
     if (verify_ || addr == kEmpty) {
         access(addr);
@@ -255,6 +262,22 @@ void Stack::touch(uint64_t addr) {
         set_now();
     }
     s->val = (now_ - 1) << 1;
+}
+
+void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                        Histogram &h) {
+    constexpr std::size_t kAhead = 12;
+    if (is_write == nullptr) {
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i + kAhead < n) prefetch(lines[i + kAhead]);
+            h.add_unit(access_hot(lines[i]), 0);
+        }
+        return;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i + kAhead < n) prefetch(lines[i + kAhead]);
+        h.add_unit(access_hot(lines[i]), is_write[i] != 0 ? 1u : 0u);
+    }
 }
 
 uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) {

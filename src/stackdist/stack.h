@@ -20,9 +20,13 @@
 #include <utility>
 #include <vector>
 
+#include "stackdist/huge_alloc.h"
+
 namespace sonde::stackdist {
 
 inline constexpr uint64_t kInfinity = UINT64_MAX;
+
+struct Histogram;
 
 class Stack {
 public:
@@ -35,6 +39,9 @@ public:
     uint64_t calc(uint64_t addr, bool mark, bool *marked);
     // Hot path: calc_and_update(addr, true) without the mark and without verification.
     uint64_t access(uint64_t addr);
+    // Batch hot path: access() every line in order and count each distance (unit weight) in
+    // h, prefetching hash slots a few accesses ahead. is_write may be null (all reads).
+    void access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
     // Hint for batch loops: start loading addr's home slot (no effect on the answers).
     void prefetch(uint64_t addr) const { __builtin_prefetch(&table_[hash(addr) & mask_]); }
     // access() without computing the distance (no rank query): makes addr the most recent.
@@ -69,6 +76,7 @@ private:
     void erase_slot(Slot *s);
     void grow_table();
 
+    uint64_t access_hot(uint64_t addr);  // access(), inlined into the batch loop
     uint64_t rank_le(uint64_t t) const;  // live times <= t
     uint64_t distance_of(uint64_t t) const;
     void fen_add(uint64_t word, int64_t delta);
@@ -81,14 +89,14 @@ private:
     uint64_t verify_answer(uint64_t addr, bool update, bool add, bool new_mark, bool *vmark);
     void check(uint64_t got_dist, bool got_mark, uint64_t want_dist, bool want_mark);
 
-    std::vector<Slot> table_;
+    std::vector<Slot, HugeAlloc<Slot>> table_;
     uint64_t mask_ = 0;
     uint64_t live_ = 0;
     // Line UINT64_MAX (the empty-key value) lives outside the table.
     bool has_max_key_ = false;
     uint64_t max_key_val_ = 0;
 
-    std::vector<uint64_t> words_;
+    std::vector<uint64_t, HugeAlloc<uint64_t>> words_;
     std::vector<uint32_t> fen_;  // 1-based Fenwick tree over per-block (8-word) counts
     uint64_t slots_ = 0;         // time slots (multiple of 64)
     uint64_t now_ = 0;
