@@ -38,6 +38,30 @@ static void counted_free(void *q) noexcept {
     g_live.fetch_sub(*static_cast<std::size_t *>(p), std::memory_order_relaxed);
     std::free(p);
 }
+// Aligned allocations (libsonde's huge-page arrays): the size sits just below the block.
+static void *counted_alloc_aligned(std::size_t n, std::align_val_t al) {
+    const std::size_t a = std::max<std::size_t>(static_cast<std::size_t>(al), 16);
+    void *p = std::aligned_alloc(a, (n + a + a - 1) / a * a);
+    if (!p) throw std::bad_alloc();
+    char *q = static_cast<char *>(p) + a;
+    reinterpret_cast<std::size_t *>(q)[-1] = n;
+    const std::size_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
+    std::size_t peak = g_peak.load(std::memory_order_relaxed);
+    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
+    return q;
+}
+static void counted_free_aligned(void *q, std::align_val_t al) noexcept {
+    if (!q) return;
+    const std::size_t a = std::max<std::size_t>(static_cast<std::size_t>(al), 16);
+    g_live.fetch_sub(reinterpret_cast<std::size_t *>(q)[-1], std::memory_order_relaxed);
+    std::free(static_cast<char *>(q) - a);
+}
+void *operator new(std::size_t n, std::align_val_t a) { return counted_alloc_aligned(n, a); }
+void *operator new[](std::size_t n, std::align_val_t a) { return counted_alloc_aligned(n, a); }
+void operator delete(void *p, std::align_val_t a) noexcept { counted_free_aligned(p, a); }
+void operator delete[](void *p, std::align_val_t a) noexcept { counted_free_aligned(p, a); }
+void operator delete(void *p, std::size_t, std::align_val_t a) noexcept { counted_free_aligned(p, a); }
+void operator delete[](void *p, std::size_t, std::align_val_t a) noexcept { counted_free_aligned(p, a); }
 void *operator new(std::size_t n) { return counted_alloc(n); }
 void *operator new[](std::size_t n) { return counted_alloc(n); }
 void operator delete(void *p) noexcept { counted_free(p); }

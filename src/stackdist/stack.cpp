@@ -202,21 +202,13 @@ void Stack::compact() {
     now_ = live_;
 }
 
-void Stack::recency_order(std::vector<uint64_t> &out) const {
-    std::vector<uint64_t> by_time(now_);
+void Stack::recency_order(std::vector<uint64_t> &out) {
+    // Compaction first: live times become 0..live-1, so the time -> line array is dense.
+    compact();
+    out.assign(live_, 0);
     for (const Slot &s : table_)
-        if (s.key != kEmpty) by_time[s.val >> 1] = s.key;
-    if (has_max_key_) by_time[max_key_val_ >> 1] = kEmpty;
-    out.clear();
-    out.reserve(live_);
-    for (uint64_t w = 0; w * 64 < now_; ++w) {
-        uint64_t bits = words_[w];
-        while (bits) {
-            const uint64_t t = w * 64 + static_cast<uint64_t>(__builtin_ctzll(bits));
-            bits &= bits - 1;
-            out.push_back(by_time[t]);
-        }
-    }
+        if (s.key != kEmpty) out[s.val >> 1] = s.key;
+    if (has_max_key_) out[max_key_val_ >> 1] = kEmpty;
 }
 
 SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {

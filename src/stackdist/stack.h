@@ -51,8 +51,8 @@ public:
     uint64_t size() const { return live_; }
     // Bytes held by the structures (table, bitmap, Fenwick tree; not the verify stack).
     std::size_t bytes() const;
-    // Live lines from least to most recently used. O(time slots + table slots).
-    void recency_order(std::vector<uint64_t> &out) const;
+    // Live lines from least to most recently used (compacts first). O(time slots + table slots).
+    void recency_order(std::vector<uint64_t> &out);
 
     // Verify mode: false once the naive stack disagreed with an answer.
     bool verify_ok() const { return verify_ok_; }
