@@ -505,7 +505,9 @@ static void test_bad_arguments(void **state) {
     sonde_stackdist_destroy(sd);
 }
 
-int main(void) {
+/* An optional argument is a cmocka test-name filter (the stress pass runs the parallel test). */
+int main(int argc, char **argv) {
+    if (argc > 1) cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gem5_ops),
         cmocka_unit_test(test_random_vs_naive),
