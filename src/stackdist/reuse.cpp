@@ -14,8 +14,6 @@ namespace {
 constexpr double kHashRange = 4294967296.0;  // 2^32
 // Below this many accesses per worker the threads cost more than they save.
 constexpr std::size_t kMinParallelChunk = 1 << 16;
-// Batch loops prefetch the hash slot of the access this far ahead.
-constexpr std::size_t kPrefetch = 12;
 
 inline unsigned type_of(const uint8_t *is_write, std::size_t i) {
     return is_write != nullptr && is_write[i] != 0 ? 1u : 0u;
@@ -100,14 +98,7 @@ void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::si
     auto run = [&](unsigned c) {
         Part &p = parts[c];
         Stack local(std::min<uint64_t>(begin[c + 1] - begin[c], stack_.size() + 1024));
-        for (std::size_t i = begin[c]; i < begin[c + 1]; ++i) {
-            if (i + kPrefetch < begin[c + 1]) local.prefetch(lines[i + kPrefetch]);
-            const uint64_t d = local.access(lines[i]);
-            if (d == kInfinity)
-                p.firsts.push_back(i);
-            else
-                p.hist.add_unit(d, type_of(is_write, i));
-        }
+        local.access_chunk(lines, is_write, begin[c], begin[c + 1], p.hist, p.firsts);
         local.recency_order(p.order);
     };
     std::vector<std::thread> threads;

@@ -272,6 +272,19 @@ void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::siz
     }
 }
 
+void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
+                         std::size_t end, Histogram &h, std::vector<std::size_t> &firsts) {
+    constexpr std::size_t kAhead = 12;
+    for (std::size_t i = begin; i < end; ++i) {
+        if (i + kAhead < end) prefetch(lines[i + kAhead]);
+        const uint64_t d = access_hot(lines[i]);
+        if (d == kInfinity)
+            firsts.push_back(i);
+        else
+            h.add_unit(d, is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
+    }
+}
+
 uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) {
     if (now_ == slots_) compact();
     uint64_t d = kInfinity;

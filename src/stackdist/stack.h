@@ -42,6 +42,10 @@ public:
     // Batch hot path: access() every line in order and count each distance (unit weight) in
     // h, prefetching hash slots a few accesses ahead. is_write may be null (all reads).
     void access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
+    // Parallel chunk: like access_many for lines[begin, end), except that first accesses
+    // (infinite here) are not counted but their indexes appended to `firsts`.
+    void access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
+                      std::size_t end, Histogram &h, std::vector<std::size_t> &firsts);
     // Hint for batch loops: start loading addr's home slot (no effect on the answers).
     void prefetch(uint64_t addr) const { __builtin_prefetch(&table_[hash(addr) & mask_]); }
     // access() without computing the distance (no rank query): makes addr the most recent.
