@@ -95,9 +95,11 @@ void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::si
     for (unsigned i = 0; i <= k; ++i) begin[i] = n / k * i;
     begin[k] = n;
 
+    // Read before the workers start: this thread updates stack_ while they run.
+    const uint64_t hint = stack_.size() + 1024;
     auto run = [&](unsigned c) {
         Part &p = parts[c];
-        Stack local(std::min<uint64_t>(begin[c + 1] - begin[c], stack_.size() + 1024));
+        Stack local(std::min<uint64_t>(begin[c + 1] - begin[c], hint));
         local.access_chunk(lines, is_write, begin[c], begin[c + 1], p.hist, p.firsts);
         local.recency_order(p.order);
     };
