@@ -11,5 +11,7 @@
 #include <sonde/record.h>
 #include <sonde/buffer.h>
 #include <sonde/profile.h>
+#include <sonde/trace.h>
+#include <sonde/analysis.h>
 
 #endif /* SONDE_SONDE_H */

@@ -133,6 +133,7 @@ struct Builtin {
 const Builtin kBuiltins[] = {
     {"basic_counts", [](const std::string &o) -> std::unique_ptr<sonde::tool> { return std::make_unique<BasicCounts>(o); }},
     {"cache_sim", make_cache_sim},
+    {"reuse_distance", make_reuse_distance},
 };
 
 }  // namespace

@@ -112,18 +112,27 @@ int sonde_cli_analyze(int argc, char **argv) {
     bool serial = false;
     std::string cache;
     uint32_t line_size = 0;
+    double sample_rate = 0;
+    uint64_t sample_size = 0;
+    bool per_shard = false;
     std::string json_path;
     app.add_option("INPUT", inputs, "Trace files")->required();
     app.add_option("--format", format, "Input format")
         ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64"}))
         ->capture_default_str();
     app.add_option("--tool", tools,
-                   "Tools, comma-separated: basic_counts, cache_sim, or the path of a tool shared object")
+                   "Tools, comma-separated: basic_counts, cache_sim, reuse_distance, or the path of a tool shared object")
         ->delimiter(',');
     app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")->check(CLI::Range(1u, 1024u));
     app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
     app.add_option("--cache", cache, "cache_sim levels NAME:SIZE:WAYS:LINE[:POLICY],... (lru, fifo, random)");
-    app.add_option("--line-size", line_size, "Line size of basic_counts' distinct lines (default 64)");
+    app.add_option("--line-size", line_size, "Line size of basic_counts and reuse_distance (default 64)");
+    auto *rate = app.add_option("--sample-rate", sample_rate, "reuse_distance: SHARDS fixed-rate sampling, 0 < R <= 1")
+                     ->check(CLI::Range(1e-9, 1.0));
+    app.add_option("--sample-size", sample_size, "reuse_distance: SHARDS fixed-size sampling, most lines kept")
+        ->check(CLI::Range(uint64_t{1}, UINT64_MAX))
+        ->excludes(rate);
+    app.add_flag("--per-shard", per_shard, "reuse_distance: also one stack per shard (\"shards\" in JSON)");
     app.add_option("--json", json_path, "Also write the results as JSON to this file");
     try {
         app.parse(argc, argv);
@@ -145,6 +154,16 @@ int sonde_cli_analyze(int argc, char **argv) {
             std::string options;
             if (t == "cache_sim") options = cache;
             if (t == "basic_counts" && line_size != 0) options = "line_size=" + std::to_string(line_size);
+            if (t == "reuse_distance") {
+                // --jobs drives its parallel exact mode: it needs one global stack, so the run is serial.
+                char rate_text[64];
+                std::snprintf(rate_text, sizeof rate_text, "%.17g", sample_rate);
+                options = "line_size=" + std::to_string(line_size != 0 ? line_size : 64);
+                if (sample_rate > 0) options += std::string(",sample_rate=") + rate_text;
+                if (sample_size > 0) options += ",sample_size=" + std::to_string(sample_size);
+                if (jobs > 1) options += ",jobs=" + std::to_string(jobs);
+                if (per_shard) options += ",per_shard=1";
+            }
             st = sonde_analyzer_add_tool(a, t.c_str(), options.c_str());
         }
         if (st != SONDE_STATUS_SUCCESS) return fail(("tool " + t).c_str(), st, a);

@@ -1,0 +1,219 @@
+// The reuse_distance analysis tool: exact (or SHARDS-sampled) LRU stack distances of a trace's
+// data references, as a histogram and a miss-ratio curve.
+//
+// What counts: each READ, WRITE or MODIFY memref is one access to the line that holds its
+// address (address >> log2(line size)), like gem5's StackDistProbe fed one access per
+// reference; a MODIFY counts as a write. Instruction fetches and markers are not data accesses.
+//
+// Serial only: one global LRU stack over all shards in the order the analyzer interleaves them
+// (timestamp order), so the tool does not offer parallel shards. `jobs=N` instead runs the
+// calculator's parallel exact mode (chunks of the access sequence, merged exactly) on batches.
+// `per_shard=1` also keeps one stack per shard. The tool owns everything it holds; the analyzer
+// calls it from one thread.
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/builtin_tools.h"
+#include "sonde/tool.hpp"
+#include "stackdist/reuse.h"
+
+namespace sonde::analysis {
+
+namespace {
+
+using stackdist::Reuse;
+using stackdist::ReuseConfig;
+using stackdist::ReuseResult;
+
+struct Options {
+    uint64_t line_size = 64;
+    ReuseConfig cfg;
+    bool per_shard = false;
+};
+
+Options parse(const std::string &text) {
+    Options o;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t end = text.find(',', pos);
+        if (end == std::string::npos) end = text.size();
+        const std::string item = text.substr(pos, end - pos);
+        pos = end + 1;
+        if (item.empty()) continue;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) throw std::invalid_argument("option '" + item + "' has no value");
+        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+        try {
+            if (key == "line_size") {
+                o.line_size = std::stoull(value);
+                if (o.line_size == 0 || (o.line_size & (o.line_size - 1)) != 0)
+                    throw std::invalid_argument("line_size must be a power of two");
+            } else if (key == "sample_rate") {
+                o.cfg.sample_rate = std::stod(value);
+                if (!(o.cfg.sample_rate > 0 && o.cfg.sample_rate <= 1))
+                    throw std::invalid_argument("sample_rate must be in (0, 1]");
+                o.cfg.mode = o.cfg.sample_rate < 1 ? stackdist::Mode::kFixedRate : stackdist::Mode::kExact;
+            } else if (key == "sample_size") {
+                o.cfg.sample_size = std::stoull(value);
+                if (o.cfg.sample_size == 0) throw std::invalid_argument("sample_size must be at least 1");
+                o.cfg.mode = stackdist::Mode::kFixedSize;
+            } else if (key == "jobs") {
+                o.cfg.workers = static_cast<unsigned>(std::stoul(value));
+                if (o.cfg.workers == 0 || o.cfg.workers > 1024) throw std::invalid_argument("jobs must be 1..1024");
+            } else if (key == "per_shard") {
+                o.per_shard = value == "1" || value == "true";
+            } else {
+                throw std::invalid_argument("unknown option '" + key + "'");
+            }
+        } catch (const std::invalid_argument &) {
+            throw;
+        } catch (const std::exception &) {
+            throw std::invalid_argument("bad value for '" + key + "': " + value);
+        }
+    }
+    if (o.cfg.mode != stackdist::Mode::kExact && o.cfg.workers > 1) o.cfg.workers = 1;  // sampling is serial
+    return o;
+}
+
+class ReuseDistanceTool final : public sonde::tool {
+public:
+    explicit ReuseDistanceTool(const std::string &options) : opt_(parse(options)), global_(opt_.cfg) {
+        while ((uint64_t{1} << line_bits_) < opt_.line_size) ++line_bits_;
+    }
+    const char *name() const override { return "reuse_distance"; }
+    bool initialize(uint32_t num_shards) override {
+        if (opt_.per_shard) {
+            ReuseConfig serial = opt_.cfg;
+            serial.workers = 1;
+            for (uint32_t i = 0; i < num_shards; ++i) shards_.push_back(std::make_unique<Shard>(serial));
+        }
+        return true;
+    }
+    bool process_memrefs(const sonde_memref_t *m, size_t n) override {
+        for (size_t i = 0; i < n; ++i) {
+            const uint16_t type = m[i].type;
+            if (type != SONDE_MEMREF_READ && type != SONDE_MEMREF_WRITE && type != SONDE_MEMREF_MODIFY) continue;
+            const uint64_t line = m[i].address >> line_bits_;
+            const uint8_t w = type != SONDE_MEMREF_READ;
+            lines_.push_back(line);
+            writes_.push_back(w);
+            if (opt_.per_shard) {
+                if (m[i].shard >= shards_.size())
+                    return set_error("memref of shard " + std::to_string(m[i].shard) + " beyond the shards announced");
+                Shard &s = *shards_[m[i].shard];
+                s.lines.push_back(line);
+                s.writes.push_back(w);
+                if (s.lines.size() >= kShardBatch) s.flush();
+            }
+        }
+        // Parallel exact mode wants long batches: each worker takes a chunk of one batch.
+        if (lines_.size() >= (opt_.cfg.workers > 1 ? kParallelBatch : kBatch)) flush();
+        return true;
+    }
+    bool print_results(void *stream) override {
+        finish();
+        FILE *f = static_cast<FILE *>(stream);
+        const ReuseResult r = global_.result();
+        std::fprintf(f, "reuse_distance: line size %llu, %llu accesses, %llu cold (infinite)%s\n",
+                     static_cast<unsigned long long>(opt_.line_size), static_cast<unsigned long long>(r.accesses),
+                     static_cast<unsigned long long>(r.infinite),
+                     r.sampled ? (" [SHARDS, rate " + std::to_string(r.sample_rate) + "]").c_str() : "");
+        std::fprintf(f, "  %zu distinct distances; LRU miss ratio by fully associative cache size:\n", r.histogram.size());
+        // A few points of the curve: powers of two up to the largest finite distance.
+        size_t k = 0;
+        for (uint64_t lines = 1; k < r.mrc.size(); lines <<= 1) {
+            while (k + 1 < r.mrc.size() && r.mrc[k + 1].first <= lines) ++k;
+            if (r.mrc[k].first > lines) continue;
+            std::fprintf(f, "    %10llu lines (%s): %.4f\n", static_cast<unsigned long long>(lines),
+                         human(lines * opt_.line_size).c_str(), r.mrc[k].second);
+            if (k + 1 >= r.mrc.size() || lines > (uint64_t{1} << 40)) break;
+        }
+        return true;
+    }
+    std::string results_json() override {
+        finish();
+        nlohmann::json j = as_json(global_.result());
+        j["line_size"] = opt_.line_size;
+        if (opt_.per_shard) {
+            nlohmann::json per = nlohmann::json::array();
+            for (auto &s : shards_) {
+                nlohmann::json sj = as_json(s->reuse.result());
+                per.push_back(sj);
+            }
+            j["shards"] = per;
+        }
+        return j.dump();
+    }
+
+private:
+    static constexpr size_t kBatch = 1 << 16;
+    static constexpr size_t kParallelBatch = 1 << 22;
+    static constexpr size_t kShardBatch = 1 << 14;
+
+    struct Shard {
+        explicit Shard(const ReuseConfig &c) : reuse(c) {}
+        void flush() {
+            reuse.add(lines.data(), writes.data(), lines.size());
+            lines.clear();
+            writes.clear();
+        }
+        Reuse reuse;
+        std::vector<uint64_t> lines;
+        std::vector<uint8_t> writes;
+    };
+
+    void flush() {
+        global_.add(lines_.data(), writes_.data(), lines_.size());
+        lines_.clear();
+        writes_.clear();
+    }
+    void finish() {
+        if (finished_) return;
+        flush();
+        for (auto &s : shards_) s->flush();
+        finished_ = true;
+    }
+    static std::string human(uint64_t bytes) {
+        const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+        int u = 0;
+        while (bytes >= 1024 && bytes % 1024 == 0 && u < 4) {
+            bytes /= 1024;
+            ++u;
+        }
+        return std::to_string(bytes) + " " + unit[u];
+    }
+    static nlohmann::json as_json(const ReuseResult &r) {
+        nlohmann::json j;
+        j["accesses"] = r.accesses;
+        j["infinite"] = r.infinite;
+        nlohmann::json h = nlohmann::json::array();
+        for (const auto &p : r.histogram) h.push_back({p.first, p.second});
+        j["histogram"] = h;
+        nlohmann::json mrc = nlohmann::json::array();
+        for (const auto &p : r.mrc) mrc.push_back({p.first, p.second});
+        j["mrc"] = mrc;
+        if (r.sampled) j["sample_rate"] = r.sample_rate;
+        return j;
+    }
+
+    Options opt_;
+    Reuse global_;
+    unsigned line_bits_ = 0;
+    std::vector<uint64_t> lines_;
+    std::vector<uint8_t> writes_;
+    std::vector<std::unique_ptr<Shard>> shards_;
+    bool finished_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<sonde::tool> make_reuse_distance(const std::string &options) {
+    return std::make_unique<ReuseDistanceTool>(options);
+}
+
+}  // namespace sonde::analysis
