@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Regenerates abi/libsonde.abi, the baseline that tests/abi's abidiff test compares against.
+# Run it only when a release adds to the ABI (a new SONDE_1.x node); never to hide a break.
+# The baseline comes from the default build type (debugoptimized: debug info is needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+meson setup "$dir/build" -Dtests=false -Dbench=false >/dev/null
+ninja -C "$dir/build" libsonde.so.1.0.0 >/dev/null
+abidw --no-corpus-path --headers-dir include/sonde --out-file abi/libsonde.abi "$dir/build/libsonde.so.1.0.0"
+echo "abi/libsonde.abi updated"
