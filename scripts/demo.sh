@@ -1,12 +1,36 @@
 #!/usr/bin/env bash
-# Demo: installs missing Debian packages (as root), builds Sonde, then runs the example
-# consumer: a session, four threads emitting, the callback's view and the buffer statistics.
+# Demo: installs missing Debian packages (as root), builds Sonde, then shows
+#   1. sessions and buffers: four threads emitting, what the callback received, buffer stats;
+#   2. trace analysis: a live session recorded to a Sonde trace, analysed by the built-in tools
+#      and an external tool plugin; the real gzip trace through cachegrind's cache hierarchy and
+#      through the exact reuse-distance tool (gem5 StackDistCalc semantics).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 sonde_install_deps
 if [ -d build ]; then meson setup --reconfigure build >/dev/null; else meson setup build >/dev/null; fi
 ninja -C build >/dev/null
+sonde=build/src/cli/sonde
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
-echo "== Sessions and buffers: examples/consumer.c"
+echo "== 1. Sessions and buffers: examples/consumer.c"
 build/examples/consumer
+
+echo
+echo "== 2. Record a live session's memory references to a trace: examples/trace_record.c"
+build/examples/trace_record "$tmp/demo.sonde"
+echo
+echo "== 3. Analyse it: built-in tools and the page_counts tool plugin (examples/tools/)"
+"$sonde" analyze "$tmp/demo.sonde" --tool "basic_counts,cache_sim,$PWD/build/examples/page_counts.so" --json "$tmp/demo.json"
+echo "(JSON results in $tmp/demo.json: $(wc -c < "$tmp/demo.json") bytes)"
+
+data=../shared/data/gzip-gpl3.lackey.zst
+if [ -f "$data" ]; then
+  echo
+  echo "== 4. valgrind lackey trace of gzip, cachegrind's hierarchy (I1/D1 32K 8-way, LL 1M 16-way)"
+  "$sonde" analyze "$data" --format lackey --cache I1:32K:8:64,D1:32K:8:64,LL:1M:16:64
+  echo
+  echo "== 5. The same trace: exact LRU reuse distances and the miss-ratio curve"
+  "$sonde" analyze "$data" --format lackey --tool reuse_distance --line-size 64
+fi
