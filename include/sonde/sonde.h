@@ -13,5 +13,6 @@
 #include <sonde/profile.h>
 #include <sonde/trace.h>
 #include <sonde/analysis.h>
+#include <sonde/stackdist.h>
 
 #endif /* SONDE_SONDE_H */
