@@ -7,6 +7,7 @@
  *   - sonde_emit_timestamped from 2 threads at once, and the 2-thread/1-thread throughput
  * Anchors in the same process:
  *   - the floor: rdtsc + a 32-byte store into a thread-local array (as large as a chunk)
+ *   - an empty call into the library (sonde_get_version), the least any non-inline call costs
  *   - LTTng-UST 2.13 emitting the same 16-byte payload into a live blocking (lossless)
  *     channel, with its own lttng-sessiond started under a private LTTNG_HOME and stopped by pid
  * Every Sonde run uses a LOSSLESS buffer whose callback only counts bytes; drops are printed.
@@ -82,7 +83,7 @@ static void count_cb(const sonde_record_header_t *b, const sonde_record_header_t
 static sonde_session_id_t g_session;
 static sonde_buffer_id_t g_buffer;
 
-enum mode { TIMESTAMPED, CALLER_TS, STOPPED, STOPPED_INLINE };
+enum mode { TIMESTAMPED, CALLER_TS, STOPPED, STOPPED_INLINE, EMPTY_CALL };
 
 static double sonde_run(enum mode m, uint64_t n) {
     uint64_t p[3] = {0, 0, 0};
@@ -108,6 +109,12 @@ static double sonde_run(enum mode m, uint64_t n) {
         for (uint64_t i = 0; i < n; ++i) {
             p[0] = i;
             sonde_emit(g_buffer, SONDE_RECORD_KIND_USER, p, 24);
+        }
+        break;
+    case EMPTY_CALL: /* anchor: the cost of any call into the library */
+        for (uint64_t i = 0; i < n; ++i) {
+            p[0] += sonde_get_version(NULL, NULL, NULL);
+            __asm__ volatile("" ::"r"(p) : "memory");
         }
         break;
     case STOPPED_INLINE:
@@ -271,7 +278,7 @@ int main(int argc, char **argv) {
     sonde_start_session(g_session);
     sonde_run(TIMESTAMPED, g_records / 4); /* warm up: first chunks, page faults */
 
-    double fl[REPS], ts[REPS], caller[REPS], stopped[REPS], inl[REPS], two[REPS];
+    double fl[REPS], ts[REPS], caller[REPS], stopped[REPS], inl[REPS], two[REPS], call[REPS];
     for (int r = 0; r < REPS; ++r) {
         fl[r] = floor_run(g_records);
         ts[r] = sonde_run(TIMESTAMPED, g_records);
@@ -280,12 +287,14 @@ int main(int argc, char **argv) {
         sonde_stop_session(g_session);
         stopped[r] = sonde_run(STOPPED, g_records);
         inl[r] = sonde_run(STOPPED_INLINE, g_records);
+        call[r] = sonde_run(EMPTY_CALL, g_records);
         sonde_start_session(g_session);
     }
     uint64_t emitted, delivered, dropped;
     sonde_totals(&emitted, &delivered, &dropped);
     const double m_fl = median(fl, REPS), m_ts = median(ts, REPS), m_caller = median(caller, REPS);
     const double m_stop = median(stopped, REPS), m_inl = median(inl, REPS), m_two = median(two, REPS);
+    const double m_call = median(call, REPS);
 
     char why[256] = "LTTng-UST support not built (liblttng-ust-dev missing)";
     double m_lttng = -1;
@@ -299,7 +308,8 @@ int main(int argc, char **argv) {
     printf("  %-44s %8.2f %10s %s\n", "floor: rdtsc + 32-byte thread-local store", m_fl, "1.00x", "anchor");
     printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit_timestamped, 1 thread", m_ts, m_ts / m_fl, "<= 1.15x floor");
     printf("  %-44s %8.2f %10s %s\n", "sonde_emit, caller-supplied timestamp", m_caller, "", "<= 3 ns");
-    printf("  %-44s %8.2f %10s %s\n", "sonde_emit, session stopped", m_stop, "", "<= 1 ns");
+    printf("  %-44s %8.2f %10s %s\n", "anchor: empty call into libsonde", m_call, "", "(any call costs this)");
+    printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit, session stopped", m_stop, m_stop / m_call, "<= 1 ns (ratio: to the empty call)");
     printf("  %-44s %8.2f %10s %s\n", "stopped, inline sonde_buffer_is_recording", m_inl, "", "<= 1 ns");
     printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit_timestamped, 2 threads (wall/rec)", m_two, m_ts / m_two,
            ">= 1.9x one thread's throughput");

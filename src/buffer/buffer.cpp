@@ -257,6 +257,10 @@ bool seal_locked(Buffer &b, Writer *w) {
     Chunk *c = w->chunk;
     if (!c) return false;
     c->next = nullptr;
+    // The chunk's records move from the commit word into the writer's running count.
+    w->emitted.store(w->emitted.load(std::memory_order_relaxed) +
+                         (c->commit.load(std::memory_order_relaxed) >> 32),
+                     std::memory_order_relaxed);
     if (w->sealed_tail) w->sealed_tail->next = c; else w->sealed_head = c;
     w->sealed_tail = c;
     b.sealed_bytes += static_cast<uint32_t>(c->commit.load(std::memory_order_relaxed));
@@ -481,7 +485,7 @@ sonde_status_t drain_and_detach(Buffer &b) {
     std::lock_guard<std::mutex> g(b.mu);
     for (Writer *w = b.writers; w;) {
         Writer *next = w->next_in_buffer;
-        b.retired_emitted += w->emitted.load(std::memory_order_relaxed);
+        b.retired_emitted += writer_emitted_locked(w);
         b.retired_dropped += w->dropped.load(std::memory_order_relaxed);
         // The producer-owned window (pos, end, chunk, buffer, ...) is left alone: the
         // producer may read it before its busy handshake, and only ever uses it after seeing
@@ -499,7 +503,7 @@ void fill_stats(Buffer &b, sonde_buffer_stats_t &s) {
     std::lock_guard<std::mutex> g(b.mu);
     uint64_t emitted = b.retired_emitted, dropped = b.retired_dropped;
     for (Writer *w = b.writers; w; w = w->next_in_buffer) {
-        emitted += w->emitted.load(std::memory_order_relaxed);
+        emitted += writer_emitted_locked(w);
         dropped += w->dropped.load(std::memory_order_relaxed);
     }
     s.records_emitted = emitted;
@@ -553,7 +557,7 @@ void thread_exit(ThreadState *t) {
                         Writer **pp = &b->writers;
                         while (*pp != w) pp = &(*pp)->next_in_buffer;
                         *pp = w->next_in_buffer;
-                        b->retired_emitted += w->emitted.load(std::memory_order_relaxed);
+                        b->retired_emitted += writer_emitted_locked(w);
                         b->retired_dropped += w->dropped.load(std::memory_order_relaxed);
                         w->handle.store(0, std::memory_order_release);
                     }

@@ -91,7 +91,7 @@ struct Writer {
     uint32_t reserve_need = 0;        // bytes of the open reservation, 0 when none
     uint64_t loss_count = 0, loss_first = 0, loss_last = 0;  // drops not yet reported in-stream
     std::atomic<uint32_t> busy{0};
-    std::atomic<uint64_t> emitted{0};
+    std::atomic<uint64_t> emitted{0};  // records of sealed chunks and drops (not the current chunk's)
     std::atomic<uint64_t> dropped{0};
     // ---- shared with delivery (Buffer::mu) ----
     Chunk *sealed_head = nullptr, *sealed_tail = nullptr;
@@ -150,6 +150,13 @@ sonde_status_t create_buffer(uint64_t session_handle, uint64_t size,
 // every writer (Runtime::mu not held).
 void retire_slot(const Buffer &b);
 sonde_status_t drain_and_detach(Buffer &b);
+
+// Records a writer has emitted: its sealed and dropped ones plus those committed in its
+// current chunk (Buffer::mu held: the producer changes `chunk` only under it).
+inline uint64_t writer_emitted_locked(const Writer *w) {
+    const uint64_t current = w->chunk ? w->chunk->commit.load(std::memory_order_acquire) >> 32 : 0;
+    return w->emitted.load(std::memory_order_relaxed) + current;
+}
 
 // Delivery. `partial` also delivers the committed prefix of every writer's current chunk.
 sonde_status_t deliver(Buffer &b, bool partial);
