@@ -1,4 +1,4 @@
-// The `sonde` executable: dispatches `analyze`, `convert` and (when built) `run` to their
+// The `sonde` executable: dispatches `analyze` and `convert` to their
 // implementations and answers --help and --version.
 #include <cstdio>
 #include <cstring>
@@ -6,9 +6,6 @@
 #include "analysis/convert.h"
 #include "cli/analyze.h"
 #include "sonde/defs.h"
-#ifdef SONDE_HAVE_CLI_RUN
-extern "C" int sonde_cli_run(int argc, char **argv);
-#endif
 
 namespace {
 
@@ -19,9 +16,6 @@ void usage(FILE *f) {
                  "commands:\n"
                  "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
                  "  convert INPUT      turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
-#ifdef SONDE_HAVE_CLI_RUN
-                 "  run -- PROGRAM     run a program under Sonde (sonde run --help)\n"
-#endif
                  "\n"
                  "options:\n"
                  "  -h, --help         this help\n"
@@ -48,9 +42,6 @@ int main(int argc, char **argv) {
     }
     if (std::strcmp(cmd, "analyze") == 0) return sonde_cli_analyze(argc - 1, argv + 1);
     if (std::strcmp(cmd, "convert") == 0) return sonde_cli_convert(argc - 1, argv + 1);
-#ifdef SONDE_HAVE_CLI_RUN
-    if (std::strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 1, argv + 1);
-#endif
     std::fprintf(stderr, "sonde: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;
