@@ -64,7 +64,7 @@ public:
         (void)shard_data;
         (void)memrefs;
         (void)count;
-        return set_error("parallel mode is not implemented");
+        return set_error("this tool does not process parallel shards (parallel_shard_supported is false)");
     }
     /** @brief Called after a shard's last record. */
     virtual bool parallel_shard_exit(void *shard_data) {
