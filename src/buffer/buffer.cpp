@@ -99,8 +99,7 @@ void set_active(uint64_t handle, bool active) {
                              std::memory_order_seq_cst);
 }
 
-void retire_slot(const Buffer &cb) {
-    Buffer &b = const_cast<Buffer &>(cb);
+void retire_slot(Buffer &b) {
     const uint32_t slot = static_cast<uint32_t>(b.handle);
     g_slot_state[slot].store((b.handle >> 32) << 2, std::memory_order_seq_cst);
     std::lock_guard<std::mutex> g(b.mu);

@@ -148,7 +148,7 @@ sonde_status_t create_buffer(uint64_t session_handle, uint64_t size,
                              std::shared_ptr<Buffer> &out);
 // Makes the slot unreachable (Runtime::mu held), then drain_and_detach delivers and detaches
 // every writer (Runtime::mu not held).
-void retire_slot(const Buffer &b);
+void retire_slot(Buffer &b);
 sonde_status_t drain_and_detach(Buffer &b);
 
 // Records a writer has emitted: its sealed and dropped ones plus those committed in its
