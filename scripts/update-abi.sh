@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 meson setup "$dir/build" -Dtests=false -Dbench=false >/dev/null
-ninja -C "$dir/build" libsonde.so.1.0.0 >/dev/null
-abidw --no-corpus-path --headers-dir include/sonde --out-file abi/libsonde.abi "$dir/build/libsonde.so.1.0.0"
+ninja -C "$dir/build" libsonde.so >/dev/null
+abidw --no-corpus-path --headers-dir include/sonde --out-file abi/libsonde.abi "$(readlink -f "$dir/build/libsonde.so")"
 echo "abi/libsonde.abi updated"

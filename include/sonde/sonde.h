@@ -14,5 +14,6 @@
 #include <sonde/trace.h>
 #include <sonde/analysis.h>
 #include <sonde/stackdist.h>
+#include <sonde/client.h>
 
 #endif /* SONDE_SONDE_H */

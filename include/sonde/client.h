@@ -1,0 +1,510 @@
+/**
+ * @file client.h
+ * @brief Client plugins: events, observers, group filters and data requests.
+ *
+ * A client is a shared object that exports `sonde_client_instantiate` (a
+ * ::sonde_client_instantiate_fn; or a function of the
+ * same type registered with ::sonde_register_client). Sonde hands it a ::sonde_api_t function
+ * table and its ::sonde_client_id_t; the client registers observers for the events it wants
+ * (with a bitset of the data items each observer needs), restricts event groups with filters,
+ * and asks for more data with the request functions of the table. Several clients run in one
+ * process at once; each is notified only of the events it registered and its filters accept.
+ *
+ * The program side of the same concept is a handful of exported functions: load or register
+ * clients, report calls (::sonde_method_enter / ::sonde_method_leave, which
+ * `libsonde-instrument.so` calls from `-finstrument-functions` hooks), memory references,
+ * user marks and ranges, and module changes.
+ *
+ * Added in version 1.1 (`SONDE_1.1` in the version script). See docs/clients.md.
+ */
+#ifndef SONDE_CLIENT_H
+#define SONDE_CLIENT_H
+
+#include "sonde/defs.h"
+#include "sonde/status.h"
+
+SONDE_BEGIN_DECLS
+
+/** The client interface version this header describes; ::sonde_api_t::abi_version carries the library's. */
+#define SONDE_CLIENT_ABI_VERSION 1u
+
+/** @brief Identifies a loaded (or failed) client. A zero handle is never valid. */
+typedef struct sonde_client_id_t {
+    uint64_t handle; /**< Opaque value. */
+} sonde_client_id_t;
+
+/**
+ * @brief Identifies a method (an instrumented function). Method ids are dense and stable for
+ * the life of the process: ::sonde_method_index gives 0, 1, 2, ... in order of first call.
+ */
+typedef struct sonde_method_id_t {
+    uint64_t handle; /**< Opaque value; see ::sonde_method_index. */
+} sonde_method_id_t;
+
+/** @brief Identifies a thread Sonde has seen; dense and never reused within a process. */
+typedef struct sonde_thread_id_t {
+    uint64_t handle; /**< Opaque value; see ::sonde_thread_index. A zero handle in a request means "the calling thread". */
+} sonde_thread_id_t;
+
+/** @brief Identifies a loaded module (the program, a shared object); dense, never reused. */
+typedef struct sonde_module_id_t {
+    uint64_t handle; /**< Opaque value; see ::sonde_module_index. */
+} sonde_module_id_t;
+
+/** @brief Dense index (0, 1, 2, ...) of a valid method id, for clients that keep per-method arrays. */
+static inline uint32_t sonde_method_index(sonde_method_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
+/** @brief Dense index of a valid thread id. */
+static inline uint32_t sonde_thread_index(sonde_thread_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
+/** @brief Dense index of a valid module id. */
+static inline uint32_t sonde_module_index(sonde_module_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
+
+/** @brief Event groups, the unit of filtering. Cross the ABI as uint32_t. */
+enum sonde_event_group {
+    SONDE_EVENT_GROUP_LIFECYCLE = 0,  /**< Runtime init, session start/stop, shutdown. */
+    SONDE_EVENT_GROUP_THREAD = 1,     /**< Thread start and end. */
+    SONDE_EVENT_GROUP_MODULE = 2,     /**< Module load and unload. */
+    SONDE_EVENT_GROUP_CALL_GRAPH = 3, /**< Method enter and leave. */
+    SONDE_EVENT_GROUP_MEMORY = 4,     /**< Memory references reported by ::sonde_memory_access. */
+    SONDE_EVENT_GROUP_USER = 5,       /**< Marks and ranges the program reports. */
+    SONDE_EVENT_GROUP_COUNT = 6       /**< Number of groups in this version. */
+};
+
+/** @brief Events. Cross the ABI as uint32_t; the group of each is given beside it. */
+enum sonde_event {
+    SONDE_EVENT_RUNTIME_INIT = 0,    /**< LIFECYCLE: the runtime is initialised; data requests work from here. */
+    SONDE_EVENT_SESSION_START = 1,   /**< LIFECYCLE: a session started (SESSION_ID). */
+    SONDE_EVENT_SESSION_STOP = 2,    /**< LIFECYCLE: a session stopped (SESSION_ID). */
+    SONDE_EVENT_SHUTDOWN = 3,        /**< LIFECYCLE: ::sonde_finalize (or process exit under the launcher). */
+    SONDE_EVENT_THREAD_START = 4,    /**< THREAD: a thread starts (or is first seen). */
+    SONDE_EVENT_THREAD_END = 5,      /**< THREAD: a thread ends. */
+    SONDE_EVENT_MODULE_LOAD = 6,     /**< MODULE: a module is loaded (initial modules at RUNTIME_INIT). */
+    SONDE_EVENT_MODULE_UNLOAD = 7,   /**< MODULE: a module is unloaded. */
+    SONDE_EVENT_METHOD_ENTER = 8,    /**< CALL_GRAPH: a method is entered. */
+    SONDE_EVENT_METHOD_LEAVE = 9,    /**< CALL_GRAPH: a method returns. */
+    SONDE_EVENT_MEMORY_ACCESS = 10,  /**< MEMORY: a memory reference. */
+    SONDE_EVENT_USER_MARK = 11,      /**< USER: a mark with a text and an optional payload. */
+    SONDE_EVENT_USER_RANGE_PUSH = 12, /**< USER: a named range opens on the calling thread. */
+    SONDE_EVENT_USER_RANGE_POP = 13, /**< USER: the innermost range of the calling thread closes (NAME is its text). */
+    SONDE_EVENT_COUNT = 14           /**< Number of events in this version. */
+};
+
+/**
+ * @brief Data items: a bitset used three ways: what an observer asks for, what a data request
+ * asks for, and `valid_items` (what was filled). Each event and request documents its items.
+ */
+enum sonde_data_item {
+    SONDE_DATA_METHOD_ID = 1u << 0,      /**< `method`. */
+    SONDE_DATA_THREAD_ID = 1u << 1,      /**< `thread`. */
+    SONDE_DATA_TIMESTAMP = 1u << 2,      /**< `timestamp` (ns, ::sonde_get_timestamp's clock). */
+    SONDE_DATA_MODULE_ID = 1u << 3,      /**< `module`. */
+    SONDE_DATA_CALL_SITE = 1u << 4,      /**< `call_site`: the return address in the caller. */
+    SONDE_DATA_STACK_DEPTH = 1u << 5,    /**< `stack_depth`: 0 for the outermost method of the thread. */
+    SONDE_DATA_ADDRESS = 1u << 6,        /**< `address`: function, memory or module load address. */
+    SONDE_DATA_SIZE = 1u << 7,           /**< `size`: access, function or module size in bytes. */
+    SONDE_DATA_ACCESS_TYPE = 1u << 8,    /**< `access_type`: a ::sonde_access_type value. */
+    SONDE_DATA_USER_PAYLOAD = 1u << 9,   /**< `payload` and `payload_size`. */
+    SONDE_DATA_NAME = 1u << 10,          /**< Thread name, module name, mark text, method short name. */
+    SONDE_DATA_SESSION_ID = 1u << 11,    /**< `session`. */
+    SONDE_DATA_CLASS_NAME = 1u << 12,    /**< Method requests: class or namespace ("" for none). */
+    SONDE_DATA_FULL_NAME = 1u << 13,     /**< Method requests: the demangled full name with parameters. */
+    SONDE_DATA_MANGLED_NAME = 1u << 14,  /**< Method requests: the ELF symbol name. */
+    SONDE_DATA_SOURCE_FILE = 1u << 15,   /**< Method requests: source file from DWARF. */
+    SONDE_DATA_SOURCE_LINE = 1u << 16,   /**< Method requests: source line from DWARF. */
+    SONDE_DATA_VISIBILITY = 1u << 17,    /**< Method requests: a ::sonde_visibility value. */
+    SONDE_DATA_PATH = 1u << 18,          /**< Module path (MODULE events: in `name`, instead of the file name). */
+    SONDE_DATA_OS_THREAD_ID = 1u << 19,  /**< `os_thread_id`: the kernel thread id (gettid). */
+    SONDE_DATA_STATE = 1u << 20          /**< Requests: whether a thread is alive or a module loaded. */
+};
+
+/** @brief Memory access types (`access_type`). */
+enum sonde_access_type {
+    SONDE_ACCESS_READ = 0,   /**< A load. */
+    SONDE_ACCESS_WRITE = 1,  /**< A store. */
+    SONDE_ACCESS_MODIFY = 2, /**< A load and a store to the same bytes. */
+    SONDE_ACCESS_FETCH = 3   /**< An instruction fetch. */
+};
+
+/** @brief ELF symbol visibility of a method, Sonde's analogue of Martini's access type. */
+enum sonde_visibility {
+    SONDE_VISIBILITY_UNKNOWN = 0, /**< No symbol was found. */
+    SONDE_VISIBILITY_GLOBAL = 1,  /**< STB_GLOBAL: callable from other modules. */
+    SONDE_VISIBILITY_LOCAL = 2,   /**< STB_LOCAL: a static function. */
+    SONDE_VISIBILITY_WEAK = 3     /**< STB_WEAK (inline functions, templates). */
+};
+
+/**
+ * @brief What an observer receives. Only the items the observer asked for (and the event
+ * provides) are filled; `valid_items` says which. Every other field is zero. Pointers are
+ * valid only during the handler call.
+ *
+ * Grows at the end: a client built against a newer header reads new fields only when
+ * `struct_size` covers them.
+ */
+typedef struct sonde_event_data_t {
+    uint32_t struct_size;        /**< sizeof this struct in the library. */
+    uint32_t event;              /**< A ::sonde_event value. */
+    uint64_t valid_items;        /**< ::sonde_data_item bits that are filled. */
+    sonde_method_id_t method;    /**< METHOD_ID (MEMORY_ACCESS: the innermost method of the thread). */
+    sonde_thread_id_t thread;    /**< THREAD_ID. */
+    sonde_module_id_t module;    /**< MODULE_ID. */
+    sonde_session_id_t session;  /**< SESSION_ID. */
+    uint64_t timestamp;          /**< TIMESTAMP. */
+    uint64_t call_site;          /**< CALL_SITE. */
+    uint64_t address;            /**< ADDRESS. */
+    uint64_t size;               /**< SIZE. */
+    uint64_t os_thread_id;       /**< OS_THREAD_ID. */
+    uint32_t stack_depth;        /**< STACK_DEPTH. */
+    uint32_t access_type;        /**< ACCESS_TYPE. */
+    const char *name;            /**< NAME (NUL-terminated). */
+    const void *payload;         /**< USER_PAYLOAD. */
+    uint64_t payload_size;       /**< USER_PAYLOAD. */
+} sonde_event_data_t;
+
+/**
+ * @brief An observer. Called on the thread where the event happens, possibly on several
+ * threads at once; it must not block for long and must not throw. Calls it makes to
+ * instrumented functions are not reported (Sonde never recurses into itself).
+ */
+typedef void (*sonde_event_handler_t)(const sonde_event_data_t *data, void *user_data);
+
+/**
+ * @brief What a group filter sees about one element (a method, a thread or a module). Strings
+ * are valid only during the call.
+ */
+typedef struct sonde_filter_element_t {
+    uint32_t struct_size;        /**< sizeof this struct in the library. */
+    uint32_t group;              /**< The ::sonde_event_group being filtered. */
+    sonde_method_id_t method;    /**< CALL_GRAPH: the method. */
+    sonde_thread_id_t thread;    /**< THREAD: the thread. */
+    sonde_module_id_t module;    /**< CALL_GRAPH: the method's module; MODULE: the module. */
+    const char *name;            /**< Method short name (no scope, no parameters), thread name or module file name; "" if unknown. */
+    const char *class_name;      /**< CALL_GRAPH: class or namespace of the method ("" for none). */
+    const char *full_name;       /**< CALL_GRAPH: demangled full name; "" if unknown. */
+    const char *module_name;     /**< CALL_GRAPH and MODULE: file name of the module. */
+    const char *path;            /**< MODULE: the module's path. */
+    uint32_t visibility;         /**< CALL_GRAPH: a ::sonde_visibility value. */
+    uint32_t reserved;           /**< Zero. */
+} sonde_filter_element_t;
+
+/**
+ * @brief A group filter: returns true to be notified of the element's events. Asked once per
+ * element and client; the answer is cached. Filters run one at a time (Sonde serialises them).
+ */
+typedef bool (*sonde_filter_fn_t)(const sonde_filter_element_t *element, void *user_data);
+
+/**
+ * @brief A string in the array protocol: the caller provides `entries` (room for `size` bytes);
+ * Sonde writes at most `size` bytes, always NUL-terminated when `size > 0`, and sets
+ * `actual_size` to the length plus one. Too small a `size` answers BUFFER_TOO_SHORT.
+ */
+typedef struct sonde_string_t {
+    char *entries;        /**< Caller's storage, may be NULL when size is 0. */
+    uint32_t size;        /**< Bytes of storage. */
+    uint32_t actual_size; /**< Set by Sonde: bytes needed, including the NUL. */
+} sonde_string_t;
+
+/** @brief An array of method ids in the array protocol (see ::sonde_string_t). */
+typedef struct sonde_method_array_t {
+    sonde_method_id_t *entries; /**< Caller's storage. */
+    uint32_t size;              /**< Entries of storage. */
+    uint32_t actual_size;       /**< Set by Sonde: entries that exist. */
+} sonde_method_array_t;
+
+/** @brief An array of thread ids in the array protocol. */
+typedef struct sonde_thread_array_t {
+    sonde_thread_id_t *entries; /**< Caller's storage. */
+    uint32_t size;              /**< Entries of storage. */
+    uint32_t actual_size;       /**< Set by Sonde: entries that exist. */
+} sonde_thread_array_t;
+
+/** @brief An array of module ids in the array protocol. */
+typedef struct sonde_module_array_t {
+    sonde_module_id_t *entries; /**< Caller's storage. */
+    uint32_t size;              /**< Entries of storage. */
+    uint32_t actual_size;       /**< Set by Sonde: entries that exist. */
+} sonde_module_array_t;
+
+/** @brief An array of client ids in the array protocol. */
+typedef struct sonde_client_array_t {
+    sonde_client_id_t *entries; /**< Caller's storage. */
+    uint32_t size;              /**< Entries of storage. */
+    uint32_t actual_size;       /**< Set by Sonde: entries that exist. */
+} sonde_client_array_t;
+
+/**
+ * @brief Method information. Set `struct_size` and the storage of the strings you request;
+ * the request fills the requested items and sets `valid_items`.
+ */
+typedef struct sonde_method_info_t {
+    uint32_t struct_size;        /**< sizeof(sonde_method_info_t) as the caller knows it. */
+    uint32_t visibility;         /**< VISIBILITY. */
+    uint64_t valid_items;        /**< Set by Sonde. */
+    sonde_string_t name;         /**< NAME: short name. */
+    sonde_string_t class_name;   /**< CLASS_NAME. */
+    sonde_string_t full_name;    /**< FULL_NAME. */
+    sonde_string_t mangled_name; /**< MANGLED_NAME. */
+    sonde_string_t source_file;  /**< SOURCE_FILE. */
+    uint32_t source_line;        /**< SOURCE_LINE. */
+    uint32_t reserved;           /**< Zero. */
+    sonde_module_id_t module;    /**< MODULE_ID. */
+    uint64_t address;            /**< ADDRESS: entry address in the process. */
+    uint64_t size;               /**< SIZE: symbol size in bytes. */
+} sonde_method_info_t;
+
+/** @brief Module information; same rules as ::sonde_method_info_t. */
+typedef struct sonde_module_info_t {
+    uint32_t struct_size; /**< sizeof(sonde_module_info_t) as the caller knows it. */
+    uint32_t loaded;      /**< STATE: 1 while loaded, 0 after unload. */
+    uint64_t valid_items; /**< Set by Sonde. */
+    sonde_string_t name;  /**< NAME: file name. */
+    sonde_string_t path;  /**< PATH: path as the loader knows it (the program's is its /proc/self/exe target). */
+    uint64_t address;     /**< ADDRESS: lowest mapped address. */
+    uint64_t size;        /**< SIZE: span of the mapped segments in bytes. */
+} sonde_module_info_t;
+
+/** @brief Thread information; same rules as ::sonde_method_info_t. */
+typedef struct sonde_thread_info_t {
+    uint32_t struct_size;  /**< sizeof(sonde_thread_info_t) as the caller knows it. */
+    uint32_t alive;        /**< STATE: 1 until the thread ends. */
+    uint64_t valid_items;  /**< Set by Sonde. */
+    sonde_string_t name;   /**< NAME: the thread's name (its name when it ended, for a dead thread). */
+    uint64_t os_thread_id; /**< OS_THREAD_ID. */
+    uint32_t stack_depth;  /**< STACK_DEPTH: methods on its shadow stack now. */
+    uint32_t reserved;     /**< Zero. */
+} sonde_thread_info_t;
+
+/** @brief Client states (::sonde_client_info_t::state). */
+enum sonde_client_state {
+    SONDE_CLIENT_STATE_ACTIVE = 0, /**< Instantiated; receives events. */
+    SONDE_CLIENT_STATE_FAILED = 1  /**< Loading or instantiation failed; the client was unloaded. */
+};
+
+/** @brief What Sonde knows about a client: its state, the status of its loading, and why. */
+typedef struct sonde_client_info_t {
+    uint32_t struct_size;   /**< sizeof(sonde_client_info_t) as the caller knows it. */
+    uint32_t state;         /**< A ::sonde_client_state value. */
+    sonde_status_t status;  /**< SUCCESS, or the status its loading failed with. */
+    uint32_t reserved;      /**< Zero. */
+    sonde_string_t path;    /**< Path given to ::sonde_load_client, or "" for registered clients. */
+    sonde_string_t message; /**< Why it failed (or what the client said with set_message). */
+} sonde_client_info_t;
+
+/**
+ * @brief The function table a client calls Sonde through (it never links libsonde). Every
+ * function takes the caller's client id first; a wrong one answers ILLEGAL_ID. All are
+ * thread-safe. Data requests answer PHASE_FAILURE before the client's RUNTIME_INIT event and
+ * after SHUTDOWN. The table grows at the end: check `struct_size` before using a function
+ * added after version 1.
+ */
+typedef struct sonde_api_t {
+    uint32_t struct_size; /**< sizeof this table in the library. */
+    uint32_t abi_version; /**< SONDE_CLIENT_ABI_VERSION of the library; refuse with NOT_SUPPORTED if too old. */
+
+    /**
+     * @brief Registers (or replaces) the client's observer of one event.
+     * @return SUCCESS; ILLEGAL_ID (client); INVALID_ARGUMENT (unknown event); NULL_PTR
+     * (handler); NOT_SUPPORTED (an item the event cannot provide).
+     */
+    sonde_status_t (*register_event)(sonde_client_id_t client, uint32_t event, uint64_t data_items,
+                                     sonde_event_handler_t handler, void *user_data);
+    /**
+     * @brief Sets the filter of a group (CALL_GRAPH, THREAD or MODULE); only during
+     * instantiation. A thread filtered out sends the client no events at all; a module filtered
+     * out sends no MODULE events and no CALL_GRAPH events of its methods.
+     * @return SUCCESS; ILLEGAL_ID; NULL_PTR; NOT_SUPPORTED (another group); PHASE_FAILURE
+     * (after the instantiate function returned).
+     */
+    sonde_status_t (*set_event_group_filter)(sonde_client_id_t client, uint32_t group,
+                                             sonde_filter_fn_t should_notify, void *user_data);
+    /**
+     * @brief Method information: NAME, CLASS_NAME, FULL_NAME, MANGLED_NAME, MODULE_ID,
+     * SOURCE_FILE, SOURCE_LINE, ADDRESS, SIZE, VISIBILITY.
+     * @return SUCCESS; PARTIAL_INFO (no symbol, or no DWARF for the source items);
+     * BUFFER_TOO_SHORT (a string; its actual_size is set, other items are filled); NULL_PTR;
+     * ILLEGAL_ID; NOT_SUPPORTED (an item methods do not have); PHASE_FAILURE;
+     * INCOMPATIBLE_ABI (struct_size too small); ERROR.
+     */
+    sonde_status_t (*get_method_info)(sonde_client_id_t client, sonde_method_id_t method,
+                                      uint64_t requested, sonde_method_info_t *info);
+    /**
+     * @brief Module information: NAME, PATH, ADDRESS, SIZE, STATE.
+     * @return as get_method_info; PARTIAL_INFO when the module has no file (the vdso).
+     */
+    sonde_status_t (*get_module_info)(sonde_client_id_t client, sonde_module_id_t module,
+                                      uint64_t requested, sonde_module_info_t *info);
+    /**
+     * @brief Thread information: NAME, OS_THREAD_ID, STACK_DEPTH, STATE. A zero thread handle
+     * means the calling thread.
+     * @return as get_method_info; PARTIAL_INFO when the name of a live thread cannot be read.
+     */
+    sonde_status_t (*get_thread_info)(sonde_client_id_t client, sonde_thread_id_t thread,
+                                      uint64_t requested, sonde_thread_info_t *info);
+    /**
+     * @brief The current call stack of a thread (zero handle: the calling one) from its shadow
+     * stack, innermost method first. For another running thread it is a snapshot taken while it
+     * runs. Methods deeper than the shadow stack's capacity (65,536) are not recorded.
+     * @return SUCCESS; PARTIAL_INFO (the stack is deeper than what was recorded);
+     * BUFFER_TOO_SHORT; NULL_PTR; ILLEGAL_ID; PHASE_FAILURE; ERROR (the thread has ended and
+     * its stack is gone).
+     */
+    sonde_status_t (*get_thread_stack)(sonde_client_id_t client, sonde_thread_id_t thread,
+                                       sonde_method_array_t *stack);
+    /**
+     * @brief Ids of every module seen, loaded or not, in order of first load.
+     * @return SUCCESS; BUFFER_TOO_SHORT; NULL_PTR; ILLEGAL_ID; PHASE_FAILURE.
+     */
+    sonde_status_t (*get_module_list)(sonde_client_id_t client, sonde_module_array_t *modules);
+    /**
+     * @brief Ids of every thread seen, alive or not, in order of first event.
+     * @return SUCCESS; BUFFER_TOO_SHORT; NULL_PTR; ILLEGAL_ID; PHASE_FAILURE.
+     */
+    sonde_status_t (*get_thread_list)(sonde_client_id_t client, sonde_thread_array_t *threads);
+    /** @brief ::sonde_status_name through the table. */
+    const char *(*status_name)(sonde_status_t status);
+    /** @brief ::sonde_status_string through the table. */
+    const char *(*status_string)(sonde_status_t status);
+    /** @brief ::sonde_get_timestamp through the table. */
+    uint64_t (*get_timestamp)(void);
+    /**
+     * @brief Sets the client's message (for example why instantiation refuses), retrievable
+     * with ::sonde_get_client_info. Copied; at most 1023 bytes are kept.
+     * @return SUCCESS; ILLEGAL_ID; NULL_PTR.
+     */
+    sonde_status_t (*set_message)(sonde_client_id_t client, const char *message);
+} sonde_api_t;
+
+/**
+ * @brief The entry point a client exports. Called once, on the thread that loads it, before or
+ * after ::sonde_initialize. Register observers and filters here and return SUCCESS; any other
+ * status (NOT_SUPPORTED when `api->abi_version` is too old) makes Sonde unload the client.
+ */
+typedef sonde_status_t (*sonde_client_instantiate_fn)(const sonde_api_t *api, sonde_client_id_t client_id,
+                                                     const char *options);
+
+/** @brief The entry point's name, looked up in the client's object only. */
+#define SONDE_CLIENT_ENTRY_NAME "sonde_client_instantiate"
+/**
+ * @brief Optional: a client may export `const uint32_t sonde_client_required_abi_version` set
+ * to the least client ABI version it needs; Sonde refuses it (INCOMPATIBLE_ABI) when it is
+ * newer than the library's, without calling the entry point.
+ */
+#define SONDE_CLIENT_REQUIRED_ABI_NAME "sonde_client_required_abi_version"
+
+/**
+ * @brief Loads a client plugin: `dlopen(path, RTLD_NOW | RTLD_LOCAL)`, looks up
+ * `sonde_client_instantiate` in that object only, and calls it with `options`. May be called
+ * before ::sonde_initialize (the client then gets RUNTIME_INIT from it) or after (RUNTIME_INIT
+ * and a MODULE_LOAD per loaded module are delivered to it at once). Thread-safe; not from
+ * inside a group filter.
+ * @param path Path of the shared object.
+ * @param options Passed to the entry point as given (may be NULL: passed as "").
+ * @param[out] out The client's id, also when loading fails (its message is then kept).
+ * @return SUCCESS; NULL_POINTER; LOAD_FAILED (no such file, not a shared object, no entry
+ * point); INCOMPATIBLE_ABI (the client requires a newer client ABI); the status the entry point
+ * returned; LIMIT (64 clients, failed ones included); IN_CALLBACK (called from a filter).
+ */
+SONDE_API sonde_status_t sonde_load_client(const char *path, const char *options, sonde_client_id_t *out);
+
+/**
+ * @brief Registers a client linked into the program: calls `instantiate` like a loaded client.
+ * Same rules and statuses as ::sonde_load_client (without the loading failures).
+ * @param instantiate The client's entry point.
+ * @param options Passed to it as given (NULL: "").
+ * @param[out] out The client's id, also when instantiation fails.
+ */
+SONDE_API sonde_status_t sonde_register_client(sonde_client_instantiate_fn instantiate, const char *options,
+                                               sonde_client_id_t *out);
+
+/**
+ * @brief The state, status and message of a client, loaded or failed. Thread-safe.
+ * @param client The client.
+ * @param[in,out] info Set struct_size and the storage of path and message.
+ * @return SUCCESS; NULL_POINTER; ILLEGAL_ID; INCOMPATIBLE_ABI; BUFFER_TOO_SHORT (path or message).
+ */
+SONDE_API sonde_status_t sonde_get_client_info(sonde_client_id_t client, sonde_client_info_t *info);
+
+/**
+ * @brief Ids of every client, active and failed, in order of loading (array protocol).
+ * @param[in,out] clients The array to fill.
+ * @return SUCCESS; NULL_POINTER; BUFFER_TOO_SHORT.
+ */
+SONDE_API sonde_status_t sonde_get_client_list(sonde_client_array_t *clients);
+
+/**
+ * @brief The function table clients receive, for a program that wants to make data requests
+ * on behalf of a client it registered. Never NULL. Thread-safe.
+ */
+SONDE_API const sonde_api_t *sonde_get_client_api(void);
+
+/**
+ * @brief Reports that the calling thread entered `function`, called from `call_site`.
+ * `libsonde-instrument.so` calls it from `__cyg_profile_func_enter`; language runtimes and
+ * hand-instrumented code may call it directly. Hot path: no lock, no allocation after the
+ * method's first call; about 5 ns when no client wants the method. Does nothing before
+ * ::sonde_initialize.
+ * @param function Entry address of the function entered.
+ * @param call_site Return address in its caller (may be NULL).
+ */
+SONDE_API void sonde_method_enter(const void *function, const void *call_site);
+
+/**
+ * @brief Reports that the calling thread returns from `function`. Leaves that skip frames
+ * (longjmp) are repaired by unwinding the shadow stack to `function`. Same costs as
+ * ::sonde_method_enter.
+ * @param function Entry address of the function returning.
+ * @param call_site Return address in its caller (may be NULL).
+ */
+SONDE_API void sonde_method_leave(const void *function, const void *call_site);
+
+/**
+ * @brief Reports a memory reference of the calling thread (MEMORY_ACCESS). Does nothing before
+ * ::sonde_initialize or inside an observer.
+ * @param address The address referenced.
+ * @param size Bytes referenced.
+ * @param access_type A ::sonde_access_type value.
+ */
+SONDE_API void sonde_memory_access(const void *address, uint64_t size, uint32_t access_type);
+
+/**
+ * @brief A USER_MARK event with a text and an optional payload (both valid only during the
+ * observers' calls). The USER functions answer IN_CALLBACK when called from an observer.
+ * @param text The mark's text.
+ * @param payload Optional bytes for the observers (may be NULL).
+ * @param payload_size Bytes at payload.
+ * @return SUCCESS; NULL_POINTER (text); NOT_INITIALIZED; IN_CALLBACK.
+ */
+SONDE_API sonde_status_t sonde_user_mark(const char *text, const void *payload, uint64_t payload_size);
+
+/**
+ * @brief Opens a named range on the calling thread (USER_RANGE_PUSH). Ranges nest up to 256 deep.
+ * @param text The range's name (copied).
+ * @return SUCCESS; NULL_POINTER; NOT_INITIALIZED; IN_CALLBACK; LIMIT (too deep: not pushed).
+ */
+SONDE_API sonde_status_t sonde_user_range_push(const char *text);
+
+/**
+ * @brief Closes the innermost range of the calling thread (USER_RANGE_POP, NAME = its text).
+ * @return SUCCESS; NOT_INITIALIZED; IN_CALLBACK; PHASE_FAILURE (no open range).
+ */
+SONDE_API sonde_status_t sonde_user_range_pop(void);
+
+/**
+ * @brief Names the calling thread to Sonde now, before its first event, and delivers
+ * THREAD_START if it is new. `libsonde-instrument.so` calls it at the start of every thread
+ * created with pthread_create.
+ * @param[out] out The thread's id, may be NULL.
+ * @return SUCCESS; NOT_INITIALIZED; LIMIT (65,536 threads).
+ */
+SONDE_API sonde_status_t sonde_register_thread(sonde_thread_id_t *out);
+
+/**
+ * @brief Re-reads the list of loaded modules (`dl_iterate_phdr`) and delivers MODULE_LOAD and
+ * MODULE_UNLOAD for the differences. `libsonde-instrument.so` calls it after every
+ * dlopen and dlclose.
+ * @return SUCCESS; NOT_INITIALIZED.
+ */
+SONDE_API sonde_status_t sonde_refresh_modules(void);
+
+SONDE_END_DECLS
+
+#endif /* SONDE_CLIENT_H */

@@ -1,0 +1,242 @@
+// Client concept (include/sonde/client.h): the process-wide registry of clients, observers,
+// filters, methods, modules and threads.
+//
+// Ownership and threads:
+//  - Registry::mu (recursive) protects every table below and serialises the slow paths: loading
+//    clients, registering observers and filters, a method's or thread's first event, module
+//    rescans, data requests. Filters run with it held (so they run one at a time and may make
+//    data requests); observers never do.
+//  - The hot path (sonde_method_enter/leave) takes no lock: it reads the lock-free method hash
+//    table (MethodTable, published by pointer, never freed), the calling thread's ThreadState
+//    (owned by that thread) and the published observer lists (Subs, immutable once published,
+//    kept until process exit so a reader never sees one freed).
+//  - Clients, methods, modules and thread states are never freed: ids stay valid for the run and
+//    a handler on another thread can never see a dangling pointer. A client that failed to load
+//    is dlclosed before any observer of it was published.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sonde/client.h"
+
+namespace sonde::client {
+
+constexpr uint32_t kMaxClients = 64;
+constexpr uint32_t kMaxThreads = 65536;
+constexpr uint32_t kStackCapacity = 65536;  // shadow stack entries per thread (virtual memory)
+constexpr uint32_t kMaxRangeDepth = 256;
+
+// Id handles: a kind tag in the top 16 bits (a method id passed as a thread id is caught) and
+// index + 1 in the low 32 bits (dense, as client.h promises).
+constexpr uint64_t kTagClient = 0x5C01ull << 48;
+constexpr uint64_t kTagMethod = 0x5C02ull << 48;
+constexpr uint64_t kTagThread = 0x5C03ull << 48;
+constexpr uint64_t kTagModule = 0x5C04ull << 48;
+inline uint64_t make_handle(uint64_t tag, uint32_t index) { return tag | (uint64_t{index} + 1); }
+// Index of a handle of the given kind, or -1 if the tag or the range is wrong.
+inline int64_t handle_index(uint64_t handle, uint64_t tag, uint64_t count) {
+    if ((handle & 0xffff000000000000ull) != tag) return -1;
+    if ((handle & 0x0000ffff00000000ull) != 0) return -1;
+    const uint64_t low = handle & 0xffffffffull;
+    if (low == 0 || low > count) return -1;
+    return static_cast<int64_t>(low - 1);
+}
+
+// ---- modules and symbols (modules.cpp) ----
+
+struct Symbol {
+    uint64_t value;  // file address (st_value)
+    uint64_t size;
+    std::string mangled;
+    uint8_t binding;  // STB_*
+};
+
+struct Module {
+    uint32_t index = 0;
+    std::string path;  // "" if no file (vdso)
+    std::string name;  // file name part of path (or the loader's name)
+    uint64_t bias = 0;  // dlpi_addr
+    uint64_t lo = 0, hi = 0;  // span of PT_LOAD segments in the process
+    std::vector<std::pair<uint64_t, uint64_t>> segments;  // [start, end) in the process
+    std::atomic<bool> loaded{true};
+    std::atomic<uint64_t> accept{~0ull};  // clients whose MODULE filter accepts it
+    // Symbols, loaded on first need (Registry::mu held).
+    bool symbols_loaded = false;
+    std::vector<Symbol> symbols;  // sorted by value
+    // DWARF, opened on first need (Registry::mu held).
+    bool dwarf_tried = false;
+    void *elf = nullptr;    // Elf *
+    void *dwarf = nullptr;  // Dwarf *
+    int fd = -1;
+
+    bool contains(uint64_t addr) const {
+        for (const auto &s : segments)
+            if (addr >= s.first && addr < s.second) return true;
+        return false;
+    }
+};
+
+// ---- methods (callgraph.cpp) ----
+
+struct Method {
+    uint64_t fn = 0;      // entry address in the process (hash key)
+    uint32_t index = 0;
+    std::atomic<uint64_t> notify{0};  // clients that want this method's CALL_GRAPH events
+    Module *module = nullptr;
+    bool has_symbol = false;
+    uint32_t visibility = SONDE_VISIBILITY_UNKNOWN;
+    uint64_t size = 0;
+    uint64_t file_value = 0;  // symbol value in the file (for DWARF)
+    std::string mangled, full, name, class_name;
+    // Source position, looked up on first request (Registry::mu held).
+    bool line_tried = false;
+    std::string source_file;
+    uint32_t source_line = 0;
+};
+
+// Open-addressing table from function address to Method*. Readers probe without a lock; the
+// writer (Registry::mu held) inserts, and when half full publishes a twice larger copy. Old
+// tables are kept (a reader may still probe one; it then misses and takes the slow path).
+struct MethodTable {
+    uint64_t mask = 0;
+    std::unique_ptr<std::atomic<Method *>[]> slots;
+    explicit MethodTable(uint64_t capacity);
+    static uint64_t hash(uint64_t fn) { return (fn * 0x9E3779B97F4A7C15ull) >> 20; }
+    Method *find(uint64_t fn) const {
+        for (uint64_t i = hash(fn) & mask;; i = (i + 1) & mask) {
+            Method *m = slots[i].load(std::memory_order_acquire);
+            if (m == nullptr || m->fn == fn) return m;
+        }
+    }
+};
+
+// ---- threads (callgraph.cpp) ----
+
+struct ThreadState {
+    // Hot fields, written only by the owning thread (depth and stack entries are atomics so
+    // that get_thread_stack on another thread may read them).
+    std::atomic<uint32_t> depth{0};
+    uint32_t in_hook = 0;                // > 0 while Sonde runs on this thread: hooks return at once
+    std::atomic<Method *> *stack = nullptr;  // kStackCapacity entries, mmap'd
+    std::atomic<uint64_t> notify{~0ull};  // clients whose THREAD filter accepts this thread
+    uint32_t index = 0;
+    // Cold.
+    uint64_t os_tid = 0;
+    unsigned long pthread = 0;  // pthread_t
+    std::atomic<bool> alive{true};
+    std::mutex stack_mu;  // guards `stack` against being unmapped while another thread reads it
+    std::string end_name;  // name at thread end (Registry::mu held)
+    std::vector<std::string> ranges;  // USER range texts (owner only); reserved kMaxRangeDepth
+};
+
+// ---- clients and observers (registry.cpp) ----
+
+struct Observer {
+    sonde_event_handler_t fn = nullptr;
+    void *user_data = nullptr;
+    uint64_t items = 0;
+};
+
+struct Filter {
+    sonde_filter_fn_t fn = nullptr;
+    void *user_data = nullptr;
+};
+
+struct Client {
+    uint32_t index = 0;
+    uint64_t handle = 0;
+    uint64_t bit = 0;
+    uint32_t state = SONDE_CLIENT_STATE_FAILED;
+    bool instantiating = false;
+    bool initialized = false;  // got RUNTIME_INIT and no SHUTDOWN since: data requests allowed
+    sonde_status_t status = SONDE_STATUS_SUCCESS;
+    std::string path, message;
+    void *dl = nullptr;
+    Observer observers[SONDE_EVENT_COUNT];
+    Filter filters[SONDE_EVENT_GROUP_COUNT];
+};
+
+// The published observers of one event: immutable once published.
+struct Subs {
+    uint32_t count = 0;
+    uint64_t mask = 0;         // bits of the clients listed
+    uint64_t union_items = 0;  // union of their items
+    struct Entry {
+        sonde_event_handler_t fn;
+        void *user_data;
+        uint64_t items;
+        uint64_t bit;
+        uint32_t client;
+    } entries[kMaxClients];
+};
+
+struct Registry {
+    std::recursive_mutex mu;
+    bool env_loaded = false;
+
+    std::vector<Client *> clients;  // index order; never shrinks
+    std::vector<std::unique_ptr<Subs>> all_subs;  // owner of every Subs ever published
+    std::vector<std::unique_ptr<MethodTable>> all_tables;
+    std::vector<Method *> methods;
+
+    std::vector<ThreadState *> threads;
+    std::vector<Module *> modules;
+};
+
+Registry &registry();
+
+// Published for the hot path (constant-initialised, so usable from any static initialiser).
+extern std::atomic<bool> g_running;  // between RUNTIME_INIT and SHUTDOWN
+extern std::atomic<const Subs *> g_subs[SONDE_EVENT_COUNT];
+extern std::atomic<MethodTable *> g_table;
+
+// The calling thread holds Registry::mu through a RegistryLock (so a nested dlopen hook or
+// module refresh knows not to rescan under it).
+extern thread_local int t_registry_depth;
+struct RegistryLock {
+    std::unique_lock<std::recursive_mutex> lock;
+    RegistryLock() : lock(registry().mu) { ++t_registry_depth; }
+    ~RegistryLock() { --t_registry_depth; }
+};
+
+// registry.cpp
+const sonde_api_t *api_table();
+void publish_subs();  // mu held
+sonde_status_t load_client(const char *path, const char *options, sonde_client_instantiate_fn fn,
+                           sonde_client_id_t *out);
+Client *find_client(uint64_t handle);  // mu held; nullptr if invalid
+// Delivers `full` (filled with the union of items) to the observers of `event` whose bit is in
+// `mask`; each gets only its items. Called with no lock held.
+void deliver(const Subs *subs, uint64_t mask, sonde_event_data_t &full);
+inline const Subs *subs_of(uint32_t event) { return g_subs[event].load(std::memory_order_acquire); }
+// Items each event can provide.
+uint64_t event_items(uint32_t event);
+// Bits of clients whose filter of `group` accepts the element (asks each active client once).
+uint64_t ask_filters(uint32_t group, const sonde_filter_element_t &element, uint64_t clients);
+
+// modules.cpp
+void scan_modules(std::vector<Module *> *loaded, std::vector<Module *> *unloaded);  // mu held
+Module *module_of(uint64_t addr);  // mu held
+void symbolise(Method *m);         // mu held
+bool source_position(Method *m);   // mu held; false if no DWARF line
+void split_name(const std::string &full, std::string *scope, std::string *name);
+sonde_filter_element_t module_element(const Module *mod);
+sonde_status_t refresh_modules();
+void deliver_module_event(uint32_t event, const Module *mod, uint64_t only_clients);
+
+// callgraph.cpp
+ThreadState *current_thread(bool create);  // nullptr before init or inside Sonde
+ThreadState *register_current_thread();    // mu held inside; delivers THREAD_START when running
+void deliver_thread_event(uint32_t event, ThreadState *t, uint64_t only_clients);
+sonde_filter_element_t method_element(const Method *m);
+sonde_filter_element_t thread_element(const ThreadState *t, const char *name);
+void recompute_for_client(Client *c);  // mu held: asks a newly active client's filters
+std::string thread_name(const ThreadState *t);
+uint64_t now_ns();
+
+}  // namespace sonde::client

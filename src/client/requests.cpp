@@ -1,0 +1,292 @@
+// Client concept: the data requests of the api table (method, module and thread information,
+// thread stacks, module and thread lists) and the string/array protocol they share. Each takes
+// Registry::mu; none is on a hot path.
+#include <cstring>
+
+#include "client/registry.h"
+#include "client/requests.h"
+#include "core/guarded.h"
+
+namespace sonde::client {
+
+sonde_status_t check_string(const sonde_string_t &s) {
+    return s.entries == nullptr && s.size > 0 ? SONDE_STATUS_ERROR_NULL_PTR : SONDE_STATUS_SUCCESS;
+}
+
+bool put_string(sonde_string_t &s, const std::string &v) {
+    s.actual_size = static_cast<uint32_t>(v.size() + 1);
+    if (s.size == 0 || s.entries == nullptr) return false;
+    const size_t n = std::min<size_t>(s.size - 1, v.size());
+    std::memcpy(s.entries, v.data(), n);
+    s.entries[n] = '\0';
+    return v.size() + 1 <= s.size;
+}
+
+namespace {
+
+// Common checks of every request: info pointer, client, phase. Registry::mu held.
+sonde_status_t check_client(sonde_client_id_t client) {
+    Client *c = find_client(client.handle);
+    if (c == nullptr || c->state != SONDE_CLIENT_STATE_ACTIVE) return SONDE_STATUS_ERROR_ILLEGAL_ID;
+    if (!c->initialized || !g_running.load(std::memory_order_acquire)) return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    return SONDE_STATUS_SUCCESS;
+}
+
+// Puts a requested string item; records a too-short buffer.
+void put_item(uint64_t requested, uint64_t item, sonde_string_t &s, const std::string &v, uint64_t *valid,
+              bool *too_short) {
+    if ((requested & item) == 0) return;
+    if (put_string(s, v))
+        *valid |= item;
+    else
+        *too_short = true;
+}
+
+sonde_status_t result(bool too_short, bool partial) {
+    if (too_short) return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
+    return partial ? SONDE_STATUS_PARTIAL_INFO : SONDE_STATUS_SUCCESS;
+}
+
+ThreadState *thread_of(sonde_thread_id_t id, sonde_status_t *st) {
+    Registry &r = registry();
+    if (id.handle == 0) {
+        ThreadState *t = current_thread(true);
+        if (t == nullptr) *st = SONDE_STATUS_ERROR_ILLEGAL_ID;
+        return t;
+    }
+    const int64_t i = handle_index(id.handle, kTagThread, r.threads.size());
+    if (i < 0) {
+        *st = SONDE_STATUS_ERROR_ILLEGAL_ID;
+        return nullptr;
+    }
+    return r.threads[static_cast<size_t>(i)];
+}
+
+template <typename Array, typename Id>
+sonde_status_t put_ids(Array *a, uint64_t tag, size_t count) {
+    if (a == nullptr || (a->entries == nullptr && a->size > 0)) return SONDE_STATUS_ERROR_NULL_PTR;
+    a->actual_size = static_cast<uint32_t>(count);
+    const size_t n = std::min<size_t>(a->size, count);
+    for (size_t i = 0; i < n; ++i) a->entries[i] = Id{make_handle(tag, static_cast<uint32_t>(i))};
+    return a->size < count ? SONDE_STATUS_ERROR_BUFFER_TOO_SHORT : SONDE_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t method, uint64_t requested,
+                                   sonde_method_info_t *info) {
+    return guarded([&]() -> sonde_status_t {
+        if (info == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+        Registry &r = registry();
+        RegistryLock lock;
+        sonde_status_t st = check_client(client);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        if (info->struct_size < sizeof(sonde_method_info_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+        const int64_t i = handle_index(method.handle, kTagMethod, r.methods.size());
+        if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
+        constexpr uint64_t kAllowed = SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME | SONDE_DATA_FULL_NAME |
+                                      SONDE_DATA_MANGLED_NAME | SONDE_DATA_MODULE_ID | SONDE_DATA_SOURCE_FILE |
+                                      SONDE_DATA_SOURCE_LINE | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE |
+                                      SONDE_DATA_VISIBILITY;
+        if ((requested & ~kAllowed) != 0) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+        for (const sonde_string_t *s :
+             {&info->name, &info->class_name, &info->full_name, &info->mangled_name, &info->source_file})
+            if (check_string(*s) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_PTR;
+        Method *m = r.methods[static_cast<size_t>(i)];
+        uint64_t valid = 0;
+        bool too_short = false, partial = false;
+        if (m->has_symbol) {
+            put_item(requested, SONDE_DATA_NAME, info->name, m->name, &valid, &too_short);
+            put_item(requested, SONDE_DATA_CLASS_NAME, info->class_name, m->class_name, &valid, &too_short);
+            put_item(requested, SONDE_DATA_FULL_NAME, info->full_name, m->full, &valid, &too_short);
+            put_item(requested, SONDE_DATA_MANGLED_NAME, info->mangled_name, m->mangled, &valid, &too_short);
+            if (requested & SONDE_DATA_SIZE) {
+                info->size = m->size;
+                valid |= SONDE_DATA_SIZE;
+            }
+            if (requested & SONDE_DATA_VISIBILITY) {
+                info->visibility = m->visibility;
+                valid |= SONDE_DATA_VISIBILITY;
+            }
+        } else if (requested & (SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME | SONDE_DATA_FULL_NAME |
+                                SONDE_DATA_MANGLED_NAME | SONDE_DATA_SIZE | SONDE_DATA_VISIBILITY)) {
+            partial = true;
+        }
+        if (requested & (SONDE_DATA_SOURCE_FILE | SONDE_DATA_SOURCE_LINE)) {
+            if (source_position(m)) {
+                put_item(requested, SONDE_DATA_SOURCE_FILE, info->source_file, m->source_file, &valid, &too_short);
+                if (requested & SONDE_DATA_SOURCE_LINE) {
+                    info->source_line = m->source_line;
+                    valid |= SONDE_DATA_SOURCE_LINE;
+                }
+            } else {
+                partial = true;
+            }
+        }
+        if (requested & SONDE_DATA_MODULE_ID) {
+            if (m->module != nullptr) {
+                info->module.handle = make_handle(kTagModule, m->module->index);
+                valid |= SONDE_DATA_MODULE_ID;
+            } else {
+                partial = true;
+            }
+        }
+        if (requested & SONDE_DATA_ADDRESS) {
+            info->address = m->fn;
+            valid |= SONDE_DATA_ADDRESS;
+        }
+        info->valid_items = valid;
+        return result(too_short, partial);
+    });
+}
+
+sonde_status_t api_get_module_info(sonde_client_id_t client, sonde_module_id_t module, uint64_t requested,
+                                   sonde_module_info_t *info) {
+    return guarded([&]() -> sonde_status_t {
+        if (info == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+        Registry &r = registry();
+        RegistryLock lock;
+        sonde_status_t st = check_client(client);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        if (info->struct_size < sizeof(sonde_module_info_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+        const int64_t i = handle_index(module.handle, kTagModule, r.modules.size());
+        if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
+        constexpr uint64_t kAllowed =
+            SONDE_DATA_NAME | SONDE_DATA_PATH | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_STATE;
+        if ((requested & ~kAllowed) != 0) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+        if (check_string(info->name) != SONDE_STATUS_SUCCESS || check_string(info->path) != SONDE_STATUS_SUCCESS)
+            return SONDE_STATUS_ERROR_NULL_PTR;
+        const Module *mod = r.modules[static_cast<size_t>(i)];
+        uint64_t valid = 0;
+        bool too_short = false, partial = false;
+        put_item(requested, SONDE_DATA_NAME, info->name, mod->name, &valid, &too_short);
+        if (requested & SONDE_DATA_PATH) {
+            if (mod->path.empty())
+                partial = true;  // no file behind it (the vdso)
+            else
+                put_item(requested, SONDE_DATA_PATH, info->path, mod->path, &valid, &too_short);
+        }
+        if (requested & SONDE_DATA_ADDRESS) {
+            info->address = mod->lo;
+            valid |= SONDE_DATA_ADDRESS;
+        }
+        if (requested & SONDE_DATA_SIZE) {
+            info->size = mod->hi - mod->lo;
+            valid |= SONDE_DATA_SIZE;
+        }
+        if (requested & SONDE_DATA_STATE) {
+            info->loaded = mod->loaded.load(std::memory_order_relaxed) ? 1 : 0;
+            valid |= SONDE_DATA_STATE;
+        }
+        info->valid_items = valid;
+        return result(too_short, partial);
+    });
+}
+
+sonde_status_t api_get_thread_info(sonde_client_id_t client, sonde_thread_id_t thread, uint64_t requested,
+                                   sonde_thread_info_t *info) {
+    return guarded([&]() -> sonde_status_t {
+        if (info == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+        RegistryLock lock;
+        sonde_status_t st = check_client(client);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        if (info->struct_size < sizeof(sonde_thread_info_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+        ThreadState *t = thread_of(thread, &st);
+        if (t == nullptr) return st;
+        constexpr uint64_t kAllowed =
+            SONDE_DATA_NAME | SONDE_DATA_OS_THREAD_ID | SONDE_DATA_STACK_DEPTH | SONDE_DATA_STATE;
+        if ((requested & ~kAllowed) != 0) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+        if (check_string(info->name) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_PTR;
+        uint64_t valid = 0;
+        bool too_short = false, partial = false;
+        const bool alive = t->alive.load(std::memory_order_acquire);
+        if (requested & SONDE_DATA_NAME) {
+            const std::string name = thread_name(t);
+            if (name.empty() && alive)
+                partial = true;  // the thread ended while we looked
+            else
+                put_item(requested, SONDE_DATA_NAME, info->name, name, &valid, &too_short);
+        }
+        if (requested & SONDE_DATA_OS_THREAD_ID) {
+            info->os_thread_id = t->os_tid;
+            valid |= SONDE_DATA_OS_THREAD_ID;
+        }
+        if (requested & SONDE_DATA_STACK_DEPTH) {
+            info->stack_depth = alive ? t->depth.load(std::memory_order_acquire) : 0;
+            valid |= SONDE_DATA_STACK_DEPTH;
+        }
+        if (requested & SONDE_DATA_STATE) {
+            info->alive = alive ? 1 : 0;
+            valid |= SONDE_DATA_STATE;
+        }
+        info->valid_items = valid;
+        return result(too_short, partial);
+    });
+}
+
+sonde_status_t api_get_thread_stack(sonde_client_id_t client, sonde_thread_id_t thread,
+                                    sonde_method_array_t *stack) {
+    return guarded([&]() -> sonde_status_t {
+        if (stack == nullptr || (stack->entries == nullptr && stack->size > 0)) return SONDE_STATUS_ERROR_NULL_PTR;
+        RegistryLock lock;
+        sonde_status_t st = check_client(client);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        ThreadState *t = thread_of(thread, &st);
+        if (t == nullptr) return st;
+        std::lock_guard<std::mutex> g(t->stack_mu);
+        if (t->stack == nullptr) return SONDE_STATUS_ERROR;  // the thread has ended: no stack left
+        const uint32_t depth = t->depth.load(std::memory_order_acquire);
+        const uint32_t recorded = std::min(depth, kStackCapacity);
+        stack->actual_size = recorded;
+        const uint32_t n = std::min(stack->size, recorded);
+        for (uint32_t i = 0; i < n; ++i) {
+            const Method *m = t->stack[recorded - 1 - i].load(std::memory_order_relaxed);
+            stack->entries[i].handle = m != nullptr ? make_handle(kTagMethod, m->index) : 0;
+        }
+        if (stack->size < recorded) return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
+        return depth > recorded ? SONDE_STATUS_PARTIAL_INFO : SONDE_STATUS_SUCCESS;
+    });
+}
+
+sonde_status_t api_get_module_list(sonde_client_id_t client, sonde_module_array_t *modules) {
+    return guarded([&]() -> sonde_status_t {
+        if (modules == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+        RegistryLock lock;
+        const sonde_status_t st = check_client(client);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        return put_ids<sonde_module_array_t, sonde_module_id_t>(modules, kTagModule, registry().modules.size());
+    });
+}
+
+sonde_status_t api_get_thread_list(sonde_client_id_t client, sonde_thread_array_t *threads) {
+    return guarded([&]() -> sonde_status_t {
+        if (threads == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+        RegistryLock lock;
+        const sonde_status_t st = check_client(client);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        return put_ids<sonde_thread_array_t, sonde_thread_id_t>(threads, kTagThread, registry().threads.size());
+    });
+}
+
+sonde_status_t client_list(sonde_client_array_t *clients) {
+    if (clients == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+    RegistryLock lock;
+    return put_ids<sonde_client_array_t, sonde_client_id_t>(clients, kTagClient, registry().clients.size());
+}
+
+sonde_status_t client_info(sonde_client_id_t client, sonde_client_info_t *info) {
+    if (info == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    RegistryLock lock;
+    if (info->struct_size < sizeof(sonde_client_info_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+    const Client *c = find_client(client.handle);
+    if (c == nullptr) return SONDE_STATUS_ERROR_ILLEGAL_ID;
+    if (check_string(info->path) != SONDE_STATUS_SUCCESS || check_string(info->message) != SONDE_STATUS_SUCCESS)
+        return SONDE_STATUS_ERROR_NULL_POINTER;
+    info->state = c->state;
+    info->status = c->status;
+    const bool a = put_string(info->path, c->path);
+    const bool b = put_string(info->message, c->message);
+    return a && b ? SONDE_STATUS_SUCCESS : SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
+}
+
+}  // namespace sonde::client
