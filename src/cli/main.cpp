@@ -1,10 +1,11 @@
-// The `sonde` executable: dispatches `analyze` and `convert` to their
+// The `sonde` executable: dispatches `analyze`, `convert` and `run` to their
 // implementations and answers --help and --version.
 #include <cstdio>
 #include <cstring>
 
 #include "analysis/convert.h"
 #include "cli/analyze.h"
+#include "cli/run.h"
 #include "sonde/defs.h"
 
 namespace {
@@ -16,6 +17,8 @@ void usage(FILE *f) {
                  "commands:\n"
                  "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
                  "  convert INPUT      turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
+                 "  run --client C -- PROGRAM ARGS\n"
+                 "                     run a program under client plugins (sonde run --help)\n"
                  "\n"
                  "options:\n"
                  "  -h, --help         this help\n"
@@ -42,6 +45,7 @@ int main(int argc, char **argv) {
     }
     if (std::strcmp(cmd, "analyze") == 0) return sonde_cli_analyze(argc - 1, argv + 1);
     if (std::strcmp(cmd, "convert") == 0) return sonde_cli_convert(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 1, argv + 1);
     std::fprintf(stderr, "sonde: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

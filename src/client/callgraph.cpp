@@ -18,6 +18,7 @@
 
 #include "client/registry.h"
 #include "core/clock.h"
+#include "core/hooks.h"
 #include "sonde/client.h"
 
 namespace sonde::client {
@@ -233,6 +234,7 @@ ThreadState *current_thread(bool create) {
 ThreadState *register_current_thread() {
     if (t_thread != nullptr) return t_thread == &g_busy ? nullptr : t_thread;
     t_thread = &g_busy;
+    if (core::is_internal_thread()) return nullptr;  // stays busy: Sonde's own thread
     ThreadState *t = nullptr;
     try {
         Registry &r = registry();

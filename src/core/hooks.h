@@ -22,4 +22,9 @@ struct LifecycleObserver {
 // Registers an observer (any member may be null). At most 8; call from static initialisers only.
 void add_lifecycle_observer(const LifecycleObserver *observer);
 
+// Threads Sonde runs for itself (the delivery thread) mark themselves at start; the client
+// concept does not report them as program threads.
+void mark_internal_thread();
+bool is_internal_thread();
+
 }  // namespace sonde::core

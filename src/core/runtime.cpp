@@ -3,6 +3,12 @@
 // See runtime.h for what each lock protects.
 #include "core/runtime.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <cerrno>
+#include <system_error>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -29,6 +35,7 @@ uint32_t slot_of(uint64_t handle) { return static_cast<uint32_t>(handle); }
 // Wakes on request (a producer sealed past the watermark or waits for space) or at the next
 // interval deadline, then delivers outside every runtime lock.
 void delivery_main() {
+    mark_internal_thread();
     Runtime &r = runtime();
     std::unique_lock<std::mutex> lk(r.dmu);
     uint64_t next_deadline = UINT64_MAX;
@@ -73,6 +80,24 @@ void delivery_main() {
     }
 }
 
+void *delivery_entry(void *) {
+    delivery_main();
+    return nullptr;
+}
+
+// The delivery thread is Sonde's own: it is created with the C library's pthread_create,
+// looked up in libc itself so that an interposer (libsonde-instrument.so wraps pthread_create
+// to report program threads) does not see it.
+int create_internal_thread(pthread_t *t, void *(*fn)(void *)) {
+    using create_fn = int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    create_fn create = pthread_create;
+    if (void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD)) {
+        if (void *real = dlsym(libc, "pthread_create")) std::memcpy(&create, &real, sizeof real);
+        dlclose(libc);
+    }
+    return create(t, nullptr, fn, nullptr);
+}
+
 void start_delivery() {
     Runtime &r = runtime();
     {
@@ -80,7 +105,8 @@ void start_delivery() {
         r.dstop = false;
         r.dpending = false;
     }
-    r.delivery = std::thread(delivery_main);
+    if (create_internal_thread(&r.delivery, delivery_entry) != 0) throw std::system_error(errno, std::generic_category());
+    r.delivery_started = true;
 }
 
 void stop_delivery() {
@@ -90,7 +116,8 @@ void stop_delivery() {
         r.dstop = true;
     }
     r.dcv.notify_all();
-    if (r.delivery.joinable()) r.delivery.join();
+    if (r.delivery_started) pthread_join(r.delivery, nullptr);
+    r.delivery_started = false;
 }
 
 // Destroys a session's buffers: make them unreachable, then deliver and detach each.
@@ -120,6 +147,13 @@ Runtime &runtime() {
     static Runtime *r = new Runtime();  // never destroyed: threads may exit after main returns
     return *r;
 }
+
+namespace {
+__thread bool t_internal_thread = false;
+}  // namespace
+
+void mark_internal_thread() { t_internal_thread = true; }
+bool is_internal_thread() { return t_internal_thread; }
 
 void add_lifecycle_observer(const LifecycleObserver *observer) {
     const int i = g_observer_count.load(std::memory_order_relaxed);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,7 +38,8 @@ struct Runtime {
     std::shared_ptr<buffer::Buffer> buffers[buffer::kMaxBuffers];
 
     // Delivery thread wake-up state.
-    std::thread delivery;
+    pthread_t delivery{};  // created past any pthread_create interposer (runtime.cpp)
+    bool delivery_started = false;
     std::mutex dmu;
     std::condition_variable dcv;
     bool dstop = false;

@@ -1,0 +1,118 @@
+/*
+ * call_counter: a Sonde client that counts calls per method and, at shutdown, writes one line
+ * per method, "CALLS<TAB>NAME" (the demangled name without parameters, Class::method for C++),
+ * most called first, to the file given by its option out=PATH (stdout without it).
+ *
+ *   sonde run --client ./call_counter.so=out=calls.txt -- ./program
+ *
+ * Observers run on the program's threads, several at once: the counters are atomics indexed by
+ * the dense method index.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sonde/client.h>
+
+#define MAX_METHODS (1u << 20)
+
+static const sonde_api_t *api;
+static sonde_client_id_t self;
+static char out_path[4096];
+static _Atomic uint64_t *counts;
+static _Atomic uint64_t *handles; /* the id of each counted method, for the report */
+static _Atomic uint64_t overflow;
+
+static void on_enter(const sonde_event_data_t *d, void *user_data) {
+    (void)user_data;
+    const uint32_t i = sonde_method_index(d->method);
+    if (i >= MAX_METHODS) {
+        atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
+        return;
+    }
+    if (atomic_fetch_add_explicit(&counts[i], 1, memory_order_relaxed) == 0)
+        atomic_store_explicit(&handles[i], d->method.handle, memory_order_relaxed);
+}
+
+struct row {
+    uint64_t calls;
+    char name[600];
+};
+
+static int by_calls(const void *a, const void *b) {
+    const struct row *x = a, *y = b;
+    if (x->calls != y->calls) return x->calls < y->calls ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+static void method_name(sonde_method_id_t id, char *out, size_t size) {
+    char name[256], cls[256];
+    sonde_method_info_t info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    info.name.entries = name;
+    info.name.size = sizeof name;
+    info.class_name.entries = cls;
+    info.class_name.size = sizeof cls;
+    const sonde_status_t st = api->get_method_info(self, id, SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME |
+                                                              SONDE_DATA_ADDRESS, &info);
+    if ((st == SONDE_STATUS_SUCCESS || st == SONDE_STATUS_PARTIAL_INFO) && (info.valid_items & SONDE_DATA_NAME)) {
+        if ((info.valid_items & SONDE_DATA_CLASS_NAME) && cls[0] != '\0')
+            snprintf(out, size, "%s::%s", cls, name);
+        else
+            snprintf(out, size, "%s", name);
+    } else {
+        snprintf(out, size, "0x%llx", (unsigned long long)info.address);
+    }
+}
+
+static void on_shutdown(const sonde_event_data_t *d, void *user_data) {
+    (void)d;
+    (void)user_data;
+    FILE *f = out_path[0] != '\0' ? fopen(out_path, "w") : stdout;
+    if (f == NULL) {
+        perror(out_path);
+        return;
+    }
+    struct row *rows = NULL;
+    size_t n = 0, cap = 0;
+    for (uint32_t i = 0; i < MAX_METHODS; ++i) {
+        const uint64_t c = atomic_load_explicit(&counts[i], memory_order_relaxed);
+        if (c == 0) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            struct row *grown = realloc(rows, cap * sizeof *rows);
+            if (grown == NULL) break;
+            rows = grown;
+        }
+        rows[n].calls = c;
+        sonde_method_id_t id = {atomic_load_explicit(&handles[i], memory_order_relaxed)};
+        method_name(id, rows[n].name, sizeof rows[n].name);
+        ++n;
+    }
+    qsort(rows, n, sizeof *rows, by_calls);
+    for (size_t i = 0; i < n; ++i) fprintf(f, "%llu\t%s\n", (unsigned long long)rows[i].calls, rows[i].name);
+    if (atomic_load(&overflow) != 0)
+        fprintf(f, "%llu\t[more than %u methods]\n", (unsigned long long)atomic_load(&overflow), MAX_METHODS);
+    free(rows);
+    if (f != stdout) fclose(f);
+    else fflush(f);
+}
+
+SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *a, sonde_client_id_t id, const char *options) {
+    if (a->abi_version < 1) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+    api = a;
+    self = id;
+    if (strncmp(options, "out=", 4) == 0) snprintf(out_path, sizeof out_path, "%s", options + 4);
+    else if (options[0] != '\0') {
+        a->set_message(id, "unknown option (expected out=PATH)");
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    counts = calloc(MAX_METHODS, sizeof *counts);
+    handles = calloc(MAX_METHODS, sizeof *handles);
+    if (counts == NULL || handles == NULL) return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+    sonde_status_t st = a->register_event(id, SONDE_EVENT_METHOD_ENTER, SONDE_DATA_METHOD_ID, on_enter, NULL);
+    if (st == SONDE_STATUS_SUCCESS) st = a->register_event(id, SONDE_EVENT_SHUTDOWN, 0, on_shutdown, NULL);
+    return st;
+}

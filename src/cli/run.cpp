@@ -1,0 +1,97 @@
+// `sonde run --client PATH[=OPTIONS] ... -- PROGRAM ARGS`: sets LD_PRELOAD to
+// libsonde-instrument.so (before any LD_PRELOAD already set) and SONDE_CLIENTS to the clients,
+// then execs the program. Everything else (loading the clients, the events) happens inside the
+// program, so what `sonde run` does can also be done by hand with the two variables.
+//
+// The instrumentation library is found, in order: $SONDE_INSTRUMENT_LIBRARY; the build tree's
+// copy when this executable runs from the build tree; the installed copy in the library dir.
+#include "cli/run.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace {
+
+bool readable(const std::string &p) { return !p.empty() && access(p.c_str(), R_OK) == 0; }
+
+std::string instrument_library() {
+    const char *env = getenv("SONDE_INSTRUMENT_LIBRARY");
+    if (env != nullptr && *env != '\0') return env;
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const std::string self = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
+    const std::string build_root = SONDE_BUILD_ROOT;
+    if (self.compare(0, build_root.size() + 1, build_root + "/") == 0 && readable(SONDE_INSTRUMENT_BUILD_PATH))
+        return SONDE_INSTRUMENT_BUILD_PATH;
+    if (readable(SONDE_INSTRUMENT_INSTALL_PATH)) return SONDE_INSTRUMENT_INSTALL_PATH;
+    return "";
+}
+
+// A client given with a directory part is made absolute, so it still resolves after the
+// program changes directory; a bare name is left to the loader's search path.
+std::string client_spec(const std::string &spec) {
+    const size_t eq = spec.find('=');
+    std::string path = spec.substr(0, eq);
+    if (path.find('/') != std::string::npos) {
+        char abs[PATH_MAX];
+        if (realpath(path.c_str(), abs) != nullptr) path = abs;
+    }
+    return eq == std::string::npos ? path : path + spec.substr(eq);
+}
+
+}  // namespace
+
+int sonde_cli_run(int argc, char **argv) {
+    int split = argc;
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--") == 0) {
+            split = i;
+            break;
+        }
+    CLI::App app{"Run a program built with -finstrument-functions under Sonde clients.\n"
+                 "usage: sonde run --client PATH[=OPTIONS] ... -- PROGRAM [ARGS...]",
+                 "sonde run"};
+    std::vector<std::string> clients;
+    app.add_option("--client", clients, "client plugin (shared object) and its options; repeatable")
+        ->required()
+        ->allow_extra_args(false);
+    try {
+        app.parse(split, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    if (split + 1 >= argc) {
+        std::fprintf(stderr, "sonde run: no program given (put it after --)\n");
+        return 2;
+    }
+    std::string list;
+    for (const std::string &c : clients) {
+        if (c.find(';') != std::string::npos) {
+            std::fprintf(stderr, "sonde run: a client and its options cannot contain ';': %s\n", c.c_str());
+            return 2;
+        }
+        if (!list.empty()) list += ';';
+        list += client_spec(c);
+    }
+    const std::string lib = instrument_library();
+    if (lib.empty()) {
+        std::fprintf(stderr, "sonde run: libsonde-instrument.so not found (set SONDE_INSTRUMENT_LIBRARY)\n");
+        return 127;
+    }
+    std::string preload = lib;
+    const char *old = getenv("LD_PRELOAD");
+    if (old != nullptr && *old != '\0') preload += std::string(":") + old;
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("SONDE_CLIENTS", list.c_str(), 1);
+    execvp(argv[split + 1], argv + split + 1);
+    std::fprintf(stderr, "sonde run: cannot run '%s': %s\n", argv[split + 1], std::strerror(errno));
+    return 127;
+}

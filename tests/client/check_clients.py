@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The example clients on real -finstrument-functions programs, through `sonde run`:
+
+1. call_counter on examples/clients/calls.c: its counts equal the Calls column of
+   `uftrace record --no-libcall` + `uftrace report` on the same binary, function by function.
+2. The same program linked with libsonde-instrument.so (no preload) and SONDE_CLIENTS.
+3. class_filter on examples/clients/shapes.cpp: only geo::Circle's methods, with exact counts,
+   equal to uftrace's for those methods.
+4. thread_module_logger on examples/clients/threads.c: both threads start and end (with the
+   names they set), the dlopen'ed plugin is loaded and unloaded.
+5. A client that fails to load is reported and the program still runs with the others.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+build = os.environ["SONDE_BUILD_ROOT"]
+plugins = os.environ["SONDE_TEST_PLUGIN_DIR"]
+sonde = os.path.join(build, "src", "cli", "sonde")
+ex = os.path.join(build, "examples")
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(cmd, env=None, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, **kw)
+    if r.returncode != 0:
+        print("command failed:", " ".join(cmd), r.returncode, r.stdout, r.stderr)
+    return r
+
+
+def read_counts(path):
+    counts = {}
+    for line in open(path):
+        calls, name = line.rstrip("\n").split("\t")
+        counts[name] = int(calls)
+    return counts
+
+
+def uftrace_counts(tmp, program, args):
+    data = os.path.join(tmp, "uftrace.data")
+    shutil.rmtree(data, ignore_errors=True)
+    r = run(["uftrace", "record", "--no-libcall", "-d", data, program] + args)
+    if r.returncode != 0:
+        return None
+    rep = run(["uftrace", "report", "-d", data])
+    counts = {}
+    for line in rep.stdout.splitlines():
+        m = re.match(r"\s*[\d.]+ \S+\s+[\d.]+ \S+\s+(\d+)\s+(.+?)\s*$", line)
+        # "linux:schedule" rows are uftrace's kernel scheduling events, not functions.
+        if m and not m.group(2).startswith("linux:"):
+            counts[m.group(2)] = int(m.group(1))
+    return counts
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    have_uftrace = shutil.which("uftrace") is not None
+    if not have_uftrace:
+        print("uftrace not installed: the comparisons below are skipped, the checks still run")
+
+    # 1. call_counter vs uftrace.
+    out = os.path.join(tmp, "calls.txt")
+    calls = os.path.join(ex, "calls")
+    r = run([sonde, "run", "--client", os.path.join(ex, "call_counter.so") + "=out=" + out, "--", calls, "18"])
+    check(r.returncode == 0 and "fib(18) = 2584" in r.stdout, "calls runs under sonde run")
+    ours = read_counts(out)
+    check(ours.get("fib") == 8361 and ours.get("less") == 2016 and ours.get("main") == 1,
+          "call_counter counts fib, less and main exactly: %s" % ours)
+    if have_uftrace:
+        theirs = uftrace_counts(tmp, calls, ["18"])
+        check(theirs is not None and theirs == ours, "call_counter equals uftrace report, function by function:"
+              "\n  sonde   %s\n  uftrace %s" % (sorted(ours.items()), sorted((theirs or {}).items())))
+
+    # 2. Linked instead of preloaded.
+    out2 = os.path.join(tmp, "linked.txt")
+    env = dict(os.environ, SONDE_CLIENTS=os.path.join(ex, "call_counter.so") + "=out=" + out2)
+    env.pop("LD_PRELOAD", None)
+    r = run([os.path.join(ex, "calls_linked"), "18"], env=env)
+    check(r.returncode == 0 and os.path.exists(out2) and read_counts(out2) == ours,
+          "the linked program gives the same counts")
+
+    # 3. class filter: only geo::Circle.
+    out3 = os.path.join(tmp, "circle.txt")
+    shapes = os.path.join(ex, "shapes")
+    r = run([sonde, "run", "--client", os.path.join(ex, "class_filter.so") + "=class=geo::Circle,out=" + out3,
+             "--", shapes, "7"])
+    circle = read_counts(out3) if os.path.exists(out3) else {}
+    check(r.returncode == 0 and circle == {"geo::Circle::Circle": 7, "geo::Circle::area": 7,
+                                            "geo::Circle::perimeter": 7},
+          "class_filter sees exactly geo::Circle's methods: %s" % circle)
+    if have_uftrace:
+        theirs = uftrace_counts(tmp, shapes, ["7"])
+        theirs_circle = {k: v for k, v in (theirs or {}).items() if k.startswith("geo::Circle::")}
+        check(theirs_circle == circle, "geo::Circle counts equal uftrace's: %s" % theirs_circle)
+
+    # 4. threads and modules.
+    out4 = os.path.join(tmp, "log.txt")
+    lib = os.path.join(plugins, "plugin_ok.so")
+    r = run([sonde, "run", "--client", os.path.join(ex, "thread_module_logger.so") + "=out=" + out4, "--",
+             os.path.join(ex, "threads"), lib])
+    log = [l.split("\t") for l in open(out4).read().splitlines()] if os.path.exists(out4) else []
+    ends = [l[2] for l in log if l[0] == "thread-end"]
+    starts = [l for l in log if l[0] == "thread-start"]
+    check(r.returncode == 0 and len(starts) == 3, "three thread starts (main and two workers): %s" % starts)
+    check("worker-a" in ends and "worker-b" in ends, "thread ends carry the names the threads set: %s" % ends)
+    loads = [l[2] for l in log if l[0] == "module-load"]
+    unloads = [l[2] for l in log if l[0] == "module-unload"]
+    check(any(p.endswith("/threads") for p in loads), "the program is reported as a module")
+    check(lib in loads and lib in unloads, "the dlopen'ed library is loaded then unloaded")
+    check(loads.index(lib) < len(loads), "module ids are listed in load order")
+
+    # 5. A broken client next to a working one.
+    out5 = os.path.join(tmp, "calls5.txt")
+    r = run([sonde, "run", "--client", os.path.join(tmp, "missing.so"),
+             "--client", os.path.join(plugins, "plugin_noentry.so"),
+             "--client", os.path.join(ex, "call_counter.so") + "=out=" + out5, "--", calls, "10"])
+    check(r.returncode == 0 and "missing.so' failed: SONDE_STATUS_ERROR_LOAD_FAILED" in r.stderr
+          and "no entry point" in r.stderr, "failing clients are reported by name and reason")
+    check(os.path.exists(out5) and read_counts(out5).get("fib") == 177, "the working client still counts")
+
+    # Usage errors of the launcher.
+    r = run([sonde, "run", "--", calls])
+    check(r.returncode == 2, "sonde run without --client is a usage error")
+    r = run([sonde, "run", "--client", os.path.join(ex, "call_counter.so")])
+    check(r.returncode == 2 and "no program" in r.stderr, "sonde run without a program is a usage error")
+    r = run([sonde, "run", "--client", os.path.join(ex, "call_counter.so"), "--", os.path.join(tmp, "nope")])
+    check(r.returncode == 127, "sonde run with a missing program exits 127")
+
+print("%d failed" % len(failures))
+sys.exit(1 if failures else 0)
