@@ -134,7 +134,16 @@ __attribute__((noinline)) void deliver_call(uint32_t event, const Subs *s, uint6
     if (items & SONDE_DATA_STACK_DEPTH) d.stack_depth = depth;
     if (items & SONDE_DATA_ADDRESS) d.address = m->fn;
     d.valid_items = items;
-    deliver(s, mask, d);
+    // One observer that asked for exactly what is filled (the common case): call it directly.
+    const Subs::Entry &e = s->entries[0];
+    if (s->count == 1 && (e.items & items) == items) {
+        try {
+            e.fn(&d, e.user_data);
+        } catch (...) {
+        }
+    } else {
+        deliver(s, mask, d);
+    }
     --t->in_hook;
 }
 
