@@ -34,3 +34,10 @@ if [ -f "$data" ]; then
   echo "== 5. The same trace: exact LRU reuse distances and the miss-ratio curve"
   "$sonde" analyze "$data" --format lackey --tool reuse_distance --line-size 64
 fi
+
+echo
+echo "== 6. Client plugins on a -finstrument-functions program (examples/clients/)"
+"$sonde" run --client "build/examples/call_counter.so=out=$tmp/calls.txt" \
+  --client build/examples/class_filter.so=class=geo::Circle -- build/examples/shapes 3
+echo "calls per method (call_counter, first lines):"
+head -n 5 "$tmp/calls.txt"

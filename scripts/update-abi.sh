@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-meson setup "$dir/build" -Dtests=false -Dbench=false >/dev/null
-ninja -C "$dir/build" libsonde.so >/dev/null
-abidw --no-corpus-path --headers-dir include/sonde --out-file abi/libsonde.abi "$(readlink -f "$dir/build/libsonde.so")"
+meson setup "$dir/build" -Dtests=false -Dbench=false -Ddocs=disabled >/dev/null
+ninja -C "$dir/build" >/dev/null
+lib=$(readlink -f "$dir/build/libsonde.so.1")
+abidw --no-corpus-path --headers-dir include/sonde --out-file abi/libsonde.abi "$lib"
 echo "abi/libsonde.abi updated"
