@@ -37,6 +37,17 @@ constexpr uint64_t kCallItems = SONDE_DATA_METHOD_ID | SONDE_DATA_THREAD_ID | SO
                                 SONDE_DATA_MODULE_ID | SONDE_DATA_CALL_SITE | SONDE_DATA_STACK_DEPTH |
                                 SONDE_DATA_ADDRESS;
 
+// The common part of an explicit event's data: header, items, thread, timestamp.
+sonde_event_data_t event_base(uint32_t event, const Subs *s, const ThreadState *t) {
+    sonde_event_data_t d{};
+    d.struct_size = sizeof d;
+    d.event = event;
+    d.valid_items = s->union_items & event_items(event);
+    d.thread.handle = make_handle(kTagThread, t->index);
+    if (d.valid_items & SONDE_DATA_TIMESTAMP) d.timestamp = now_ns();
+    return d;
+}
+
 // Delivers THREAD_END when the thread exits (C++ thread_local destructor: runs on pthread_exit,
 // on return from the start routine, and for the main thread in exit()).
 struct ThreadExit {
@@ -280,12 +291,7 @@ void deliver_thread_event(uint32_t event, ThreadState *t, uint64_t only_clients)
     if (mask == 0) return;
     ThreadState *self = t_thread == &g_busy ? nullptr : t_thread;
     if (self != nullptr) ++self->in_hook;
-    sonde_event_data_t d{};
-    d.struct_size = sizeof d;
-    d.event = event;
-    d.valid_items = s->union_items & event_items(event);
-    d.thread.handle = make_handle(kTagThread, t->index);
-    if (d.valid_items & SONDE_DATA_TIMESTAMP) d.timestamp = now_ns();
+    sonde_event_data_t d = event_base(event, s, t);
     d.os_thread_id = t->os_tid;
     std::string name;
     if (d.valid_items & SONDE_DATA_NAME) {
@@ -389,6 +395,7 @@ extern "C" SONDE_API void sonde_method_leave(const void *function, const void *c
 
 namespace {
 
+
 // The calling thread for an explicit event, or why not.
 sonde_status_t event_thread(ThreadState **out) {
     if (!g_running.load(std::memory_order_acquire)) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
@@ -407,12 +414,7 @@ void deliver_user(uint32_t event, ThreadState *t, const char *text, const void *
     const uint64_t mask = s->mask & t->notify.load(std::memory_order_relaxed);
     if (mask == 0) return;
     ++t->in_hook;
-    sonde_event_data_t d{};
-    d.struct_size = sizeof d;
-    d.event = event;
-    d.valid_items = s->union_items & event_items(event);
-    d.thread.handle = make_handle(kTagThread, t->index);
-    if (d.valid_items & SONDE_DATA_TIMESTAMP) d.timestamp = now_ns();
+    sonde_event_data_t d = event_base(event, s, t);
     d.name = text;
     d.payload = payload;
     d.payload_size = payload_size;
@@ -431,12 +433,7 @@ extern "C" SONDE_API void sonde_memory_access(const void *address, uint64_t size
     const uint64_t mask = s->mask & t->notify.load(std::memory_order_relaxed);
     if (mask == 0) return;
     ++t->in_hook;
-    sonde_event_data_t d{};
-    d.struct_size = sizeof d;
-    d.event = SONDE_EVENT_MEMORY_ACCESS;
-    d.valid_items = s->union_items & event_items(SONDE_EVENT_MEMORY_ACCESS);
-    d.thread.handle = make_handle(kTagThread, t->index);
-    if (d.valid_items & SONDE_DATA_TIMESTAMP) d.timestamp = now_ns();
+    sonde_event_data_t d = event_base(SONDE_EVENT_MEMORY_ACCESS, s, t);
     d.address = reinterpret_cast<uint64_t>(address);
     d.size = size;
     d.access_type = access_type;

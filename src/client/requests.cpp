@@ -71,24 +71,32 @@ sonde_status_t put_ids(Array *a, uint64_t tag, size_t count) {
     return a->size < count ? SONDE_STATUS_ERROR_BUFFER_TOO_SHORT : SONDE_STATUS_SUCCESS;
 }
 
+// The checks every info request starts with, in order (Registry::mu held).
+template <typename Info>
+sonde_status_t prologue(sonde_client_id_t client, const Info *info, uint64_t requested, uint64_t allowed) {
+    if (info == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+    const sonde_status_t st = check_client(client);
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    if (info->struct_size < sizeof(Info)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+    if ((requested & ~allowed) != 0) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+    return SONDE_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t method, uint64_t requested,
                                    sonde_method_info_t *info) {
     return guarded([&]() -> sonde_status_t {
-        if (info == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
-        Registry &r = registry();
-        RegistryLock lock;
-        sonde_status_t st = check_client(client);
-        if (st != SONDE_STATUS_SUCCESS) return st;
-        if (info->struct_size < sizeof(sonde_method_info_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
-        const int64_t i = handle_index(method.handle, kTagMethod, r.methods.size());
-        if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
         constexpr uint64_t kAllowed = SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME | SONDE_DATA_FULL_NAME |
                                       SONDE_DATA_MANGLED_NAME | SONDE_DATA_MODULE_ID | SONDE_DATA_SOURCE_FILE |
                                       SONDE_DATA_SOURCE_LINE | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE |
                                       SONDE_DATA_VISIBILITY;
-        if ((requested & ~kAllowed) != 0) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+        Registry &r = registry();
+        RegistryLock lock;
+        const sonde_status_t st = prologue(client, info, requested, kAllowed);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        const int64_t i = handle_index(method.handle, kTagMethod, r.methods.size());
+        if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
         for (const sonde_string_t *s :
              {&info->name, &info->class_name, &info->full_name, &info->mangled_name, &info->source_file})
             if (check_string(*s) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_PTR;
@@ -143,17 +151,14 @@ sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t m
 sonde_status_t api_get_module_info(sonde_client_id_t client, sonde_module_id_t module, uint64_t requested,
                                    sonde_module_info_t *info) {
     return guarded([&]() -> sonde_status_t {
-        if (info == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
-        Registry &r = registry();
-        RegistryLock lock;
-        sonde_status_t st = check_client(client);
-        if (st != SONDE_STATUS_SUCCESS) return st;
-        if (info->struct_size < sizeof(sonde_module_info_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
-        const int64_t i = handle_index(module.handle, kTagModule, r.modules.size());
-        if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
         constexpr uint64_t kAllowed =
             SONDE_DATA_NAME | SONDE_DATA_PATH | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_STATE;
-        if ((requested & ~kAllowed) != 0) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+        Registry &r = registry();
+        RegistryLock lock;
+        const sonde_status_t st = prologue(client, info, requested, kAllowed);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        const int64_t i = handle_index(module.handle, kTagModule, r.modules.size());
+        if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
         if (check_string(info->name) != SONDE_STATUS_SUCCESS || check_string(info->path) != SONDE_STATUS_SUCCESS)
             return SONDE_STATUS_ERROR_NULL_PTR;
         const Module *mod = r.modules[static_cast<size_t>(i)];
@@ -186,16 +191,13 @@ sonde_status_t api_get_module_info(sonde_client_id_t client, sonde_module_id_t m
 sonde_status_t api_get_thread_info(sonde_client_id_t client, sonde_thread_id_t thread, uint64_t requested,
                                    sonde_thread_info_t *info) {
     return guarded([&]() -> sonde_status_t {
-        if (info == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
-        RegistryLock lock;
-        sonde_status_t st = check_client(client);
-        if (st != SONDE_STATUS_SUCCESS) return st;
-        if (info->struct_size < sizeof(sonde_thread_info_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
-        ThreadState *t = thread_of(thread, &st);
-        if (t == nullptr) return st;
         constexpr uint64_t kAllowed =
             SONDE_DATA_NAME | SONDE_DATA_OS_THREAD_ID | SONDE_DATA_STACK_DEPTH | SONDE_DATA_STATE;
-        if ((requested & ~kAllowed) != 0) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+        RegistryLock lock;
+        sonde_status_t st = prologue(client, info, requested, kAllowed);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        ThreadState *t = thread_of(thread, &st);
+        if (t == nullptr) return st;
         if (check_string(info->name) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_PTR;
         uint64_t valid = 0;
         bool too_short = false, partial = false;
