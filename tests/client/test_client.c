@@ -408,8 +408,8 @@ static void test_method_info(void **state) {
     sonde_method_enter(not_code, NULL);
     sonde_method_leave(not_code, NULL);
     /* A function of a stripped library: a name, but no DWARF line. */
-    sonde_method_enter(FN(qsort), NULL);
-    sonde_method_leave(FN(qsort), NULL);
+    sonde_method_enter(FN(getpid), NULL);
+    sonde_method_leave(FN(getpid), NULL);
     sonde_method_id_t ids[64];
     sonde_method_array_t stack = {ids, 64, 0};
     sonde_method_enter(FN(not_code), NULL);
@@ -419,13 +419,13 @@ static void test_method_info(void **state) {
     assert_int_equal(api->get_method_info(client_a, ids[0], SONDE_DATA_NAME | SONDE_DATA_ADDRESS, &info),
                      SONDE_STATUS_PARTIAL_INFO);
     assert_int_equal(info.valid_items, SONDE_DATA_ADDRESS);
-    sonde_method_enter(FN(qsort), NULL);
+    sonde_method_enter(FN(getpid), NULL);
     assert_int_equal(api->get_thread_stack(client_a, (sonde_thread_id_t){0}, &stack), SONDE_STATUS_SUCCESS);
-    sonde_method_leave(FN(qsort), NULL);
+    sonde_method_leave(FN(getpid), NULL);
     assert_int_equal(api->get_method_info(client_a, ids[0], SONDE_DATA_NAME | SONDE_DATA_SOURCE_LINE, &info),
                      SONDE_STATUS_PARTIAL_INFO);
     assert_int_equal(info.valid_items, SONDE_DATA_NAME);
-    assert_string_equal(name, "qsort");
+    assert_non_null(strstr(name, "getpid")); /* getpid or its alias __getpid */
 }
 
 static void test_module_info(void **state) {
@@ -472,6 +472,20 @@ static void test_module_info(void **state) {
     assert_true(found);
     list = (sonde_module_array_t){NULL, 3, 0};
     assert_int_equal(api->get_module_list(client_a, &list), SONDE_STATUS_ERROR_NULL_PTR);
+
+    /* The vdso has a name but no file: asking for its path is PARTIAL_INFO. */
+    bool vdso = false;
+    for (uint32_t i = 0; i < n; ++i) {
+        info.name = (sonde_string_t){name, sizeof name, 0};
+        info.path = (sonde_string_t){path, sizeof path, 0};
+        if (api->get_module_info(client_a, ids[i], SONDE_DATA_NAME, &info) != SONDE_STATUS_SUCCESS) continue;
+        if (strstr(name, "vdso") == NULL) continue;
+        vdso = true;
+        assert_int_equal(api->get_module_info(client_a, ids[i], SONDE_DATA_NAME | SONDE_DATA_PATH, &info),
+                         SONDE_STATUS_PARTIAL_INFO);
+        assert_int_equal(info.valid_items, SONDE_DATA_NAME);
+    }
+    assert_true(vdso);
 }
 
 /* A thread that enters alpha, then waits; the main thread looks at its stack. */
