@@ -87,14 +87,24 @@ void *delivery_entry(void *) {
 
 // The delivery thread is Sonde's own: it is created with the C library's pthread_create,
 // looked up in libc itself so that an interposer (libsonde-instrument.so wraps pthread_create
-// to report program threads) does not see it.
+// to report program threads) does not see it. Sanitizer builds keep the default lookup: their
+// runtimes must intercept every thread creation (and are never combined with the preload).
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define SONDE_SANITIZED_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SONDE_SANITIZED_BUILD 1
+#endif
+#endif
 int create_internal_thread(pthread_t *t, void *(*fn)(void *)) {
     using create_fn = int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     create_fn create = pthread_create;
+#ifndef SONDE_SANITIZED_BUILD
     if (void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD)) {
         if (void *real = dlsym(libc, "pthread_create")) std::memcpy(&create, &real, sizeof real);
         dlclose(libc);
     }
+#endif
     return create(t, nullptr, fn, nullptr);
 }
 
