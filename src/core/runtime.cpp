@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
-#include <cerrno>
 #include <system_error>
 
 #include <algorithm>
@@ -115,7 +114,8 @@ void start_delivery() {
         r.dstop = false;
         r.dpending = false;
     }
-    if (create_internal_thread(&r.delivery, delivery_entry) != 0) throw std::system_error(errno, std::generic_category());
+    const int rc = create_internal_thread(&r.delivery, delivery_entry);
+    if (rc != 0) throw std::system_error(rc, std::generic_category());
     r.delivery_started = true;
 }
 

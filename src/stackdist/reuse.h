@@ -58,6 +58,8 @@ public:
     const Histogram &histogram() const { return own_; }
     ReuseResult result() const { return result_of(own_); }
     static ReuseResult result_of(const Histogram &h);
+    // Estimated distinct lines among lines[0..n) (1/256 spatial sample), for sizing chunks.
+    static double estimate_distinct(const uint64_t *lines, std::size_t n);
 
     Stack &stack() { return stack_; }
     const ReuseConfig &config() const { return cfg_; }

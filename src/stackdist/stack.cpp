@@ -272,6 +272,24 @@ void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::siz
     }
 }
 
+void Stack::access_indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx,
+                           std::size_t n, Histogram &h) {
+    constexpr std::size_t kAhead = 12;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i + kAhead < n) prefetch(lines[idx[i + kAhead]]);
+        const std::size_t j = idx[i];
+        h.add_unit(access_hot(lines[j]), is_write != nullptr && is_write[j] != 0 ? 1u : 0u);
+    }
+}
+
+void Stack::touch_many(const uint64_t *lines, std::size_t n) {
+    constexpr std::size_t kAhead = 12;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i + kAhead < n) prefetch(lines[i + kAhead]);
+        touch(lines[i]);
+    }
+}
+
 void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
                          std::size_t end, Histogram &h, std::vector<std::size_t> &firsts) {
     constexpr std::size_t kAhead = 12;

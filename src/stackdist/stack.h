@@ -50,6 +50,11 @@ public:
     void prefetch(uint64_t addr) const { __builtin_prefetch(&table_[hash(addr) & mask_]); }
     // access() without computing the distance (no rank query): makes addr the most recent.
     void touch(uint64_t addr);
+    // The parallel merge's batch forms, prefetching like access_many: access lines[idx[i]] for
+    // each i in order and count the distances; touch lines[0..n) in order.
+    void access_indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx,
+                        std::size_t n, Histogram &h);
+    void touch_many(const uint64_t *lines, std::size_t n);
 
     // Lines in the stack.
     uint64_t size() const { return live_; }
