@@ -29,6 +29,22 @@ inline uint64_t popcount(uint64_t x) {
 #endif
 }
 
+// popcount for the two builds of the hot helpers: the instruction inside functions compiled
+// with target("popcnt"), the SWAR count elsewhere.
+template <bool Popcnt>
+__attribute__((always_inline)) inline uint64_t popc(uint64_t x) {
+    if constexpr (Popcnt)
+        return static_cast<uint64_t>(__builtin_popcountll(x));
+    else
+        return popcount(x);
+}
+
+// Whether the CPU has POPCNT (x86-64-v2 and later); read once.
+bool cpu_has_popcnt() {
+    static const bool has = __builtin_cpu_supports("popcnt");
+    return has;
+}
+
 // Bits 0..b of a word.
 inline uint64_t mask_le(uint64_t b) { return b == 63 ? ~0ull : ((2ull << b) - 1); }
 
@@ -111,26 +127,28 @@ void Stack::grow_table() {
     }
 }
 
+template <bool Popcnt>
 SONDE_STACK_HOT uint64_t Stack::rank_le(uint64_t t) const {
     const uint64_t w = t >> 6;
     const uint64_t b = w / kBlockWords;
-    uint64_t r = popcount(words_[w] & mask_le(t & 63));
-    for (uint64_t i = b * kBlockWords; i < w; ++i) r += popcount(words_[i]);
+    uint64_t r = popc<Popcnt>(words_[w] & mask_le(t & 63));
+    for (uint64_t i = b * kBlockWords; i < w; ++i) r += popc<Popcnt>(words_[i]);
     for (uint64_t i = b; i > 0; i &= i - 1) r += fen_[i];
     return r;
 }
 
+template <bool Popcnt>
 SONDE_STACK_HOT uint64_t Stack::distance_of(uint64_t t) const {
     // Live times in (t, now_). A recent t is answered by scanning a few words.
     const uint64_t w = t >> 6;
     const uint64_t last = (now_ - 1) >> 6;
     if (last - w <= 8) {
-        uint64_t d = popcount(words_[w] & ~mask_le(t & 63));
+        uint64_t d = popc<Popcnt>(words_[w] & ~mask_le(t & 63));
         for (uint64_t i = w + 1; i <= last; ++i)
-            d += popcount(words_[i]);
+            d += popc<Popcnt>(words_[i]);
         return d;
     }
-    return live_ - rank_le(t);
+    return live_ - rank_le<Popcnt>(t);
 }
 
 SONDE_STACK_HOT void Stack::fen_add(uint64_t word, int64_t delta) {
@@ -211,6 +229,7 @@ void Stack::recency_order(std::vector<uint64_t> &out) {
     if (has_max_key_) out[max_key_val_ >> 1] = kEmpty;
 }
 
+template <bool Popcnt>
 SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
     if (verify_) return calc_and_update(addr, true, nullptr);
     if (now_ == slots_) compact();
@@ -226,7 +245,7 @@ SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
     uint64_t d;
     if (found) {
         const uint64_t t = *val >> 1;
-        d = distance_of(t);
+        d = distance_of<Popcnt>(t);
         move_time(t);
     } else {
         d = kInfinity;
@@ -237,7 +256,7 @@ SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
     return d;
 }
 
-uint64_t Stack::access(uint64_t addr) { return access_hot(addr); }
+uint64_t Stack::access(uint64_t addr) { return access_hot<false>(addr); }
 
 void Stack::touch(uint64_t addr) {
     if (verify_ || addr == kEmpty) {
@@ -256,30 +275,86 @@ void Stack::touch(uint64_t addr) {
     s->val = (now_ - 1) << 1;
 }
 
-void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
-                        Histogram &h) {
+template <bool Popcnt>
+SONDE_STACK_HOT void Stack::many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     constexpr std::size_t kAhead = 12;
     if (is_write == nullptr) {
         for (std::size_t i = 0; i < n; ++i) {
             if (i + kAhead < n) prefetch(lines[i + kAhead]);
-            h.add_unit(access_hot(lines[i]), 0);
+            h.add_unit(access_hot<Popcnt>(lines[i]), 0);
         }
         return;
     }
     for (std::size_t i = 0; i < n; ++i) {
         if (i + kAhead < n) prefetch(lines[i + kAhead]);
-        h.add_unit(access_hot(lines[i]), is_write[i] != 0 ? 1u : 0u);
+        h.add_unit(access_hot<Popcnt>(lines[i]), is_write[i] != 0 ? 1u : 0u);
     }
 }
 
-void Stack::access_indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx,
-                           std::size_t n, Histogram &h) {
+template <bool Popcnt>
+SONDE_STACK_HOT void Stack::indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx,
+                                    std::size_t n, Histogram &h) {
     constexpr std::size_t kAhead = 12;
     for (std::size_t i = 0; i < n; ++i) {
         if (i + kAhead < n) prefetch(lines[idx[i + kAhead]]);
         const std::size_t j = idx[i];
-        h.add_unit(access_hot(lines[j]), is_write != nullptr && is_write[j] != 0 ? 1u : 0u);
+        h.add_unit(access_hot<Popcnt>(lines[j]), is_write != nullptr && is_write[j] != 0 ? 1u : 0u);
     }
+}
+
+template <bool Popcnt>
+SONDE_STACK_HOT void Stack::chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
+                                  std::size_t end, Histogram &h, std::vector<std::size_t> &firsts) {
+    constexpr std::size_t kAhead = 12;
+    for (std::size_t i = begin; i < end; ++i) {
+        if (i + kAhead < end) prefetch(lines[i + kAhead]);
+        const uint64_t d = access_hot<Popcnt>(lines[i]);
+        if (d == kInfinity)
+            firsts.push_back(i);
+        else
+            h.add_unit(d, is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
+    }
+}
+
+// The batch entry points: each loop exists compiled for POPCNT and for the baseline; the
+// CPU decides which runs.
+void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
+    if (cpu_has_popcnt())
+        many_popcnt_(lines, is_write, n, h);
+    else
+        many<false>(lines, is_write, n, h);
+}
+
+__attribute__((target("popcnt"))) void Stack::many_popcnt_(const uint64_t *lines, const uint8_t *is_write,
+                                                           std::size_t n, Histogram &h) {
+    many<true>(lines, is_write, n, h);
+}
+
+void Stack::access_indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx, std::size_t n,
+                           Histogram &h) {
+    if (cpu_has_popcnt())
+        indexed_popcnt_(lines, is_write, idx, n, h);
+    else
+        indexed<false>(lines, is_write, idx, n, h);
+}
+
+__attribute__((target("popcnt"))) void Stack::indexed_popcnt_(const uint64_t *lines, const uint8_t *is_write,
+                                                              const std::size_t *idx, std::size_t n, Histogram &h) {
+    indexed<true>(lines, is_write, idx, n, h);
+}
+
+void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin, std::size_t end,
+                         Histogram &h, std::vector<std::size_t> &firsts) {
+    if (cpu_has_popcnt())
+        chunk_popcnt_(lines, is_write, begin, end, h, firsts);
+    else
+        chunk<false>(lines, is_write, begin, end, h, firsts);
+}
+
+__attribute__((target("popcnt"))) void Stack::chunk_popcnt_(const uint64_t *lines, const uint8_t *is_write,
+                                                            std::size_t begin, std::size_t end, Histogram &h,
+                                                            std::vector<std::size_t> &firsts) {
+    chunk<true>(lines, is_write, begin, end, h, firsts);
 }
 
 void Stack::touch_many(const uint64_t *lines, std::size_t n) {
@@ -287,19 +362,6 @@ void Stack::touch_many(const uint64_t *lines, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
         if (i + kAhead < n) prefetch(lines[i + kAhead]);
         touch(lines[i]);
-    }
-}
-
-void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
-                         std::size_t end, Histogram &h, std::vector<std::size_t> &firsts) {
-    constexpr std::size_t kAhead = 12;
-    for (std::size_t i = begin; i < end; ++i) {
-        if (i + kAhead < end) prefetch(lines[i + kAhead]);
-        const uint64_t d = access_hot(lines[i]);
-        if (d == kInfinity)
-            firsts.push_back(i);
-        else
-            h.add_unit(d, is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
     }
 }
 
@@ -311,7 +373,7 @@ uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) 
         if (has_max_key_) {
             const uint64_t t = max_key_val_ >> 1;
             mark = (max_key_val_ & 1) != 0;
-            d = distance_of(t);
+            d = distance_of<false>(t);
             clear_time(t);
             --live_;
             has_max_key_ = false;
@@ -328,7 +390,7 @@ uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) 
         if (found) {
             const uint64_t t = s->val >> 1;
             mark = (s->val & 1) != 0;
-            d = distance_of(t);
+            d = distance_of<false>(t);
             clear_time(t);
         } else {
             ++live_;
@@ -338,7 +400,7 @@ uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) 
     } else if (Slot *s = find(addr)) {
         const uint64_t t = s->val >> 1;
         mark = (s->val & 1) != 0;
-        d = distance_of(t);
+        d = distance_of<false>(t);
         clear_time(t);
         --live_;
         erase_slot(s);
@@ -364,7 +426,7 @@ uint64_t Stack::calc(uint64_t addr, bool new_mark, bool *marked) {
     }
     if (val) {
         mark = (*val & 1) != 0;
-        d = distance_of(*val >> 1);
+        d = distance_of<false>(*val >> 1);
         *val = (*val & ~1ull) | (new_mark ? 1 : 0);
     }
     if (verify_) {

@@ -47,7 +47,9 @@ public:
     void access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
                       std::size_t end, Histogram &h, std::vector<std::size_t> &firsts);
     // Hint for batch loops: start loading addr's home slot (no effect on the answers).
-    void prefetch(uint64_t addr) const { __builtin_prefetch(&table_[hash(addr) & mask_]); }
+    __attribute__((always_inline)) void prefetch(uint64_t addr) const {
+        __builtin_prefetch(table_.data() + (hash(addr) & mask_));
+    }
     // access() without computing the distance (no rank query): makes addr the most recent.
     void touch(uint64_t addr);
     // The parallel merge's batch forms, prefetching like access_many: access lines[idx[i]] for
@@ -85,9 +87,21 @@ private:
     void erase_slot(Slot *s);
     void grow_table();
 
-    uint64_t access_hot(uint64_t addr);  // access(), inlined into the batch loop
-    uint64_t rank_le(uint64_t t) const;  // live times <= t
-    uint64_t distance_of(uint64_t t) const;
+    // The hot helpers exist in two builds: Popcnt = true inlines into loops compiled for the
+    // POPCNT instruction (chosen at run time when the CPU has it), false uses a SWAR count.
+    template <bool Popcnt> uint64_t access_hot(uint64_t addr);  // access(), inlined into batch loops
+    template <bool Popcnt> uint64_t rank_le(uint64_t t) const;  // live times <= t
+    template <bool Popcnt> uint64_t distance_of(uint64_t t) const;
+    template <bool Popcnt> void many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
+    template <bool Popcnt> void indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx,
+                                        std::size_t n, Histogram &h);
+    void many_popcnt_(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
+    void indexed_popcnt_(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx, std::size_t n,
+                         Histogram &h);
+    void chunk_popcnt_(const uint64_t *lines, const uint8_t *is_write, std::size_t begin, std::size_t end,
+                       Histogram &h, std::vector<std::size_t> &firsts);
+    template <bool Popcnt> void chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
+                                      std::size_t end, Histogram &h, std::vector<std::size_t> &firsts);
     void fen_add(uint64_t word, int64_t delta);
     void move_time(uint64_t from);  // clear `from`, set now_, advance now_
     void set_now();                 // set now_, advance now_
