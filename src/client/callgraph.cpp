@@ -124,8 +124,13 @@ __attribute__((noinline)) ThreadState *thread_slow() {
     return register_current_thread();
 }
 
-__attribute__((noinline)) void deliver_call(uint32_t event, const Subs *s, uint64_t mask, ThreadState *t,
-                                            const Method *m, const void *call_site, uint32_t depth) {
+// Delivers a CALL_GRAPH event of method m on thread t (the shadow stack already pushed for an
+// enter, popped for a leave, so the method's depth follows from it). Five arguments, so the
+// hot path reaches it with a tail call.
+__attribute__((noinline)) void deliver_call(uint32_t event, const Subs *s, ThreadState *t, const Method *m,
+                                            const void *call_site) {
+    const uint64_t mask = s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
+    const uint32_t depth = t->depth.load(std::memory_order_relaxed) - (event == SONDE_EVENT_METHOD_ENTER ? 1 : 0);
     ++t->in_hook;
     sonde_event_data_t d;
     std::memset(&d, 0, sizeof d);
@@ -186,7 +191,7 @@ __attribute__((noinline)) void leave_slow(ThreadState *t, uint64_t fn, const voi
     const Subs *s = g_subs[SONDE_EVENT_METHOD_LEAVE].load(std::memory_order_acquire);
     if (s == nullptr) return;
     const uint64_t mask = s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
-    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, s, mask, t, m, call_site, at);
+    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, s, t, m, call_site);
 }
 
 }  // namespace
@@ -349,28 +354,46 @@ using namespace sonde::client;
 
 // ---- hot path ----
 
-extern "C" SONDE_API void sonde_method_enter(const void *function, const void *call_site) {
-    ThreadState *t = t_thread;
-    if (__builtin_expect(t == nullptr, 0)) {
-        t = thread_slow();
-        if (t == nullptr) return;
-    }
-    if (t->in_hook != 0) return;
-    const uint64_t fn = reinterpret_cast<uint64_t>(function);
-    MethodTable *tab = g_table.load(std::memory_order_acquire);
-    Method *m = tab != nullptr ? tab->find(fn) : nullptr;
-    if (__builtin_expect(m == nullptr, 0)) {
-        if (!g_running.load(std::memory_order_relaxed)) return;
-        m = insert_method(t, fn);
-        if (m == nullptr) return;
-    }
+namespace {
+
+// Pushes m on t's shadow stack and delivers METHOD_ENTER to the clients that want it.
+__attribute__((always_inline)) inline void enter_known(ThreadState *t, Method *m, const void *call_site) {
     const uint32_t d = t->depth.load(std::memory_order_relaxed);
     if (__builtin_expect(d < kStackCapacity, 1)) t->stack[d].store(m, std::memory_order_relaxed);
     t->depth.store(d + 1, std::memory_order_release);
     const Subs *s = g_subs[SONDE_EVENT_METHOD_ENTER].load(std::memory_order_acquire);
     if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
     const uint64_t mask = s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
-    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_ENTER, s, mask, t, m, call_site, d);
+    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_ENTER, s, t, m, call_site);
+}
+
+// The enter of a thread's first event or a method's first call.
+__attribute__((noinline)) void enter_slow(const void *function, const void *call_site) {
+    ThreadState *t = t_thread;
+    if (t == nullptr) t = thread_slow();
+    if (t == nullptr || t->in_hook != 0) return;
+    const uint64_t fn = reinterpret_cast<uint64_t>(function);
+    MethodTable *tab = g_table.load(std::memory_order_acquire);
+    Method *m = tab != nullptr ? tab->find(fn) : nullptr;
+    if (m == nullptr) {
+        if (!g_running.load(std::memory_order_relaxed)) return;
+        m = insert_method(t, fn);
+        if (m == nullptr) return;
+    }
+    enter_known(t, m, call_site);
+}
+
+}  // namespace
+
+// Hot path: a leaf with tail calls only (no frame) when the thread and the method are known.
+extern "C" SONDE_API void sonde_method_enter(const void *function, const void *call_site) {
+    ThreadState *t = t_thread;
+    MethodTable *tab = g_table.load(std::memory_order_acquire);
+    if (__builtin_expect(t == nullptr || tab == nullptr, 0)) return enter_slow(function, call_site);
+    if (t->in_hook != 0) return;
+    Method *m = tab->find(reinterpret_cast<uint64_t>(function));
+    if (__builtin_expect(m == nullptr, 0)) return enter_slow(function, call_site);
+    enter_known(t, m, call_site);
 }
 
 extern "C" SONDE_API void sonde_method_leave(const void *function, const void *call_site) {
@@ -388,7 +411,7 @@ extern "C" SONDE_API void sonde_method_leave(const void *function, const void *c
     const Subs *s = g_subs[SONDE_EVENT_METHOD_LEAVE].load(std::memory_order_acquire);
     if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
     const uint64_t mask = s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
-    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, s, mask, t, m, call_site, d - 1);
+    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, s, t, m, call_site);
 }
 
 // ---- MEMORY and USER events ----
