@@ -49,9 +49,12 @@ __attribute__((noinline, cold)) sonde_status_t not_accepting(uint64_t h) {
     if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
     const uint32_t slot = static_cast<uint32_t>(h);
     if (slot >= kMaxBuffers) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
-    return g_slot_state[slot].load(std::memory_order_relaxed) == stopped_state(h)
-               ? SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE
-               : SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+    // The caller saw the buffer not recording; the state is read again here, and a session
+    // started in between makes it active: the record was still refused for an inactive
+    // session, so that too is SESSION_NOT_ACTIVE, not a missing buffer.
+    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+    return state == stopped_state(h) || state == active_state(h) ? SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE
+                                                                 : SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
 }
 
 inline void store64(char *p, uint64_t v) { std::memcpy(p, &v, 8); }
