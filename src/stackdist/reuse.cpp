@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <system_error>
-#include <thread>
 
 namespace sonde::stackdist {
 
@@ -14,6 +12,8 @@ namespace {
 constexpr double kHashRange = 4294967296.0;  // 2^32
 // Below this many accesses per worker the threads cost more than they save.
 constexpr std::size_t kMinParallelChunk = 1 << 16;
+// Below this many lines to merge, waking the workers costs more than their share of lookups.
+constexpr std::size_t kMinParallelMerge = 1 << 14;
 
 inline unsigned type_of(const uint8_t *is_write, std::size_t i) {
     return is_write != nullptr && is_write[i] != 0 ? 1u : 0u;
@@ -77,49 +77,66 @@ bool Reuse::add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_
 
 void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
                          Histogram &h) {
-    // Chunk 0 runs on this thread against the global stack; chunk k > 0 runs on worker k with a
-    // private stack, resolving every access whose previous access lies inside the chunk and
-    // listing the rest (first accesses in the chunk) in order. The merge, on this thread, then
-    // feeds each chunk's first accesses to the global stack in order (their global distance:
-    // lines more recent in earlier chunks not yet seen in this chunk, plus this chunk's lines
-    // first-touched before), and finally re-touches the chunk's lines in their last-access order
-    // so that the global stack ends exactly as the serial one would.
+    // Chunk 0 runs on this thread against the global stack; chunk c > 0 runs on worker c with a
+    // private stack, resolving every access whose previous access lies inside the chunk (that
+    // distance is the same globally) and listing the rest - the first access of each of its
+    // lines - in order, with each line's recency rank at the end of the chunk. Each chunk in
+    // turn is then merged into the global stack (Stack::merge_*): every thread looks up a share
+    // of the chunk's lines and moves them to their final times, then this thread counts the
+    // first accesses' distances in order. The global stack ends exactly as the serial one would.
+    const unsigned k = cfg_.workers;
+    if (!pool_) pool_ = std::make_unique<Pool>(k - 1);
+    // Offsets within a chunk and ranks are 32-bit: very large batches go in pieces.
+    const std::size_t piece = std::size_t{k} << 31;
+    for (std::size_t off = 0; off < n; off += piece)
+        add_parallel_piece(lines + off, is_write != nullptr ? is_write + off : nullptr,
+                           std::min(piece, n - off), h);
+}
+
+void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                               Histogram &h) {
     const unsigned k = cfg_.workers;
     struct Part {
         Histogram hist;
-        std::vector<std::size_t> firsts;
-        std::vector<uint64_t> order;
+        std::vector<uint32_t> firsts, rank;
+        std::vector<uint64_t> old;
     };
     std::vector<Part> parts(k);
     std::vector<std::size_t> begin(k + 1);
     for (unsigned i = 0; i <= k; ++i) begin[i] = n / k * i;
     begin[k] = n;
+    auto w_at = [&](std::size_t i) { return is_write != nullptr ? is_write + i : nullptr; };
 
     // Read before the workers start: this thread updates stack_ while they run.
     const uint64_t hint = stack_.size() + 1024;
-    auto run = [&](unsigned c) {
+    pool_->run(k, [&](unsigned c) {
+        if (c == 0) {
+            stack_.access_many(lines, is_write, begin[1], h);
+            return;
+        }
         Part &p = parts[c];
-        Stack local(std::min<uint64_t>(begin[c + 1] - begin[c], hint));
-        local.access_chunk(lines, is_write, begin[c], begin[c + 1], p.hist, p.firsts);
-        local.recency_order(p.order);
-    };
-    std::vector<std::thread> threads;
-    threads.reserve(k - 1);
-    try {
-        for (unsigned c = 1; c < k; ++c) threads.emplace_back(run, c);
-    } catch (const std::system_error &) {
-        // No more threads: the chunks without a worker run on this thread below.
-    }
-    const unsigned started = static_cast<unsigned>(threads.size()) + 1;
-    stack_.access_many(lines, is_write, begin[1], h);
-    for (std::thread &t : threads) t.join();
-    for (unsigned c = started; c < k; ++c) run(c);
+        const std::size_t len = begin[c + 1] - begin[c];
+        Stack local(std::min<uint64_t>(len, hint));
+        local.access_chunk(lines + begin[c], w_at(begin[c]), len, p.hist, p.firsts);
+        p.rank.resize(p.firsts.size());
+        local.chunk_ranks(lines + begin[c], p.firsts.data(), p.firsts.size(), p.rank.data());
+    });
 
     for (unsigned c = 1; c < k; ++c) {
         Part &p = parts[c];
-        for (std::size_t i : p.firsts) h.add_unit(stack_.access(lines[i]), type_of(is_write, i));
-        for (uint64_t line : p.order) stack_.touch(line);
+        const uint64_t *cl = lines + begin[c];
+        const std::size_t m = p.firsts.size();
+        const uint64_t base = stack_.merge_reserve(m);
+        p.old.resize(m);
+        const unsigned helpers = m >= kMinParallelMerge ? k : 1;
+        pool_->run(helpers, [&](unsigned i) {
+            stack_.merge_probe(cl, p.firsts.data(), p.rank.data(), m * i / helpers,
+                               m * (i + 1) / helpers, base, p.old.data());
+        });
+        stack_.merge_resolve(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), p.old.data(),
+                             m, base, h);
         h.merge(p.hist);
+        p = Part();
     }
 }
 

@@ -172,9 +172,10 @@ void Stack::rebuild_fenwick() {
     }
 }
 
-void Stack::compact() {
+void Stack::compact(uint64_t room) {
     // Renumber live times to 0..live-1 keeping their order; the slot range is at least four
-    // times the live lines, so compaction runs at most once every 3/4 * slots accesses.
+    // times the live lines (and leaves `room` free slots), so compaction runs at most once every
+    // 3/4 * slots accesses.
     const uint64_t n = words_.size();
     std::vector<uint32_t> base(n);
     uint64_t acc = 0;
@@ -193,22 +194,13 @@ void Stack::compact() {
         if (s.key != kEmpty) s.val = renumber(s.val);
     if (has_max_key_) max_key_val_ = renumber(max_key_val_);
 
-    const uint64_t want = pow2_at_least(live_ * 4 + 64, 64 * kBlockWords);
+    const uint64_t want = pow2_at_least(std::max(live_ * 4, live_ + room) + 64, 64 * kBlockWords);
     if (want > slots_) slots_ = want;
     words_.assign(slots_ / 64, 0);
     for (uint64_t i = 0; i < live_ / 64; ++i) words_[i] = ~0ull;
     if (live_ & 63) words_[live_ / 64] = (1ull << (live_ & 63)) - 1;
     rebuild_fenwick();
     now_ = live_;
-}
-
-void Stack::recency_order(std::vector<uint64_t> &out) {
-    // Compaction first: live times become 0..live-1, so the time -> line array is dense.
-    compact();
-    out.assign(live_, 0);
-    for (const Slot &s : table_)
-        if (s.key != kEmpty) out[s.val >> 1] = s.key;
-    if (has_max_key_) out[max_key_val_ >> 1] = kEmpty;
 }
 
 SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
@@ -239,23 +231,6 @@ SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
 
 uint64_t Stack::access(uint64_t addr) { return access_hot(addr); }
 
-void Stack::touch(uint64_t addr) {
-    if (verify_ || addr == kEmpty) {
-        access(addr);
-        return;
-    }
-    if (now_ == slots_) compact();
-    bool found;
-    Slot *s = find_or_insert(addr, &found);
-    if (found) {
-        move_time(s->val >> 1);
-    } else {
-        ++live_;
-        set_now();
-    }
-    s->val = (now_ - 1) << 1;
-}
-
 void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
                         Histogram &h) {
     constexpr std::size_t kAhead = 12;
@@ -272,17 +247,119 @@ void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::siz
     }
 }
 
-void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
-                         std::size_t end, Histogram &h, std::vector<std::size_t> &firsts) {
+void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                         Histogram &h, std::vector<uint32_t> &firsts) {
     constexpr std::size_t kAhead = 12;
-    for (std::size_t i = begin; i < end; ++i) {
-        if (i + kAhead < end) prefetch(lines[i + kAhead]);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i + kAhead < n) prefetch(lines[i + kAhead]);
         const uint64_t d = access_hot(lines[i]);
         if (d == kInfinity)
-            firsts.push_back(i);
+            firsts.push_back(static_cast<uint32_t>(i));
         else
             h.add_unit(d, is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
     }
+}
+
+void Stack::chunk_ranks(const uint64_t *lines, const uint32_t *firsts, std::size_t m,
+                        uint32_t *rank) {
+    compact();  // live times become 0..live-1: a line's time is its recency rank
+    constexpr std::size_t kAhead = 12;
+    for (std::size_t j = 0; j < m; ++j) {
+        if (j + kAhead < m) prefetch(lines[firsts[j + kAhead]]);
+        const uint64_t a = lines[firsts[j]];
+        const uint64_t val = a == kEmpty ? max_key_val_ : find(a)->val;
+        rank[j] = static_cast<uint32_t>(val >> 1);
+    }
+}
+
+uint64_t Stack::merge_reserve(uint64_t m) {
+    if (now_ + m > slots_) compact(m);
+    return now_;
+}
+
+void Stack::merge_probe(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                        std::size_t from, std::size_t to, uint64_t base, uint64_t *old) {
+    // Reads keys and writes the values of distinct lines only: concurrent calls on disjoint
+    // ranges touch disjoint memory. Line kEmpty (outside the table) is left to merge_resolve.
+    constexpr std::size_t kAhead = 12;
+    for (std::size_t j = from; j < to; ++j) {
+        if (j + kAhead < to) prefetch(lines[firsts[j + kAhead]]);
+        const uint64_t a = lines[firsts[j]];
+        if (a == kEmpty) {
+            old[j] = kMaxKeyTime;
+            continue;
+        }
+        Slot *s = find(a);
+        if (s == nullptr) {
+            old[j] = kInfinity;
+            continue;
+        }
+        old[j] = s->val >> 1;
+        s->val = (base + rank[j]) << 1;
+    }
+}
+
+void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
+                          const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base,
+                          Histogram &h) {
+    // First access j of the chunk: the j earlier first accesses are all more recent, and so is
+    // every line here whose old time is later, unless the chunk has re-touched it already (its
+    // old time is cleared after its query). Until the new times are set, live_ counts the set
+    // bits, so that distance_of() counts exactly those lines; now_ stays at base. The
+    // distances replace the old times and go to the histogram in a second pass, where its
+    // scattered counters can be loaded several at a time.
+    const uint64_t lines_before = live_;
+    std::vector<std::size_t> fresh;  // lines absent before (and line kEmpty): set up below
+    for (std::size_t j = 0; j < m; ++j) {
+        uint64_t t = old[j];
+        if (t == kMaxKeyTime) {
+            fresh.push_back(j);
+            t = has_max_key_ ? max_key_val_ >> 1 : kInfinity;
+        } else if (t == kInfinity) {
+            fresh.push_back(j);
+        }
+        if (t == kInfinity) {
+            old[j] = kInfinity;
+            continue;
+        }
+        old[j] = j + distance_of(t);
+        clear_time(t);
+        --live_;
+    }
+    constexpr std::size_t kAhead = 16;
+    for (std::size_t j = 0; j < m; ++j) {
+        if (j + kAhead < m) h.prefetch(old[j + kAhead]);
+        h.add_unit(old[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
+    }
+    live_ = lines_before;
+    for (std::size_t j : fresh) {
+        const uint64_t a = lines[firsts[j]];
+        const uint64_t val = (base + rank[j]) << 1;
+        if (a == kEmpty) {
+            if (!has_max_key_) ++live_;
+            has_max_key_ = true;
+            max_key_val_ = val;
+            continue;
+        }
+        bool found;
+        find_or_insert(a, &found)->val = val;
+        ++live_;
+    }
+    // Times base .. base + m - 1 are now all live: fill their words and block counts.
+    const uint64_t end = base + m;
+    for (uint64_t t = base; t < end;) {
+        const uint64_t w = t >> 6;
+        const uint64_t hi = std::min<uint64_t>(end, (w + 1) << 6);
+        const uint64_t bits = hi - t;
+        words_[w] |= (bits == 64 ? ~0ull : ((1ull << bits) - 1)) << (t & 63);
+        t = hi;
+    }
+    for (uint64_t b = base / (64 * kBlockWords); b * 64 * kBlockWords < end; ++b) {
+        const uint64_t lo = std::max(base, b * 64 * kBlockWords);
+        const uint64_t hi = std::min(end, (b + 1) * 64 * kBlockWords);
+        fen_add(b * kBlockWords, static_cast<int64_t>(hi - lo));
+    }
+    now_ = end;
 }
 
 uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) {

@@ -42,21 +42,39 @@ public:
     // Batch hot path: access() every line in order and count each distance (unit weight) in
     // h, prefetching hash slots a few accesses ahead. is_write may be null (all reads).
     void access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
-    // Parallel chunk: like access_many for lines[begin, end), except that first accesses
-    // (infinite here) are not counted but their indexes appended to `firsts`.
-    void access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
-                      std::size_t end, Histogram &h, std::vector<std::size_t> &firsts);
+    // Parallel chunk (private stack): like access_many for the n accesses at lines, except that
+    // first accesses (infinite here) are not counted; their offsets are appended to `firsts`.
+    void access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                      Histogram &h, std::vector<uint32_t> &firsts);
+    // After access_chunk: rank[j] = recency rank (0 = least recent) of lines[firsts[j]] among
+    // the m lines of this stack. Compacts first.
+    void chunk_ranks(const uint64_t *lines, const uint32_t *firsts, std::size_t m, uint32_t *rank);
     // Hint for batch loops: start loading addr's home slot (no effect on the answers).
-    void prefetch(uint64_t addr) const { __builtin_prefetch(&table_[hash(addr) & mask_]); }
-    // access() without computing the distance (no rank query): makes addr the most recent.
-    void touch(uint64_t addr);
+    __attribute__((always_inline)) void prefetch(uint64_t addr) const {
+        __builtin_prefetch(&table_[hash(addr) & mask_]);
+    }
+
+    // Merging a chunk processed on a private stack (the m distinct lines lines[firsts[j]], in
+    // first-access order, with their recency ranks) into this stack, as if its accesses had
+    // been made here, in three steps:
+    //   merge_reserve(m) makes room for m new times above every live one and returns the base;
+    //   merge_probe() moves the lines already here to their new times base + rank[j] and saves
+    //     their old times in old[j] (kInfinity if absent). No insertion and no change to the
+    //     time structures: several threads may run it at once on disjoint j ranges;
+    //   merge_resolve() counts the first accesses' distances in order into h (an earlier first
+    //     access is always more recent; a line not yet re-touched counts if its old time is
+    //     later), inserts the new lines and sets the new times. It overwrites old[].
+    uint64_t merge_reserve(uint64_t m);
+    void merge_probe(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                     std::size_t from, std::size_t to, uint64_t base, uint64_t *old);
+    void merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
+                       const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base,
+                       Histogram &h);
 
     // Lines in the stack.
     uint64_t size() const { return live_; }
     // Bytes held by the structures (table, bitmap, Fenwick tree; not the verify stack).
     std::size_t bytes() const;
-    // Live lines from least to most recently used (compacts first). O(time slots + table slots).
-    void recency_order(std::vector<uint64_t> &out);
 
     // Verify mode: false once the naive stack disagreed with an answer.
     bool verify_ok() const { return verify_ok_; }
@@ -69,6 +87,8 @@ private:
         uint64_t val;  // time << 1 | mark
     };
     static constexpr uint64_t kEmpty = UINT64_MAX;
+    // merge_probe's old time for line kEmpty, which lives outside the table.
+    static constexpr uint64_t kMaxKeyTime = UINT64_MAX - 1;
     // Words per Fenwick leaf: a rank query pops at most this many words, and a move between
     // two times in the same 512-slot block leaves the tree alone.
     static constexpr uint64_t kBlockWords = 8;
@@ -87,7 +107,7 @@ private:
     void move_time(uint64_t from);  // clear `from`, set now_, advance now_
     void set_now();                 // set now_, advance now_
     void clear_time(uint64_t t);
-    void compact();
+    void compact(uint64_t room = 0);  // renumber live times 0..live-1; keep room free slots
     void rebuild_fenwick();
 
     uint64_t verify_answer(uint64_t addr, bool update, bool add, bool new_mark, bool *vmark);
