@@ -231,33 +231,50 @@ SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
 
 uint64_t Stack::access(uint64_t addr) { return access_hot(addr); }
 
+// The batch loop. An access to the line just accessed is distance 0 and leaves the stack as it
+// is (the line is already the most recent and unmarked), so it skips the table. Hash slots are
+// prefetched a few accesses ahead once the table outgrows the L2 cache. `firsts` null: count
+// every access; otherwise first accesses are not counted but their offsets listed.
+SONDE_STACK_HOT void Stack::batch_loop(const uint64_t *lines, const uint8_t *is_write,
+                                       std::size_t n, Histogram &h,
+                                       std::vector<uint32_t> *firsts) {
+    constexpr std::size_t kAhead = 12;
+    constexpr uint64_t kPrefetchSlots = (256u << 10) / sizeof(Slot);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (mask_ >= kPrefetchSlots && i + kAhead < n) prefetch(lines[i + kAhead]);
+        const uint64_t a = lines[i];
+        const unsigned type = is_write != nullptr && is_write[i] != 0 ? 1u : 0u;
+        if (i > 0 && a == lines[i - 1]) {
+            h.add_unit(0, type);
+            continue;
+        }
+        const uint64_t d = access_hot(a);
+        if (firsts != nullptr && d == kInfinity)
+            firsts->push_back(static_cast<uint32_t>(i));
+        else
+            h.add_unit(d, type);
+    }
+}
+
 void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
                         Histogram &h) {
-    constexpr std::size_t kAhead = 12;
-    if (is_write == nullptr) {
-        for (std::size_t i = 0; i < n; ++i) {
-            if (i + kAhead < n) prefetch(lines[i + kAhead]);
-            h.add_unit(access_hot(lines[i]), 0);
-        }
+    if (verify_) {
+        for (std::size_t i = 0; i < n; ++i)
+            h.add_unit(access(lines[i]), is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
         return;
     }
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i + kAhead < n) prefetch(lines[i + kAhead]);
-        h.add_unit(access_hot(lines[i]), is_write[i] != 0 ? 1u : 0u);
-    }
+    if (is_write == nullptr)
+        batch_loop(lines, nullptr, n, h, nullptr);
+    else
+        batch_loop(lines, is_write, n, h, nullptr);
 }
 
 void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
                          Histogram &h, std::vector<uint32_t> &firsts) {
-    constexpr std::size_t kAhead = 12;
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i + kAhead < n) prefetch(lines[i + kAhead]);
-        const uint64_t d = access_hot(lines[i]);
-        if (d == kInfinity)
-            firsts.push_back(static_cast<uint32_t>(i));
-        else
-            h.add_unit(d, is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
-    }
+    if (is_write == nullptr)
+        batch_loop(lines, nullptr, n, h, &firsts);
+    else
+        batch_loop(lines, is_write, n, h, &firsts);
 }
 
 void Stack::chunk_ranks(const uint64_t *lines, const uint32_t *firsts, std::size_t m,

@@ -40,7 +40,8 @@ public:
     // Hot path: calc_and_update(addr, true) without the mark and without verification.
     uint64_t access(uint64_t addr);
     // Batch hot path: access() every line in order and count each distance (unit weight) in
-    // h, prefetching hash slots a few accesses ahead. is_write may be null (all reads).
+    // h, prefetching hash slots a few accesses ahead in a large table, and skipping the table
+    // for a repeat of the previous line. is_write may be null (all reads).
     void access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
     // Parallel chunk (private stack): like access_many for the n accesses at lines, except that
     // first accesses (infinite here) are not counted; their offsets are appended to `firsts`.
@@ -101,6 +102,8 @@ private:
     void grow_table();
 
     uint64_t access_hot(uint64_t addr);  // access(), inlined into the batch loop
+    void batch_loop(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h,
+                    std::vector<uint32_t> *firsts);
     uint64_t rank_le(uint64_t t) const;  // live times <= t
     uint64_t distance_of(uint64_t t) const;
     void fen_add(uint64_t word, int64_t delta);
