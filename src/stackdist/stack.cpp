@@ -3,6 +3,7 @@
 #include "stackdist/stack.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "stackdist/histogram.h"
 
@@ -16,18 +17,52 @@ uint64_t pow2_at_least(uint64_t n, uint64_t floor) {
     return p;
 }
 
-// Population count: the instruction when the build targets it, otherwise a branch-free SWAR
-// count (libgcc's generic __popcountdi2 is a table-driven call, several times slower).
-inline uint64_t popcount(uint64_t x) {
-#if defined(__POPCNT__)
-    return static_cast<uint64_t>(__builtin_popcountll(x));
-#else
-    x = x - ((x >> 1) & 0x5555555555555555ull);
-    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-    return (x * 0x0101010101010101ull) >> 56;
+// Population count. kHw: the instruction (callers are compiled for a CPU that has it);
+// otherwise the instruction only if the whole build targets it, else a branch-free SWAR count
+// (libgcc's generic __popcountdi2 is a table-driven call, several times slower).
+template <bool kHw>
+__attribute__((always_inline)) inline uint64_t popcount(uint64_t x) {
+#if !defined(__POPCNT__)
+    if constexpr (!kHw) {
+        x = x - ((x >> 1) & 0x5555555555555555ull);
+        x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+        x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+        return (x * 0x0101010101010101ull) >> 56;
+    }
 #endif
+    return static_cast<uint64_t>(__builtin_popcountll(x));
 }
+
+// x86 builds for the baseline ISA lack POPCNT, which the rank queries use all the time: the
+// batch loops are compiled twice, and with_popcount() runs the POPCNT copy when the CPU has
+// it. f is a lambda marked SONDE_STACK_LAMBDA, called with std::true_type or std::false_type,
+// so that it and the hot helpers it calls are compiled inside the chosen copy.
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__POPCNT__)
+template <typename F>
+__attribute__((target("popcnt"))) void run_popcnt(F &f) {
+    f(std::true_type{});
+}
+template <typename F>
+void run_generic(F &f) {
+    f(std::false_type{});
+}
+bool cpu_has_popcnt() {
+    static const bool have = __builtin_cpu_supports("popcnt");
+    return have;
+}
+template <typename F>
+void with_popcount(F &&f) {
+    if (cpu_has_popcnt())
+        run_popcnt(f);
+    else
+        run_generic(f);
+}
+#else
+template <typename F>
+void with_popcount(F &&f) {
+    f(std::false_type{});  // popcount<false>: the instruction if the build targets it
+}
+#endif
 
 // Bits 0..b of a word.
 inline uint64_t mask_le(uint64_t b) { return b == 63 ? ~0ull : ((2ull << b) - 1); }
@@ -36,6 +71,7 @@ inline uint64_t mask_le(uint64_t b) { return b == 63 ? ~0ull : ((2ull << b) - 1)
 
 // The per-access helpers are inlined into the batch loop (they are only called from here).
 #define SONDE_STACK_HOT __attribute__((always_inline)) inline
+#define SONDE_STACK_LAMBDA __attribute__((always_inline))
 
 Stack::Stack(uint64_t initial_capacity, bool verify) : verify_(verify) {
     const uint64_t cap = std::max<uint64_t>(initial_capacity, 64);
@@ -111,26 +147,28 @@ void Stack::grow_table() {
     }
 }
 
+template <bool kHw>
 SONDE_STACK_HOT uint64_t Stack::rank_le(uint64_t t) const {
     const uint64_t w = t >> 6;
     const uint64_t b = w / kBlockWords;
-    uint64_t r = popcount(words_[w] & mask_le(t & 63));
-    for (uint64_t i = b * kBlockWords; i < w; ++i) r += popcount(words_[i]);
+    uint64_t r = popcount<kHw>(words_[w] & mask_le(t & 63));
+    for (uint64_t i = b * kBlockWords; i < w; ++i) r += popcount<kHw>(words_[i]);
     for (uint64_t i = b; i > 0; i &= i - 1) r += fen_[i];
     return r;
 }
 
+template <bool kHw>
 SONDE_STACK_HOT uint64_t Stack::distance_of(uint64_t t) const {
     // Live times in (t, now_). A recent t is answered by scanning a few words.
     const uint64_t w = t >> 6;
     const uint64_t last = (now_ - 1) >> 6;
     if (last - w <= 8) {
-        uint64_t d = popcount(words_[w] & ~mask_le(t & 63));
+        uint64_t d = popcount<kHw>(words_[w] & ~mask_le(t & 63));
         for (uint64_t i = w + 1; i <= last; ++i)
-            d += popcount(words_[i]);
+            d += popcount<kHw>(words_[i]);
         return d;
     }
-    return live_ - rank_le(t);
+    return live_ - rank_le<kHw>(t);
 }
 
 SONDE_STACK_HOT void Stack::fen_add(uint64_t word, int64_t delta) {
@@ -161,18 +199,20 @@ SONDE_STACK_HOT void Stack::move_time(uint64_t from) {
     ++now_;
 }
 
-void Stack::rebuild_fenwick() {
+template <bool kHw>
+SONDE_STACK_HOT void Stack::rebuild_fenwick() {
     const uint64_t n = words_.size() / kBlockWords;
     fen_.assign(n + 1, 0);
     for (uint64_t w = 0; w < words_.size(); ++w)
-        fen_[w / kBlockWords + 1] += static_cast<uint32_t>(popcount(words_[w]));
+        fen_[w / kBlockWords + 1] += static_cast<uint32_t>(popcount<kHw>(words_[w]));
     for (uint64_t i = 1; i <= n; ++i) {
         const uint64_t parent = i + (i & (~i + 1));
         if (parent <= n) fen_[parent] += fen_[i];
     }
 }
 
-void Stack::compact(uint64_t room) {
+template <bool kHw>
+SONDE_STACK_HOT void Stack::compact_impl(uint64_t room) {
     // Renumber live times to 0..live-1 keeping their order; the slot range is at least four
     // times the live lines (and leaves `room` free slots), so compaction runs at most once every
     // 3/4 * slots accesses.
@@ -181,13 +221,13 @@ void Stack::compact(uint64_t room) {
     uint64_t acc = 0;
     for (uint64_t i = 0; i < n; ++i) {
         base[i] = static_cast<uint32_t>(acc);
-        acc += popcount(words_[i]);
+        acc += popcount<kHw>(words_[i]);
     }
-    auto renumber = [&](uint64_t val) {
+    auto renumber = [&](uint64_t val) SONDE_STACK_LAMBDA {
         const uint64_t t = val >> 1;
         const uint64_t w = t >> 6;
         const uint64_t below =
-            (t & 63) ? popcount(words_[w] & ((1ull << (t & 63)) - 1)) : 0;
+            (t & 63) ? popcount<kHw>(words_[w] & ((1ull << (t & 63)) - 1)) : 0;
         return ((base[w] + below) << 1) | (val & 1);
     };
     for (Slot &s : table_)
@@ -199,10 +239,15 @@ void Stack::compact(uint64_t room) {
     words_.assign(slots_ / 64, 0);
     for (uint64_t i = 0; i < live_ / 64; ++i) words_[i] = ~0ull;
     if (live_ & 63) words_[live_ / 64] = (1ull << (live_ & 63)) - 1;
-    rebuild_fenwick();
+    rebuild_fenwick<kHw>();
     now_ = live_;
 }
 
+void Stack::compact(uint64_t room) {
+    with_popcount([&](auto hw) SONDE_STACK_LAMBDA { compact_impl<decltype(hw)::value>(room); });
+}
+
+template <bool kHw>
 SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
     if (verify_) return calc_and_update(addr, true, nullptr);
     if (now_ == slots_) compact();
@@ -218,7 +263,7 @@ SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
     uint64_t d;
     if (found) {
         const uint64_t t = *val >> 1;
-        d = distance_of(t);
+        d = distance_of<kHw>(t);
         move_time(t);
     } else {
         d = kInfinity;
@@ -235,6 +280,7 @@ uint64_t Stack::access(uint64_t addr) { return access_hot(addr); }
 // is (the line is already the most recent and unmarked), so it skips the table. Hash slots are
 // prefetched a few accesses ahead once the table outgrows the L2 cache. `firsts` null: count
 // every access; otherwise first accesses are not counted but their offsets listed.
+template <bool kHw>
 SONDE_STACK_HOT void Stack::batch_loop(const uint64_t *lines, const uint8_t *is_write,
                                        std::size_t n, Histogram &h,
                                        std::vector<uint32_t> *firsts) {
@@ -248,7 +294,7 @@ SONDE_STACK_HOT void Stack::batch_loop(const uint64_t *lines, const uint8_t *is_
             h.add_unit(0, type);
             continue;
         }
-        const uint64_t d = access_hot(a);
+        const uint64_t d = access_hot<kHw>(a);
         if (firsts != nullptr && d == kInfinity)
             firsts->push_back(static_cast<uint32_t>(i));
         else
@@ -263,18 +309,22 @@ void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::siz
             h.add_unit(access(lines[i]), is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
         return;
     }
-    if (is_write == nullptr)
-        batch_loop(lines, nullptr, n, h, nullptr);
-    else
-        batch_loop(lines, is_write, n, h, nullptr);
+    with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
+        if (is_write == nullptr)
+            batch_loop<decltype(hw)::value>(lines, nullptr, n, h, nullptr);
+        else
+            batch_loop<decltype(hw)::value>(lines, is_write, n, h, nullptr);
+    });
 }
 
 void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
                          Histogram &h, std::vector<uint32_t> &firsts) {
-    if (is_write == nullptr)
-        batch_loop(lines, nullptr, n, h, &firsts);
-    else
-        batch_loop(lines, is_write, n, h, &firsts);
+    with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
+        if (is_write == nullptr)
+            batch_loop<decltype(hw)::value>(lines, nullptr, n, h, &firsts);
+        else
+            batch_loop<decltype(hw)::value>(lines, is_write, n, h, &firsts);
+    });
 }
 
 void Stack::chunk_ranks(const uint64_t *lines, const uint32_t *firsts, std::size_t m,
@@ -327,22 +377,24 @@ void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const 
     // scattered counters can be loaded several at a time.
     const uint64_t lines_before = live_;
     std::vector<std::size_t> fresh;  // lines absent before (and line kEmpty): set up below
-    for (std::size_t j = 0; j < m; ++j) {
-        uint64_t t = old[j];
-        if (t == kMaxKeyTime) {
-            fresh.push_back(j);
-            t = has_max_key_ ? max_key_val_ >> 1 : kInfinity;
-        } else if (t == kInfinity) {
-            fresh.push_back(j);
+    with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
+        for (std::size_t j = 0; j < m; ++j) {
+            uint64_t t = old[j];
+            if (t == kMaxKeyTime) {
+                fresh.push_back(j);
+                t = has_max_key_ ? max_key_val_ >> 1 : kInfinity;
+            } else if (t == kInfinity) {
+                fresh.push_back(j);
+            }
+            if (t == kInfinity) {
+                old[j] = kInfinity;
+                continue;
+            }
+            old[j] = j + distance_of<decltype(hw)::value>(t);
+            clear_time(t);
+            --live_;
         }
-        if (t == kInfinity) {
-            old[j] = kInfinity;
-            continue;
-        }
-        old[j] = j + distance_of(t);
-        clear_time(t);
-        --live_;
-    }
+    });
     constexpr std::size_t kAhead = 16;
     for (std::size_t j = 0; j < m; ++j) {
         if (j + kAhead < m) h.prefetch(old[j + kAhead]);

@@ -101,16 +101,24 @@ private:
     void erase_slot(Slot *s);
     void grow_table();
 
+    // Hot helpers; kHw: compiled for a CPU with POPCNT (see with_popcount in stack.cpp).
+    template <bool kHw = false>
     uint64_t access_hot(uint64_t addr);  // access(), inlined into the batch loop
+    template <bool kHw>
     void batch_loop(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h,
                     std::vector<uint32_t> *firsts);
+    template <bool kHw = false>
     uint64_t rank_le(uint64_t t) const;  // live times <= t
+    template <bool kHw = false>
     uint64_t distance_of(uint64_t t) const;
     void fen_add(uint64_t word, int64_t delta);
     void move_time(uint64_t from);  // clear `from`, set now_, advance now_
     void set_now();                 // set now_, advance now_
     void clear_time(uint64_t t);
     void compact(uint64_t room = 0);  // renumber live times 0..live-1; keep room free slots
+    template <bool kHw>
+    void compact_impl(uint64_t room);
+    template <bool kHw>
     void rebuild_fenwick();
 
     uint64_t verify_answer(uint64_t addr, bool update, bool add, bool new_mark, bool *vmark);
