@@ -84,7 +84,7 @@ Stack::Stack(uint64_t initial_capacity, bool verify) : verify_(verify) {
 
 std::size_t Stack::bytes() const {
     return table_.capacity() * sizeof(Slot) + words_.capacity() * sizeof(uint64_t) +
-           fen_.capacity() * sizeof(uint32_t);
+           (fen_.capacity() + compact_base_.capacity()) * sizeof(uint32_t);
 }
 
 Stack::Slot *Stack::find(uint64_t addr) {
@@ -217,7 +217,8 @@ SONDE_STACK_HOT void Stack::compact_impl(uint64_t room) {
     // times the live lines (and leaves `room` free slots), so compaction runs at most once every
     // 3/4 * slots accesses.
     const uint64_t n = words_.size();
-    std::vector<uint32_t> base(n);
+    std::vector<uint32_t> &base = compact_base_;
+    base.resize(n);
     uint64_t acc = 0;
     for (uint64_t i = 0; i < n; ++i) {
         base[i] = static_cast<uint32_t>(acc);

@@ -133,6 +133,9 @@ private:
 
     std::vector<uint64_t, HugeAlloc<uint64_t>> words_;
     std::vector<uint32_t> fen_;  // 1-based Fenwick tree over per-block (8-word) counts
+    // compact()'s live times before each word, kept between compactions: allocating and
+    // freeing it each time costs page faults and, with threads, TLB shootdowns.
+    std::vector<uint32_t> compact_base_;
     uint64_t slots_ = 0;         // time slots (multiple of 64)
     uint64_t now_ = 0;
 
