@@ -97,9 +97,6 @@ void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, s
                                Histogram &h) {
     const unsigned k = cfg_.workers;
     struct Part {
-        // Freed by this thread once merged, while the workers sleep: freeing large blocks
-        // while another thread runs interrupts it (TLB shootdowns).
-        std::unique_ptr<Stack> local;
         Histogram hist;
         std::vector<uint32_t> firsts, rank;
         std::vector<uint64_t> old;
@@ -119,10 +116,10 @@ void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, s
         }
         Part &p = parts[c];
         const std::size_t len = begin[c + 1] - begin[c];
-        p.local = std::make_unique<Stack>(std::min<uint64_t>(len, hint));
-        p.local->access_chunk(lines + begin[c], w_at(begin[c]), len, p.hist, p.firsts);
+        Stack local(std::min<uint64_t>(len, hint));
+        local.access_chunk(lines + begin[c], w_at(begin[c]), len, p.hist, p.firsts);
         p.rank.resize(p.firsts.size());
-        p.local->chunk_ranks(lines + begin[c], p.firsts.data(), p.firsts.size(), p.rank.data());
+        local.chunk_ranks(lines + begin[c], p.firsts.data(), p.firsts.size(), p.rank.data());
     });
 
     for (unsigned c = 1; c < k; ++c) {
