@@ -151,8 +151,9 @@ SONDE_API sonde_status_t sonde_stackdist_calc(sonde_stackdist_t *sd, uint64_t ad
  * @param hist The histogram to add to.
  * @return SUCCESS; NULL_POINTER if sd or hist is NULL, or addrs is NULL with n > 0;
  * VERIFY_FAILED (verify mode; the histogram holds the fast answers); OUT_OF_MEMORY.
- * @note Not thread-safe for the same sd or hist; a parallel calculator starts and joins its
- * own worker threads inside the call.
+ * @note Not thread-safe for the same sd or hist; a parallel calculator starts its worker
+ * threads at its first batch large enough to split, keeps them (asleep between batches) and
+ * joins them in ::sonde_stackdist_destroy.
  */
 SONDE_API sonde_status_t sonde_stackdist_batch(sonde_stackdist_t *sd, const uint64_t *addrs,
                                                const uint8_t *is_write, size_t n,

@@ -41,6 +41,10 @@ struct Histogram {
         if (d >= c.size()) grow_units(d);
         if (++c[d] == 0) add_weight(d, is_write, 4294967296.0);
     }
+    // Hint: start loading the read counter of distance d (no effect on the counts).
+    __attribute__((always_inline)) void prefetch(uint64_t d) const {
+        if (d < units[0].size()) __builtin_prefetch(&units[0][d], 1);
+    }
     // Weighted (SHARDS) path.
     void add_weight(uint64_t d, unsigned is_write, double w) {
         if (d == kInfinity) {

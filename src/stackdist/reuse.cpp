@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <system_error>
-#include <thread>
 
 namespace sonde::stackdist {
 
@@ -14,6 +12,8 @@ namespace {
 constexpr double kHashRange = 4294967296.0;  // 2^32
 // Below this many accesses per worker the threads cost more than they save.
 constexpr std::size_t kMinParallelChunk = 1 << 16;
+// Below this many lines to merge, waking the workers costs more than their share of lookups.
+constexpr std::size_t kMinParallelMerge = 1 << 14;
 
 inline unsigned type_of(const uint8_t *is_write, std::size_t i) {
     return is_write != nullptr && is_write[i] != 0 ? 1u : 0u;
@@ -65,18 +65,6 @@ bool Reuse::add(const uint64_t *lines, const uint8_t *is_write, std::size_t n, H
     return ok;
 }
 
-double Reuse::estimate_distinct(const uint64_t *lines, std::size_t n) {
-    // Distinct lines by spatial sampling: keep the lines whose hash falls in 1/256 of the
-    // range, count them exactly, scale up. Cheap next to the chunk it sizes.
-    std::vector<uint64_t> kept;
-    kept.reserve(n / 128 + 16);
-    for (std::size_t i = 0; i < n; ++i)
-        if (((lines[i] * 0x9E3779B97F4A7C15ull) >> 56) == 0) kept.push_back(lines[i]);
-    std::sort(kept.begin(), kept.end());
-    const auto unique = static_cast<double>(std::unique(kept.begin(), kept.end()) - kept.begin());
-    return unique * 256.0;
-}
-
 bool Reuse::add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     if (cfg_.verify) {
         for (std::size_t i = 0; i < n; ++i)
@@ -89,65 +77,66 @@ bool Reuse::add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_
 
 void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
                          Histogram &h) {
-    // Chunk 0 runs on this thread against the global stack; chunk k > 0 runs on worker k with a
-    // private stack, resolving every access whose previous access lies inside the chunk and
-    // listing the rest (first accesses in the chunk) in order. The merge, on this thread, then
-    // feeds each chunk's first accesses to the global stack in order (their global distance:
-    // lines more recent in earlier chunks not yet seen in this chunk, plus this chunk's lines
-    // first-touched before), and finally re-touches the chunk's lines in their last-access order
-    // so that the global stack ends exactly as the serial one would.
+    // Chunk 0 runs on this thread against the global stack; chunk c > 0 runs on worker c with a
+    // private stack, resolving every access whose previous access lies inside the chunk (that
+    // distance is the same globally) and listing the rest - the first access of each of its
+    // lines - in order, with each line's recency rank at the end of the chunk. Each chunk in
+    // turn is then merged into the global stack (Stack::merge_*): every thread looks up a share
+    // of the chunk's lines and moves them to their final times, then this thread counts the
+    // first accesses' distances in order. The global stack ends exactly as the serial one would.
+    const unsigned k = cfg_.workers;
+    if (!pool_) pool_ = std::make_unique<Pool>(k - 1);
+    // Offsets within a chunk and ranks are 32-bit: very large batches go in pieces.
+    const std::size_t piece = std::size_t{k} << 31;
+    for (std::size_t off = 0; off < n; off += piece)
+        add_parallel_piece(lines + off, is_write != nullptr ? is_write + off : nullptr,
+                           std::min(piece, n - off), h);
+}
+
+void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                               Histogram &h) {
     const unsigned k = cfg_.workers;
     struct Part {
         Histogram hist;
-        std::vector<std::size_t> firsts;
-        std::vector<uint64_t> order;
+        std::vector<uint32_t> firsts, rank;
+        std::vector<uint64_t> old;
     };
     std::vector<Part> parts(k);
     std::vector<std::size_t> begin(k + 1);
-    // Balance the work: this thread runs chunk 0 and then merges every later chunk, at a cost
-    // per distinct line of the chunk (a first access and a touch), while a worker runs its
-    // chunk and lists its lines by recency. So chunk 0 is shorter than the others by the merge
-    // cost of the later chunks, less their recency listing, estimated from the distinct lines
-    // of one chunk-sized stretch (costs per distinct line measured on the uniform 1 M-line
-    // trace, relative to an access: merge about 1.8, recency listing about 1.0).
-    const double per = static_cast<double>(n) / k;
-    const double distinct = estimate_distinct(lines + (n - static_cast<std::size_t>(per)), static_cast<std::size_t>(per));
-    const double delta = (1.0 - 1.8 * (k - 1)) * distinct;  // chunk 0 length minus a later chunk's
-    const double later = std::max((static_cast<double>(n) - delta) / k, 1.0);
-    double first = static_cast<double>(n) - later * (k - 1);
-    first = std::max(first, per / 4);
-    begin[0] = 0;
-    begin[1] = std::min<std::size_t>(n, static_cast<std::size_t>(first));
-    for (unsigned i = 2; i < k; ++i)
-        begin[i] = begin[1] + static_cast<std::size_t>(static_cast<double>(n - begin[1]) / (k - 1) * (i - 1));
+    for (unsigned i = 0; i <= k; ++i) begin[i] = n / k * i;
     begin[k] = n;
+    auto w_at = [&](std::size_t i) { return is_write != nullptr ? is_write + i : nullptr; };
 
     // Read before the workers start: this thread updates stack_ while they run.
-    // The workers' stacks start at the estimated size of their chunk, so they do not rehash.
-    const uint64_t hint = std::max<uint64_t>(stack_.size(), static_cast<uint64_t>(distinct * 1.1)) + 1024;
-    auto run = [&](unsigned c) {
+    const uint64_t hint = stack_.size() + 1024;
+    pool_->run(k, [&](unsigned c) {
+        if (c == 0) {
+            stack_.access_many(lines, is_write, begin[1], h);
+            return;
+        }
         Part &p = parts[c];
-        Stack local(std::min<uint64_t>(begin[c + 1] - begin[c], hint));
-        local.access_chunk(lines, is_write, begin[c], begin[c + 1], p.hist, p.firsts);
-        local.recency_order(p.order);
-    };
-    std::vector<std::thread> threads;
-    threads.reserve(k - 1);
-    try {
-        for (unsigned c = 1; c < k; ++c) threads.emplace_back(run, c);
-    } catch (const std::system_error &) {
-        // No more threads: the chunks without a worker run on this thread below.
-    }
-    const unsigned started = static_cast<unsigned>(threads.size()) + 1;
-    stack_.access_many(lines, is_write, begin[1], h);
-    for (std::thread &t : threads) t.join();
-    for (unsigned c = started; c < k; ++c) run(c);
+        const std::size_t len = begin[c + 1] - begin[c];
+        Stack local(std::min<uint64_t>(len, hint));
+        local.access_chunk(lines + begin[c], w_at(begin[c]), len, p.hist, p.firsts);
+        p.rank.resize(p.firsts.size());
+        local.chunk_ranks(lines + begin[c], p.firsts.data(), p.firsts.size(), p.rank.data());
+    });
 
     for (unsigned c = 1; c < k; ++c) {
         Part &p = parts[c];
-        stack_.access_indexed(lines, is_write, p.firsts.data(), p.firsts.size(), h);
-        stack_.touch_many(p.order.data(), p.order.size());
+        const uint64_t *cl = lines + begin[c];
+        const std::size_t m = p.firsts.size();
+        const uint64_t base = stack_.merge_reserve(m);
+        p.old.resize(m);
+        const unsigned helpers = m >= kMinParallelMerge ? k : 1;
+        pool_->run(helpers, [&](unsigned i) {
+            stack_.merge_probe(cl, p.firsts.data(), p.rank.data(), m * i / helpers,
+                               m * (i + 1) / helpers, base, p.old.data());
+        });
+        stack_.merge_resolve(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), p.old.data(),
+                             m, base, h);
         h.merge(p.hist);
+        p = Part();
     }
 }
 

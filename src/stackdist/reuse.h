@@ -6,18 +6,20 @@
 // Per-shard or global use: one Reuse per stream. A tool keeps one for the global stack (fed in
 // timestamp order) and, for per-shard output, one per shard.
 //
-// Threads: a Reuse is owned by one thread at a time; in parallel mode add() itself starts
-// workers that each own a private Stack and Histogram for their chunk and joins them before
-// returning; the merge runs on the calling thread.
+// Threads: a Reuse is owned by one thread at a time. In parallel mode it keeps workers - 1
+// threads (started by the first parallel batch, joined by the destructor); during add() each
+// owns a private Stack and Histogram for its chunk, then helps the calling thread merge.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <queue>
 #include <utility>
 #include <vector>
 
 #include "stackdist/histogram.h"
+#include "stackdist/pool.h"
 #include "stackdist/stack.h"
 
 namespace sonde::stackdist {
@@ -58,8 +60,6 @@ public:
     const Histogram &histogram() const { return own_; }
     ReuseResult result() const { return result_of(own_); }
     static ReuseResult result_of(const Histogram &h);
-    // Estimated distinct lines among lines[0..n) (1/256 spatial sample), for sizing chunks.
-    static double estimate_distinct(const uint64_t *lines, std::size_t n);
 
     Stack &stack() { return stack_; }
     const ReuseConfig &config() const { return cfg_; }
@@ -70,6 +70,8 @@ public:
 private:
     bool add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
     void add_parallel(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
+    void add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                            Histogram &h);
     void add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
     void add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
 
@@ -78,6 +80,7 @@ private:
     Histogram own_;
     uint64_t threshold_ = 0;  // SHARDS: a line is sampled iff hash32(line) < threshold_
     std::priority_queue<std::pair<uint32_t, uint64_t>> heap_;  // fixed size: (hash, line)
+    std::unique_ptr<Pool> pool_;  // parallel exact mode, from the first parallel batch
 };
 
 // SHARDS spatial hash of a line: 32 well-mixed bits.

@@ -3,6 +3,7 @@
 #include "stackdist/stack.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "stackdist/histogram.h"
 
@@ -16,34 +17,52 @@ uint64_t pow2_at_least(uint64_t n, uint64_t floor) {
     return p;
 }
 
-// Population count: the instruction when the build targets it, otherwise a branch-free SWAR
-// count (libgcc's generic __popcountdi2 is a table-driven call, several times slower).
-inline uint64_t popcount(uint64_t x) {
-#if defined(__POPCNT__)
-    return static_cast<uint64_t>(__builtin_popcountll(x));
-#else
-    x = x - ((x >> 1) & 0x5555555555555555ull);
-    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-    return (x * 0x0101010101010101ull) >> 56;
+// Population count. kHw: the instruction (callers are compiled for a CPU that has it);
+// otherwise the instruction only if the whole build targets it, else a branch-free SWAR count
+// (libgcc's generic __popcountdi2 is a table-driven call, several times slower).
+template <bool kHw>
+__attribute__((always_inline)) inline uint64_t popcount(uint64_t x) {
+#if !defined(__POPCNT__)
+    if constexpr (!kHw) {
+        x = x - ((x >> 1) & 0x5555555555555555ull);
+        x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+        x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+        return (x * 0x0101010101010101ull) >> 56;
+    }
 #endif
+    return static_cast<uint64_t>(__builtin_popcountll(x));
 }
 
-// popcount for the two builds of the hot helpers: the instruction inside functions compiled
-// with target("popcnt"), the SWAR count elsewhere.
-template <bool Popcnt>
-__attribute__((always_inline)) inline uint64_t popc(uint64_t x) {
-    if constexpr (Popcnt)
-        return static_cast<uint64_t>(__builtin_popcountll(x));
-    else
-        return popcount(x);
+// x86 builds for the baseline ISA lack POPCNT, which the rank queries use all the time: the
+// batch loops are compiled twice, and with_popcount() runs the POPCNT copy when the CPU has
+// it. f is a lambda marked SONDE_STACK_LAMBDA, called with std::true_type or std::false_type,
+// so that it and the hot helpers it calls are compiled inside the chosen copy.
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__POPCNT__)
+template <typename F>
+__attribute__((target("popcnt"))) void run_popcnt(F &f) {
+    f(std::true_type{});
 }
-
-// Whether the CPU has POPCNT (x86-64-v2 and later); read once.
+template <typename F>
+void run_generic(F &f) {
+    f(std::false_type{});
+}
 bool cpu_has_popcnt() {
-    static const bool has = __builtin_cpu_supports("popcnt");
-    return has;
+    static const bool have = __builtin_cpu_supports("popcnt");
+    return have;
 }
+template <typename F>
+void with_popcount(F &&f) {
+    if (cpu_has_popcnt())
+        run_popcnt(f);
+    else
+        run_generic(f);
+}
+#else
+template <typename F>
+void with_popcount(F &&f) {
+    f(std::false_type{});  // popcount<false>: the instruction if the build targets it
+}
+#endif
 
 // Bits 0..b of a word.
 inline uint64_t mask_le(uint64_t b) { return b == 63 ? ~0ull : ((2ull << b) - 1); }
@@ -52,6 +71,7 @@ inline uint64_t mask_le(uint64_t b) { return b == 63 ? ~0ull : ((2ull << b) - 1)
 
 // The per-access helpers are inlined into the batch loop (they are only called from here).
 #define SONDE_STACK_HOT __attribute__((always_inline)) inline
+#define SONDE_STACK_LAMBDA __attribute__((always_inline))
 
 Stack::Stack(uint64_t initial_capacity, bool verify) : verify_(verify) {
     const uint64_t cap = std::max<uint64_t>(initial_capacity, 64);
@@ -64,7 +84,7 @@ Stack::Stack(uint64_t initial_capacity, bool verify) : verify_(verify) {
 
 std::size_t Stack::bytes() const {
     return table_.capacity() * sizeof(Slot) + words_.capacity() * sizeof(uint64_t) +
-           fen_.capacity() * sizeof(uint32_t);
+           (fen_.capacity() + compact_base_.capacity()) * sizeof(uint32_t);
 }
 
 Stack::Slot *Stack::find(uint64_t addr) {
@@ -127,28 +147,28 @@ void Stack::grow_table() {
     }
 }
 
-template <bool Popcnt>
+template <bool kHw>
 SONDE_STACK_HOT uint64_t Stack::rank_le(uint64_t t) const {
     const uint64_t w = t >> 6;
     const uint64_t b = w / kBlockWords;
-    uint64_t r = popc<Popcnt>(words_[w] & mask_le(t & 63));
-    for (uint64_t i = b * kBlockWords; i < w; ++i) r += popc<Popcnt>(words_[i]);
+    uint64_t r = popcount<kHw>(words_[w] & mask_le(t & 63));
+    for (uint64_t i = b * kBlockWords; i < w; ++i) r += popcount<kHw>(words_[i]);
     for (uint64_t i = b; i > 0; i &= i - 1) r += fen_[i];
     return r;
 }
 
-template <bool Popcnt>
+template <bool kHw>
 SONDE_STACK_HOT uint64_t Stack::distance_of(uint64_t t) const {
     // Live times in (t, now_). A recent t is answered by scanning a few words.
     const uint64_t w = t >> 6;
     const uint64_t last = (now_ - 1) >> 6;
     if (last - w <= 8) {
-        uint64_t d = popc<Popcnt>(words_[w] & ~mask_le(t & 63));
+        uint64_t d = popcount<kHw>(words_[w] & ~mask_le(t & 63));
         for (uint64_t i = w + 1; i <= last; ++i)
-            d += popc<Popcnt>(words_[i]);
+            d += popcount<kHw>(words_[i]);
         return d;
     }
-    return live_ - rank_le<Popcnt>(t);
+    return live_ - rank_le<kHw>(t);
 }
 
 SONDE_STACK_HOT void Stack::fen_add(uint64_t word, int64_t delta) {
@@ -179,57 +199,56 @@ SONDE_STACK_HOT void Stack::move_time(uint64_t from) {
     ++now_;
 }
 
-void Stack::rebuild_fenwick() {
+template <bool kHw>
+SONDE_STACK_HOT void Stack::rebuild_fenwick() {
     const uint64_t n = words_.size() / kBlockWords;
     fen_.assign(n + 1, 0);
     for (uint64_t w = 0; w < words_.size(); ++w)
-        fen_[w / kBlockWords + 1] += static_cast<uint32_t>(popcount(words_[w]));
+        fen_[w / kBlockWords + 1] += static_cast<uint32_t>(popcount<kHw>(words_[w]));
     for (uint64_t i = 1; i <= n; ++i) {
         const uint64_t parent = i + (i & (~i + 1));
         if (parent <= n) fen_[parent] += fen_[i];
     }
 }
 
-void Stack::compact() {
+template <bool kHw>
+SONDE_STACK_HOT void Stack::compact_impl(uint64_t room) {
     // Renumber live times to 0..live-1 keeping their order; the slot range is at least four
-    // times the live lines, so compaction runs at most once every 3/4 * slots accesses.
+    // times the live lines (and leaves `room` free slots), so compaction runs at most once every
+    // 3/4 * slots accesses.
     const uint64_t n = words_.size();
-    std::vector<uint32_t> base(n);
+    std::vector<uint32_t> &base = compact_base_;
+    base.resize(n);
     uint64_t acc = 0;
     for (uint64_t i = 0; i < n; ++i) {
         base[i] = static_cast<uint32_t>(acc);
-        acc += popcount(words_[i]);
+        acc += popcount<kHw>(words_[i]);
     }
-    auto renumber = [&](uint64_t val) {
+    auto renumber = [&](uint64_t val) SONDE_STACK_LAMBDA {
         const uint64_t t = val >> 1;
         const uint64_t w = t >> 6;
         const uint64_t below =
-            (t & 63) ? popcount(words_[w] & ((1ull << (t & 63)) - 1)) : 0;
+            (t & 63) ? popcount<kHw>(words_[w] & ((1ull << (t & 63)) - 1)) : 0;
         return ((base[w] + below) << 1) | (val & 1);
     };
     for (Slot &s : table_)
         if (s.key != kEmpty) s.val = renumber(s.val);
     if (has_max_key_) max_key_val_ = renumber(max_key_val_);
 
-    const uint64_t want = pow2_at_least(live_ * 4 + 64, 64 * kBlockWords);
+    const uint64_t want = pow2_at_least(std::max(live_ * 4, live_ + room) + 64, 64 * kBlockWords);
     if (want > slots_) slots_ = want;
     words_.assign(slots_ / 64, 0);
     for (uint64_t i = 0; i < live_ / 64; ++i) words_[i] = ~0ull;
     if (live_ & 63) words_[live_ / 64] = (1ull << (live_ & 63)) - 1;
-    rebuild_fenwick();
+    rebuild_fenwick<kHw>();
     now_ = live_;
 }
 
-void Stack::recency_order(std::vector<uint64_t> &out) {
-    // Compaction first: live times become 0..live-1, so the time -> line array is dense.
-    compact();
-    out.assign(live_, 0);
-    for (const Slot &s : table_)
-        if (s.key != kEmpty) out[s.val >> 1] = s.key;
-    if (has_max_key_) out[max_key_val_ >> 1] = kEmpty;
+void Stack::compact(uint64_t room) {
+    with_popcount([&](auto hw) SONDE_STACK_LAMBDA { compact_impl<decltype(hw)::value>(room); });
 }
 
-template <bool Popcnt>
+template <bool kHw>
 SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
     if (verify_) return calc_and_update(addr, true, nullptr);
     if (now_ == slots_) compact();
@@ -245,7 +264,7 @@ SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
     uint64_t d;
     if (found) {
         const uint64_t t = *val >> 1;
-        d = distance_of<Popcnt>(t);
+        d = distance_of<kHw>(t);
         move_time(t);
     } else {
         d = kInfinity;
@@ -256,113 +275,161 @@ SONDE_STACK_HOT uint64_t Stack::access_hot(uint64_t addr) {
     return d;
 }
 
-uint64_t Stack::access(uint64_t addr) { return access_hot<false>(addr); }
+uint64_t Stack::access(uint64_t addr) { return access_hot(addr); }
 
-void Stack::touch(uint64_t addr) {
-    if (verify_ || addr == kEmpty) {
-        access(addr);
-        return;
-    }
-    if (now_ == slots_) compact();
-    bool found;
-    Slot *s = find_or_insert(addr, &found);
-    if (found) {
-        move_time(s->val >> 1);
-    } else {
-        ++live_;
-        set_now();
-    }
-    s->val = (now_ - 1) << 1;
-}
-
-template <bool Popcnt>
-SONDE_STACK_HOT void Stack::many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
+// The batch loop. An access to the line just accessed is distance 0 and leaves the stack as it
+// is (the line is already the most recent and unmarked), so it skips the table. Hash slots are
+// prefetched a few accesses ahead once the table outgrows the L2 cache. `firsts` null: count
+// every access; otherwise first accesses are not counted but their offsets listed.
+template <bool kHw>
+SONDE_STACK_HOT void Stack::batch_loop(const uint64_t *lines, const uint8_t *is_write,
+                                       std::size_t n, Histogram &h,
+                                       std::vector<uint32_t> *firsts) {
     constexpr std::size_t kAhead = 12;
-    if (is_write == nullptr) {
-        for (std::size_t i = 0; i < n; ++i) {
-            if (i + kAhead < n) prefetch(lines[i + kAhead]);
-            h.add_unit(access_hot<Popcnt>(lines[i]), 0);
+    constexpr uint64_t kPrefetchSlots = (256u << 10) / sizeof(Slot);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (mask_ >= kPrefetchSlots && i + kAhead < n) prefetch(lines[i + kAhead]);
+        const uint64_t a = lines[i];
+        const unsigned type = is_write != nullptr && is_write[i] != 0 ? 1u : 0u;
+        if (i > 0 && a == lines[i - 1]) {
+            h.add_unit(0, type);
+            continue;
         }
+        const uint64_t d = access_hot<kHw>(a);
+        if (firsts != nullptr && d == kInfinity)
+            firsts->push_back(static_cast<uint32_t>(i));
+        else
+            h.add_unit(d, type);
+    }
+}
+
+void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                        Histogram &h) {
+    if (verify_) {
+        for (std::size_t i = 0; i < n; ++i)
+            h.add_unit(access(lines[i]), is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
         return;
     }
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i + kAhead < n) prefetch(lines[i + kAhead]);
-        h.add_unit(access_hot<Popcnt>(lines[i]), is_write[i] != 0 ? 1u : 0u);
-    }
-}
-
-template <bool Popcnt>
-SONDE_STACK_HOT void Stack::indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx,
-                                    std::size_t n, Histogram &h) {
-    constexpr std::size_t kAhead = 12;
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i + kAhead < n) prefetch(lines[idx[i + kAhead]]);
-        const std::size_t j = idx[i];
-        h.add_unit(access_hot<Popcnt>(lines[j]), is_write != nullptr && is_write[j] != 0 ? 1u : 0u);
-    }
-}
-
-template <bool Popcnt>
-SONDE_STACK_HOT void Stack::chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
-                                  std::size_t end, Histogram &h, std::vector<std::size_t> &firsts) {
-    constexpr std::size_t kAhead = 12;
-    for (std::size_t i = begin; i < end; ++i) {
-        if (i + kAhead < end) prefetch(lines[i + kAhead]);
-        const uint64_t d = access_hot<Popcnt>(lines[i]);
-        if (d == kInfinity)
-            firsts.push_back(i);
+    with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
+        if (is_write == nullptr)
+            batch_loop<decltype(hw)::value>(lines, nullptr, n, h, nullptr);
         else
-            h.add_unit(d, is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
-    }
+            batch_loop<decltype(hw)::value>(lines, is_write, n, h, nullptr);
+    });
 }
 
-// The batch entry points: each loop exists compiled for POPCNT and for the baseline; the
-// CPU decides which runs.
-void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
-    if (cpu_has_popcnt())
-        many_popcnt_(lines, is_write, n, h);
-    else
-        many<false>(lines, is_write, n, h);
+void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                         Histogram &h, std::vector<uint32_t> &firsts) {
+    with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
+        if (is_write == nullptr)
+            batch_loop<decltype(hw)::value>(lines, nullptr, n, h, &firsts);
+        else
+            batch_loop<decltype(hw)::value>(lines, is_write, n, h, &firsts);
+    });
 }
 
-__attribute__((target("popcnt"))) void Stack::many_popcnt_(const uint64_t *lines, const uint8_t *is_write,
-                                                           std::size_t n, Histogram &h) {
-    many<true>(lines, is_write, n, h);
-}
-
-void Stack::access_indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx, std::size_t n,
-                           Histogram &h) {
-    if (cpu_has_popcnt())
-        indexed_popcnt_(lines, is_write, idx, n, h);
-    else
-        indexed<false>(lines, is_write, idx, n, h);
-}
-
-__attribute__((target("popcnt"))) void Stack::indexed_popcnt_(const uint64_t *lines, const uint8_t *is_write,
-                                                              const std::size_t *idx, std::size_t n, Histogram &h) {
-    indexed<true>(lines, is_write, idx, n, h);
-}
-
-void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin, std::size_t end,
-                         Histogram &h, std::vector<std::size_t> &firsts) {
-    if (cpu_has_popcnt())
-        chunk_popcnt_(lines, is_write, begin, end, h, firsts);
-    else
-        chunk<false>(lines, is_write, begin, end, h, firsts);
-}
-
-__attribute__((target("popcnt"))) void Stack::chunk_popcnt_(const uint64_t *lines, const uint8_t *is_write,
-                                                            std::size_t begin, std::size_t end, Histogram &h,
-                                                            std::vector<std::size_t> &firsts) {
-    chunk<true>(lines, is_write, begin, end, h, firsts);
-}
-
-void Stack::touch_many(const uint64_t *lines, std::size_t n) {
+void Stack::chunk_ranks(const uint64_t *lines, const uint32_t *firsts, std::size_t m,
+                        uint32_t *rank) {
+    compact();  // live times become 0..live-1: a line's time is its recency rank
     constexpr std::size_t kAhead = 12;
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i + kAhead < n) prefetch(lines[i + kAhead]);
-        touch(lines[i]);
+    for (std::size_t j = 0; j < m; ++j) {
+        if (j + kAhead < m) prefetch(lines[firsts[j + kAhead]]);
+        const uint64_t a = lines[firsts[j]];
+        const uint64_t val = a == kEmpty ? max_key_val_ : find(a)->val;
+        rank[j] = static_cast<uint32_t>(val >> 1);
     }
+}
+
+uint64_t Stack::merge_reserve(uint64_t m) {
+    if (now_ + m > slots_) compact(m);
+    return now_;
+}
+
+void Stack::merge_probe(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                        std::size_t from, std::size_t to, uint64_t base, uint64_t *old) {
+    // Reads keys and writes the values of distinct lines only: concurrent calls on disjoint
+    // ranges touch disjoint memory. Line kEmpty (outside the table) is left to merge_resolve.
+    constexpr std::size_t kAhead = 12;
+    for (std::size_t j = from; j < to; ++j) {
+        if (j + kAhead < to) prefetch(lines[firsts[j + kAhead]]);
+        const uint64_t a = lines[firsts[j]];
+        if (a == kEmpty) {
+            old[j] = kMaxKeyTime;
+            continue;
+        }
+        Slot *s = find(a);
+        if (s == nullptr) {
+            old[j] = kInfinity;
+            continue;
+        }
+        old[j] = s->val >> 1;
+        s->val = (base + rank[j]) << 1;
+    }
+}
+
+void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
+                          const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base,
+                          Histogram &h) {
+    // First access j of the chunk: the j earlier first accesses are all more recent, and so is
+    // every line here whose old time is later, unless the chunk has re-touched it already (its
+    // old time is cleared after its query). Until the new times are set, live_ counts the set
+    // bits, so that distance_of() counts exactly those lines; now_ stays at base. The
+    // distances replace the old times and go to the histogram in a second pass, where its
+    // scattered counters can be loaded several at a time.
+    const uint64_t lines_before = live_;
+    std::vector<std::size_t> fresh;  // lines absent before (and line kEmpty): set up below
+    with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
+        for (std::size_t j = 0; j < m; ++j) {
+            uint64_t t = old[j];
+            if (t == kMaxKeyTime) {
+                fresh.push_back(j);
+                t = has_max_key_ ? max_key_val_ >> 1 : kInfinity;
+            } else if (t == kInfinity) {
+                fresh.push_back(j);
+            }
+            if (t == kInfinity) {
+                old[j] = kInfinity;
+                continue;
+            }
+            old[j] = j + distance_of<decltype(hw)::value>(t);
+            clear_time(t);
+            --live_;
+        }
+    });
+    constexpr std::size_t kAhead = 16;
+    for (std::size_t j = 0; j < m; ++j) {
+        if (j + kAhead < m) h.prefetch(old[j + kAhead]);
+        h.add_unit(old[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
+    }
+    live_ = lines_before;
+    for (std::size_t j : fresh) {
+        const uint64_t a = lines[firsts[j]];
+        const uint64_t val = (base + rank[j]) << 1;
+        if (a == kEmpty) {
+            if (!has_max_key_) ++live_;
+            has_max_key_ = true;
+            max_key_val_ = val;
+            continue;
+        }
+        bool found;
+        find_or_insert(a, &found)->val = val;
+        ++live_;
+    }
+    // Times base .. base + m - 1 are now all live: fill their words and block counts.
+    const uint64_t end = base + m;
+    for (uint64_t t = base; t < end;) {
+        const uint64_t w = t >> 6;
+        const uint64_t hi = std::min<uint64_t>(end, (w + 1) << 6);
+        const uint64_t bits = hi - t;
+        words_[w] |= (bits == 64 ? ~0ull : ((1ull << bits) - 1)) << (t & 63);
+        t = hi;
+    }
+    for (uint64_t b = base / (64 * kBlockWords); b * 64 * kBlockWords < end; ++b) {
+        const uint64_t lo = std::max(base, b * 64 * kBlockWords);
+        const uint64_t hi = std::min(end, (b + 1) * 64 * kBlockWords);
+        fen_add(b * kBlockWords, static_cast<int64_t>(hi - lo));
+    }
+    now_ = end;
 }
 
 uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) {
@@ -373,7 +440,7 @@ uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) 
         if (has_max_key_) {
             const uint64_t t = max_key_val_ >> 1;
             mark = (max_key_val_ & 1) != 0;
-            d = distance_of<false>(t);
+            d = distance_of(t);
             clear_time(t);
             --live_;
             has_max_key_ = false;
@@ -390,7 +457,7 @@ uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) 
         if (found) {
             const uint64_t t = s->val >> 1;
             mark = (s->val & 1) != 0;
-            d = distance_of<false>(t);
+            d = distance_of(t);
             clear_time(t);
         } else {
             ++live_;
@@ -400,7 +467,7 @@ uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) 
     } else if (Slot *s = find(addr)) {
         const uint64_t t = s->val >> 1;
         mark = (s->val & 1) != 0;
-        d = distance_of<false>(t);
+        d = distance_of(t);
         clear_time(t);
         --live_;
         erase_slot(s);
@@ -426,7 +493,7 @@ uint64_t Stack::calc(uint64_t addr, bool new_mark, bool *marked) {
     }
     if (val) {
         mark = (*val & 1) != 0;
-        d = distance_of<false>(*val >> 1);
+        d = distance_of(*val >> 1);
         *val = (*val & ~1ull) | (new_mark ? 1 : 0);
     }
     if (verify_) {

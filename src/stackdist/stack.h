@@ -40,30 +40,42 @@ public:
     // Hot path: calc_and_update(addr, true) without the mark and without verification.
     uint64_t access(uint64_t addr);
     // Batch hot path: access() every line in order and count each distance (unit weight) in
-    // h, prefetching hash slots a few accesses ahead. is_write may be null (all reads).
+    // h, prefetching hash slots a few accesses ahead in a large table, and skipping the table
+    // for a repeat of the previous line. is_write may be null (all reads).
     void access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
-    // Parallel chunk: like access_many for lines[begin, end), except that first accesses
-    // (infinite here) are not counted but their indexes appended to `firsts`.
-    void access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
-                      std::size_t end, Histogram &h, std::vector<std::size_t> &firsts);
+    // Parallel chunk (private stack): like access_many for the n accesses at lines, except that
+    // first accesses (infinite here) are not counted; their offsets are appended to `firsts`.
+    void access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                      Histogram &h, std::vector<uint32_t> &firsts);
+    // After access_chunk: rank[j] = recency rank (0 = least recent) of lines[firsts[j]] among
+    // the m lines of this stack. Compacts first.
+    void chunk_ranks(const uint64_t *lines, const uint32_t *firsts, std::size_t m, uint32_t *rank);
     // Hint for batch loops: start loading addr's home slot (no effect on the answers).
     __attribute__((always_inline)) void prefetch(uint64_t addr) const {
-        __builtin_prefetch(table_.data() + (hash(addr) & mask_));
+        __builtin_prefetch(&table_[hash(addr) & mask_]);
     }
-    // access() without computing the distance (no rank query): makes addr the most recent.
-    void touch(uint64_t addr);
-    // The parallel merge's batch forms, prefetching like access_many: access lines[idx[i]] for
-    // each i in order and count the distances; touch lines[0..n) in order.
-    void access_indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx,
-                        std::size_t n, Histogram &h);
-    void touch_many(const uint64_t *lines, std::size_t n);
+
+    // Merging a chunk processed on a private stack (the m distinct lines lines[firsts[j]], in
+    // first-access order, with their recency ranks) into this stack, as if its accesses had
+    // been made here, in three steps:
+    //   merge_reserve(m) makes room for m new times above every live one and returns the base;
+    //   merge_probe() moves the lines already here to their new times base + rank[j] and saves
+    //     their old times in old[j] (kInfinity if absent). No insertion and no change to the
+    //     time structures: several threads may run it at once on disjoint j ranges;
+    //   merge_resolve() counts the first accesses' distances in order into h (an earlier first
+    //     access is always more recent; a line not yet re-touched counts if its old time is
+    //     later), inserts the new lines and sets the new times. It overwrites old[].
+    uint64_t merge_reserve(uint64_t m);
+    void merge_probe(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                     std::size_t from, std::size_t to, uint64_t base, uint64_t *old);
+    void merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
+                       const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base,
+                       Histogram &h);
 
     // Lines in the stack.
     uint64_t size() const { return live_; }
     // Bytes held by the structures (table, bitmap, Fenwick tree; not the verify stack).
     std::size_t bytes() const;
-    // Live lines from least to most recently used (compacts first). O(time slots + table slots).
-    void recency_order(std::vector<uint64_t> &out);
 
     // Verify mode: false once the naive stack disagreed with an answer.
     bool verify_ok() const { return verify_ok_; }
@@ -76,6 +88,8 @@ private:
         uint64_t val;  // time << 1 | mark
     };
     static constexpr uint64_t kEmpty = UINT64_MAX;
+    // merge_probe's old time for line kEmpty, which lives outside the table.
+    static constexpr uint64_t kMaxKeyTime = UINT64_MAX - 1;
     // Words per Fenwick leaf: a rank query pops at most this many words, and a move between
     // two times in the same 512-slot block leaves the tree alone.
     static constexpr uint64_t kBlockWords = 8;
@@ -87,26 +101,24 @@ private:
     void erase_slot(Slot *s);
     void grow_table();
 
-    // The hot helpers exist in two builds: Popcnt = true inlines into loops compiled for the
-    // POPCNT instruction (chosen at run time when the CPU has it), false uses a SWAR count.
-    template <bool Popcnt> uint64_t access_hot(uint64_t addr);  // access(), inlined into batch loops
-    template <bool Popcnt> uint64_t rank_le(uint64_t t) const;  // live times <= t
-    template <bool Popcnt> uint64_t distance_of(uint64_t t) const;
-    template <bool Popcnt> void many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
-    template <bool Popcnt> void indexed(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx,
-                                        std::size_t n, Histogram &h);
-    void many_popcnt_(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
-    void indexed_popcnt_(const uint64_t *lines, const uint8_t *is_write, const std::size_t *idx, std::size_t n,
-                         Histogram &h);
-    void chunk_popcnt_(const uint64_t *lines, const uint8_t *is_write, std::size_t begin, std::size_t end,
-                       Histogram &h, std::vector<std::size_t> &firsts);
-    template <bool Popcnt> void chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t begin,
-                                      std::size_t end, Histogram &h, std::vector<std::size_t> &firsts);
+    // Hot helpers; kHw: compiled for a CPU with POPCNT (see with_popcount in stack.cpp).
+    template <bool kHw = false>
+    uint64_t access_hot(uint64_t addr);  // access(), inlined into the batch loop
+    template <bool kHw>
+    void batch_loop(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h,
+                    std::vector<uint32_t> *firsts);
+    template <bool kHw = false>
+    uint64_t rank_le(uint64_t t) const;  // live times <= t
+    template <bool kHw = false>
+    uint64_t distance_of(uint64_t t) const;
     void fen_add(uint64_t word, int64_t delta);
     void move_time(uint64_t from);  // clear `from`, set now_, advance now_
     void set_now();                 // set now_, advance now_
     void clear_time(uint64_t t);
-    void compact();
+    void compact(uint64_t room = 0);  // renumber live times 0..live-1; keep room free slots
+    template <bool kHw>
+    void compact_impl(uint64_t room);
+    template <bool kHw>
     void rebuild_fenwick();
 
     uint64_t verify_answer(uint64_t addr, bool update, bool add, bool new_mark, bool *vmark);
@@ -121,6 +133,9 @@ private:
 
     std::vector<uint64_t, HugeAlloc<uint64_t>> words_;
     std::vector<uint32_t> fen_;  // 1-based Fenwick tree over per-block (8-word) counts
+    // compact()'s live times before each word, kept between compactions: allocating and
+    // freeing it each time costs page faults and, with threads, TLB shootdowns.
+    std::vector<uint32_t> compact_base_;
     uint64_t slots_ = 0;         // time slots (multiple of 64)
     uint64_t now_ = 0;
 

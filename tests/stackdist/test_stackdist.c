@@ -345,6 +345,80 @@ static void test_parallel_equals_serial(void **state) {
     free(w);
 }
 
+/* Line of the universe used below: 0 stands for UINT64_MAX, the line the table cannot hold. */
+static uint64_t universe_line(uint64_t k) { return k == 0 ? UINT64_MAX : k; }
+
+/* Every line of the universe (and the streamed ones) answers the same distance and mark. */
+static void assert_same_state(sonde_stackdist_t *a, sonde_stackdist_t *b, uint64_t universe,
+                              uint64_t stream_first, uint64_t stream_end) {
+    for (uint64_t k = 0; k < universe + (stream_end - stream_first); ++k) {
+        const uint64_t line = k < universe ? universe_line(k) : stream_first + (k - universe);
+        uint64_t da = 0, db = 0;
+        bool ma = false, mb = false;
+        assert_int_equal(sonde_stackdist_calc(a, line, false, &da, &ma), OK);
+        assert_int_equal(sonde_stackdist_calc(b, line, false, &db, &mb), OK);
+        assert_int_equal(da, db);
+        assert_int_equal(ma, mb);
+    }
+}
+
+/* The parallel merge leaves the stack exactly as the serial one: marks set before a batch
+ * survive on lines the batch does not touch, removed lines come back cold, line UINT64_MAX
+ * and never-seen lines land in every chunk; checked line by line after each of two batches
+ * large enough for 2, 3 and 4 workers. */
+static void test_parallel_state_and_marks(void **state) {
+    (void)state;
+    enum { N = 600000, U = 30000 };
+    uint64_t *tr = malloc(N * sizeof *tr);
+    uint8_t *w = malloc(N);
+    assert_non_null(tr);
+    assert_non_null(w);
+    uint64_t stream = 1000000000; /* never-seen lines, one per tenth access */
+    for (uint32_t workers = 2; workers <= 4; ++workers) {
+        sonde_stackdist_options_t o = opts_default();
+        o.workers = workers;
+        sonde_stackdist_t *ser = make_sd(NULL), *par = make_sd(&o);
+        sonde_histogram_t *hs = make_hist(), *hp = make_hist();
+        uint64_t rs = 99 + workers, d = 0;
+        bool m = false;
+        const uint64_t stream_first = stream;
+        for (int round = 0; round < 2; ++round) {
+            /* Before the batch: adds, removals and marks, the same on both. */
+            for (int i = 0; i < 20000; ++i) {
+                const uint64_t r = rng_next(&rs), line = universe_line(r % U);
+                sonde_stackdist_t *both[2] = {ser, par};
+                for (int k = 0; k < 2; ++k) {
+                    if (r % 5 == 0)
+                        assert_int_equal(sonde_stackdist_calc(both[k], line, true, &d, &m), OK);
+                    else
+                        assert_int_equal(sonde_stackdist_calc_and_update(both[k], line,
+                                                                         r % 7 != 0, &d, &m), OK);
+                }
+            }
+            for (int i = 0; i < N; ++i) {
+                const uint64_t r = rng_next(&rs);
+                if (r % 10 == 0)
+                    tr[i] = stream++;
+                else if (r % 10 == 1 && i > 0)
+                    tr[i] = tr[i - 1];
+                else
+                    tr[i] = universe_line((r >> 8) % (round == 0 ? U / 3 : U));
+                w[i] = (uint8_t)(r >> 63);
+            }
+            assert_int_equal(sonde_stackdist_batch(ser, tr, w, N, hs), OK);
+            assert_int_equal(sonde_stackdist_batch(par, tr, w, N, hp), OK);
+            assert_same_hist(hs, hp);
+            assert_same_state(ser, par, U, stream_first, stream);
+        }
+        sonde_histogram_destroy(hs);
+        sonde_histogram_destroy(hp);
+        sonde_stackdist_destroy(ser);
+        sonde_stackdist_destroy(par);
+    }
+    free(tr);
+    free(w);
+}
+
 /* Documented SHARDS bounds (docs/stack-distance.md) on a synthetic trace. */
 #define SHARDS_BOUND_RATE 0.01
 #define SHARDS_BOUND_SIZE 0.01
@@ -515,6 +589,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_histogram_small),
         cmocka_unit_test(test_batch_equals_calls),
         cmocka_unit_test(test_parallel_equals_serial),
+        cmocka_unit_test(test_parallel_state_and_marks),
         cmocka_unit_test(test_shards_synthetic),
         cmocka_unit_test(test_bad_arguments),
     };
