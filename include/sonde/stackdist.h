@@ -56,7 +56,7 @@ typedef struct sonde_stackdist_options_t {
     uint32_t workers;          /**< Exact batches: > 1 splits each batch over this many threads (max 256). */
     double sample_rate;        /**< FIXED_RATE: 0 < R <= 1. */
     uint64_t sample_size;      /**< FIXED_SIZE: at most this many sampled lines (>= 1). */
-    uint64_t seed;             /**< SHARDS hash seed. */
+    uint64_t seed;             /**< SHARDS hash seed; different seeds sample unrelated lines. */
 } sonde_stackdist_options_t;
 
 /** @brief Size of sonde_stackdist_options_t in ABI version 1.0. */

@@ -21,15 +21,23 @@ inline unsigned type_of(const uint8_t *is_write, std::size_t i) {
 
 }  // namespace
 
-uint32_t shards_hash(uint64_t line, uint64_t seed) {
-    uint64_t z = line + seed + 0x9E3779B97F4A7C15ull;
+namespace {
+// splitmix64's finalizer: a bijection of 64-bit words with full avalanche.
+inline uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return static_cast<uint32_t>(z >> 32);
+    return z ^ (z >> 31);
+}
+}  // namespace
+
+uint64_t shards_key(uint64_t seed) { return mix64(seed + 0x9E3779B97F4A7C15ull); }
+
+uint32_t shards_hash(uint64_t line, uint64_t key) {
+    return static_cast<uint32_t>(mix64(line ^ key) >> 32);
 }
 
-Reuse::Reuse(const ReuseConfig &cfg) : cfg_(cfg), stack_(cfg.initial_capacity, cfg.verify) {
+Reuse::Reuse(const ReuseConfig &cfg)
+    : cfg_(cfg), stack_(cfg.initial_capacity, cfg.verify), key_(shards_key(cfg.seed)) {
     if (cfg_.mode == Mode::kFixedRate)
         threshold_ = static_cast<uint64_t>(std::llround(cfg_.sample_rate * kHashRange));
     else
@@ -146,10 +154,10 @@ void Reuse::add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::
     // estimates d / R in the full trace and each sample stands for 1 / R accesses.
     const uint64_t thr = threshold_;
     const double inv = kHashRange / static_cast<double>(thr == 0 ? 1 : thr);
-    const uint64_t seed = cfg_.seed;
+    const uint64_t key = key_;
     uint64_t taken = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        if (shards_hash(lines[i], seed) >= thr) continue;
+        if (shards_hash(lines[i], key) >= thr) continue;
         const uint64_t d = stack_.access(lines[i]);
         ++taken;
         h.add_weight(d == kInfinity ? d : static_cast<uint64_t>(static_cast<double>(d) * inv),
@@ -163,10 +171,10 @@ void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::
                            Histogram &h) {
     // SHARDS fixed size: keep at most sample_size lines; when a new line overflows the set, the
     // threshold drops to the largest hash kept and every line at or above it is evicted.
-    const uint64_t seed = cfg_.seed;
+    const uint64_t key = key_;
     const uint64_t cap = std::max<uint64_t>(cfg_.sample_size, 1);
     for (std::size_t i = 0; i < n; ++i) {
-        const uint32_t hv = shards_hash(lines[i], seed);
+        const uint32_t hv = shards_hash(lines[i], key);
         if (hv >= threshold_) continue;
         const double inv = kHashRange / static_cast<double>(threshold_);
         const uint64_t d = stack_.access(lines[i]);

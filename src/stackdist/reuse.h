@@ -78,12 +78,16 @@ private:
     ReuseConfig cfg_;
     Stack stack_;
     Histogram own_;
-    uint64_t threshold_ = 0;  // SHARDS: a line is sampled iff hash32(line) < threshold_
+    uint64_t threshold_ = 0;  // SHARDS: a line is sampled iff shards_hash(line, key_) < threshold_
+    uint64_t key_ = 0;        // shards_key(cfg_.seed)
     std::priority_queue<std::pair<uint32_t, uint64_t>> heap_;  // fixed size: (hash, line)
     std::unique_ptr<Pool> pool_;  // parallel exact mode, from the first parallel batch
 };
 
-// SHARDS spatial hash of a line: 32 well-mixed bits.
-uint32_t shards_hash(uint64_t line, uint64_t seed);
+// SHARDS spatial hash: key = shards_key(seed) once per calculator, then 32 well-mixed bits per
+// line. The seed is mixed first so that seeds s and s + 1 pick unrelated line sets (adding a raw
+// seed to the line would only shift the same set of sampled lines by one).
+uint64_t shards_key(uint64_t seed);
+uint32_t shards_hash(uint64_t line, uint64_t key);
 
 }  // namespace sonde::stackdist

@@ -109,4 +109,19 @@ static inline double mrc_error(const sonde_histogram_t *approx, const sonde_hist
     return max_lines ? sum / (double)max_lines : 0.0;
 }
 
+/* SHARDS error is a property of the method, not of one hash seed: tests and the bench quote the
+ * median over seeds 0..SHARDS_SEEDS-1. */
+#define SHARDS_SEEDS 9
+
+/* Median of v[0..n) (sorts v in place; n >= 1). */
+static inline double median_double(double *v, size_t n) {
+    for (size_t i = 1; i < n; ++i)
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; --j) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[n / 2];
+}
+
 #endif /* SONDE_TESTS_STACKDIST_UTIL_H */
