@@ -221,11 +221,10 @@ std::string thread_name(const ThreadState *t) {
     return s;
 }
 
-sonde_filter_element_t thread_element(const ThreadState *t, const char *name) {
+sonde_filter_element_t filter_element(uint32_t group, const char *name) {
     sonde_filter_element_t el{};
     el.struct_size = sizeof el;
-    el.group = SONDE_EVENT_GROUP_THREAD;
-    el.thread.handle = make_handle(kTagThread, t->index);
+    el.group = group;
     el.name = name;
     el.class_name = "";
     el.full_name = "";
@@ -234,13 +233,16 @@ sonde_filter_element_t thread_element(const ThreadState *t, const char *name) {
     return el;
 }
 
+sonde_filter_element_t thread_element(const ThreadState *t, const char *name) {
+    sonde_filter_element_t el = filter_element(SONDE_EVENT_GROUP_THREAD, name);
+    el.thread.handle = make_handle(kTagThread, t->index);
+    return el;
+}
+
 sonde_filter_element_t method_element(const Method *m) {
-    sonde_filter_element_t el{};
-    el.struct_size = sizeof el;
-    el.group = SONDE_EVENT_GROUP_CALL_GRAPH;
+    sonde_filter_element_t el = filter_element(SONDE_EVENT_GROUP_CALL_GRAPH, m->name.c_str());
     el.method.handle = make_handle(kTagMethod, m->index);
     if (m->module != nullptr) el.module.handle = make_handle(kTagModule, m->module->index);
-    el.name = m->name.c_str();
     el.class_name = m->class_name.c_str();
     el.full_name = m->full.c_str();
     el.module_name = m->module != nullptr ? m->module->name.c_str() : "";

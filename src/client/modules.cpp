@@ -293,13 +293,8 @@ bool source_position(Method *m) {
 }
 
 sonde_filter_element_t module_element(const Module *mod) {
-    sonde_filter_element_t el{};
-    el.struct_size = sizeof el;
-    el.group = SONDE_EVENT_GROUP_MODULE;
+    sonde_filter_element_t el = filter_element(SONDE_EVENT_GROUP_MODULE, mod->name.c_str());
     el.module.handle = make_handle(kTagModule, mod->index);
-    el.name = mod->name.c_str();
-    el.class_name = "";
-    el.full_name = "";
     el.module_name = mod->name.c_str();
     el.path = mod->path.c_str();
     return el;

@@ -230,6 +230,8 @@ sonde_status_t refresh_modules();
 void deliver_module_event(uint32_t event, const Module *mod, uint64_t only_clients);
 
 // callgraph.cpp
+// A filter element of `group` named `name`, every other string empty and every id null.
+sonde_filter_element_t filter_element(uint32_t group, const char *name);
 ThreadState *current_thread(bool create);  // nullptr before init or inside Sonde
 ThreadState *register_current_thread();    // mu held inside; delivers THREAD_START when running
 void deliver_thread_event(uint32_t event, ThreadState *t, uint64_t only_clients);

@@ -42,6 +42,14 @@ void put_item(uint64_t requested, uint64_t item, sonde_string_t &s, const std::s
         *too_short = true;
 }
 
+// Puts a requested fixed-size item.
+template <typename T, typename V>
+void put_value(uint64_t requested, uint64_t item, T &field, V value, uint64_t *valid) {
+    if ((requested & item) == 0) return;
+    field = static_cast<T>(value);
+    *valid |= item;
+}
+
 sonde_status_t result(bool too_short, bool partial) {
     if (too_short) return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
     return partial ? SONDE_STATUS_PARTIAL_INFO : SONDE_STATUS_SUCCESS;
@@ -108,14 +116,8 @@ sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t m
             put_item(requested, SONDE_DATA_CLASS_NAME, info->class_name, m->class_name, &valid, &too_short);
             put_item(requested, SONDE_DATA_FULL_NAME, info->full_name, m->full, &valid, &too_short);
             put_item(requested, SONDE_DATA_MANGLED_NAME, info->mangled_name, m->mangled, &valid, &too_short);
-            if (requested & SONDE_DATA_SIZE) {
-                info->size = m->size;
-                valid |= SONDE_DATA_SIZE;
-            }
-            if (requested & SONDE_DATA_VISIBILITY) {
-                info->visibility = m->visibility;
-                valid |= SONDE_DATA_VISIBILITY;
-            }
+            put_value(requested, SONDE_DATA_SIZE, info->size, m->size, &valid);
+            put_value(requested, SONDE_DATA_VISIBILITY, info->visibility, m->visibility, &valid);
         } else if (requested & (SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME | SONDE_DATA_FULL_NAME |
                                 SONDE_DATA_MANGLED_NAME | SONDE_DATA_SIZE | SONDE_DATA_VISIBILITY)) {
             partial = true;
@@ -123,10 +125,7 @@ sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t m
         if (requested & (SONDE_DATA_SOURCE_FILE | SONDE_DATA_SOURCE_LINE)) {
             if (source_position(m)) {
                 put_item(requested, SONDE_DATA_SOURCE_FILE, info->source_file, m->source_file, &valid, &too_short);
-                if (requested & SONDE_DATA_SOURCE_LINE) {
-                    info->source_line = m->source_line;
-                    valid |= SONDE_DATA_SOURCE_LINE;
-                }
+                put_value(requested, SONDE_DATA_SOURCE_LINE, info->source_line, m->source_line, &valid);
             } else {
                 partial = true;
             }
@@ -139,10 +138,7 @@ sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t m
                 partial = true;
             }
         }
-        if (requested & SONDE_DATA_ADDRESS) {
-            info->address = m->fn;
-            valid |= SONDE_DATA_ADDRESS;
-        }
+        put_value(requested, SONDE_DATA_ADDRESS, info->address, m->fn, &valid);
         info->valid_items = valid;
         return result(too_short, partial);
     });
@@ -171,18 +167,10 @@ sonde_status_t api_get_module_info(sonde_client_id_t client, sonde_module_id_t m
             else
                 put_item(requested, SONDE_DATA_PATH, info->path, mod->path, &valid, &too_short);
         }
-        if (requested & SONDE_DATA_ADDRESS) {
-            info->address = mod->lo;
-            valid |= SONDE_DATA_ADDRESS;
-        }
-        if (requested & SONDE_DATA_SIZE) {
-            info->size = mod->hi - mod->lo;
-            valid |= SONDE_DATA_SIZE;
-        }
-        if (requested & SONDE_DATA_STATE) {
-            info->loaded = mod->loaded.load(std::memory_order_relaxed) ? 1 : 0;
-            valid |= SONDE_DATA_STATE;
-        }
+        put_value(requested, SONDE_DATA_ADDRESS, info->address, mod->lo, &valid);
+        put_value(requested, SONDE_DATA_SIZE, info->size, mod->hi - mod->lo, &valid);
+        const bool loaded = mod->loaded.load(std::memory_order_relaxed);
+        put_value(requested, SONDE_DATA_STATE, info->loaded, loaded ? 1 : 0, &valid);
         info->valid_items = valid;
         return result(too_short, partial);
     });
@@ -209,18 +197,10 @@ sonde_status_t api_get_thread_info(sonde_client_id_t client, sonde_thread_id_t t
             else
                 put_item(requested, SONDE_DATA_NAME, info->name, name, &valid, &too_short);
         }
-        if (requested & SONDE_DATA_OS_THREAD_ID) {
-            info->os_thread_id = t->os_tid;
-            valid |= SONDE_DATA_OS_THREAD_ID;
-        }
-        if (requested & SONDE_DATA_STACK_DEPTH) {
-            info->stack_depth = alive ? t->depth.load(std::memory_order_acquire) : 0;
-            valid |= SONDE_DATA_STACK_DEPTH;
-        }
-        if (requested & SONDE_DATA_STATE) {
-            info->alive = alive ? 1 : 0;
-            valid |= SONDE_DATA_STATE;
-        }
+        put_value(requested, SONDE_DATA_OS_THREAD_ID, info->os_thread_id, t->os_tid, &valid);
+        const uint32_t depth = alive ? t->depth.load(std::memory_order_acquire) : 0;
+        put_value(requested, SONDE_DATA_STACK_DEPTH, info->stack_depth, depth, &valid);
+        put_value(requested, SONDE_DATA_STATE, info->alive, alive ? 1 : 0, &valid);
         info->valid_items = valid;
         return result(too_short, partial);
     });
