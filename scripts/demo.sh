@@ -25,7 +25,7 @@ echo "== 3. Analyse it: built-in tools and the page_counts tool plugin (examples
 "$sonde" analyze "$tmp/demo.sonde" --tool "basic_counts,cache_sim,$PWD/build/examples/page_counts.so" --json "$tmp/demo.json"
 echo "(JSON results in $tmp/demo.json: $(wc -c < "$tmp/demo.json") bytes)"
 
-data=../shared/data/gzip-gpl3.lackey.zst
+data=tests/data/gzip-gpl3.lackey.zst
 if [ -f "$data" ]; then
   echo
   echo "== 4. valgrind lackey trace of gzip, cachegrind's hierarchy (I1/D1 32K 8-way, LL 1M 16-way)"

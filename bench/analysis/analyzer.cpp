@@ -180,7 +180,7 @@ int main() {
     // cache_sim on a real trace held in memory: the gzip lackey trace of the test data.
     std::vector<std::vector<sonde_memref_t>> gzip(1);
     const char *data = std::getenv("SONDE_SHARED_DATA");
-    const std::string gzip_path = std::string(data != nullptr ? data : "../shared/data") + "/gzip-gpl3.lackey.zst";
+    const std::string gzip_path = std::string(data != nullptr ? data : SONDE_TEST_DATA_DIR) + "/gzip-gpl3.lackey.zst";
     sonde_trace_reader_t *reader = nullptr;
     if (sonde_trace_reader_open(gzip_path.c_str(), SONDE_TRACE_FORMAT_LACKEY, nullptr, 0, &reader) == SONDE_STATUS_SUCCESS) {
         std::vector<sonde_memref_t> batch(65536);

@@ -128,7 +128,7 @@ int main() {
 
     // 3. Lackey: parse the real gzip trace vs decompressing it alone.
     const char *data = std::getenv("SONDE_SHARED_DATA");
-    const std::string lackey = std::string(data ? data : "../shared/data") + "/gzip-gpl3.lackey.zst";
+    const std::string lackey = std::string(data ? data : SONDE_TEST_DATA_DIR) + "/gzip-gpl3.lackey.zst";
     if (::access(lackey.c_str(), R_OK) == 0) {
         std::vector<double> l_parse, l_unzstd;
         double text_mb = 0;

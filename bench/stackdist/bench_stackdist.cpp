@@ -310,7 +310,7 @@ int main(int argc, char **argv) {
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
     std::printf("bench_stackdist: medians of %d runs; peak bytes = operator new high-water mark\n", reps);
     const char *dir = std::getenv("SONDE_SHARED_DATA");
-    std::string path = std::string(dir ? dir : "../shared/data") + "/gzip-gpl3.lackey.zst";
+    std::string path = std::string(dir ? dir : SONDE_TEST_DATA_DIR) + "/gzip-gpl3.lackey.zst";
     lackey_trace_t t;
     if (lackey_load(path.c_str(), 6, &t) == 0) {
         bench_trace("(a) gzip lackey trace, 64-byte lines", t.lines, t.is_write, t.n, reps, true, false);

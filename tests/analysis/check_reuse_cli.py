@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """reuse_distance through `sonde analyze`: on the gzip lackey trace at 64-byte lines the JSON
-histogram is exactly gem5's (../shared/data/gzip-gpl3.l64.hist); the parallel exact mode
+histogram is exactly gem5's (tests/data/gzip-gpl3.l64.hist); the parallel exact mode
 (--jobs) gives the same; SHARDS sampling reports its rate and stays close to the exact MRC;
 --per-shard adds the shards list; bad options are usage or tool errors.
 Usage: check_reuse_cli.py SONDE_EXE"""

@@ -237,7 +237,7 @@ static void test_lackey_real(void **state) {
     (void)state;
     const char *data = getenv("SONDE_SHARED_DATA");
     char path[600];
-    snprintf(path, sizeof path, "%s/gzip-gpl3.lackey.zst", data ? data : "../shared/data");
+    snprintf(path, sizeof path, "%s/gzip-gpl3.lackey.zst", data ? data : "tests/data");
     if (access(path, R_OK) != 0) skip();
     sonde_trace_reader_t *r = NULL;
     char err[512];

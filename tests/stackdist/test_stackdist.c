@@ -39,7 +39,7 @@ static sonde_stackdist_options_t opts_default(void) {
     return o;
 }
 
-/* ../shared/data/stackdist-ops-seed1.txt: gem5's answers to 20,000 random operations. */
+/* tests/data/stackdist-ops-seed1.txt: gem5's answers to 20,000 random operations. */
 static void test_gem5_ops(void **state) {
     (void)state;
     const char *dir = getenv("SONDE_SHARED_DATA");
