@@ -2,9 +2,10 @@
 //
 // Ownership and threads
 // ---------------------
-// * Buffer: created and destroyed under the runtime lock (runtime.h). Holds `chunk_count`
-//   chunks of `chunk_size` bytes in one mapping. Shared by producers (emit), the delivery
-//   thread, and threads that flush/stop/destroy/exit; kept alive by shared_ptr.
+// * Buffer: made by create_buffer (buffer.cpp), entered into and removed from the buffer table
+//   under Table::mu (table.h). Holds `chunk_count` chunks of `chunk_size` bytes in one mapping.
+//   Shared by producers (emit), the delivery thread, and threads that flush/stop/destroy/exit;
+//   kept alive by shared_ptr.
 // * Writer: one per (thread, buffer slot), owned by that thread's ThreadState and reused for
 //   every buffer that later occupies the slot. Its write window (pos, end, chunk, records,
 //   reservation) is written only by the owning thread. Destroy/finalize only unlink it and
@@ -23,8 +24,14 @@
 // sees the new state and backs out, or destroy sees busy and waits. Under ThreadSanitizer both
 // sides use seq_cst atomics instead, which TSan understands.
 //
-// Locks, in order: Runtime::mu -> Buffer::deliver_mu -> Buffer::mu. deliver_mu serialises
-// callbacks of one buffer; no Sonde lock but deliver_mu is held while a callback runs.
+// Locks, in order: Buffer::deliver_mu -> Runtime::mu (core) -> Table::mu -> Buffer::mu.
+// deliver_mu serialises callbacks of one buffer; no Sonde lock but deliver_mu is held while a
+// callback runs (a callback may create sessions and buffers, never flush, stop or destroy).
+//
+// Files: buffer.cpp creation; table.cpp the slot table and the session hooks; api.cpp the C
+// API; emit.cpp the producer hot path; producer.cpp its slow paths and thread exit;
+// consumer.cpp hands committed spans to callbacks; delivery.cpp the delivery thread;
+// barrier.cpp the process-wide barrier; record.cpp reading records.
 #pragma once
 
 #include <atomic>
@@ -35,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "sonde/buffer.h"
+#include <sonde/buffer.h>
 
 #if defined(__SANITIZE_THREAD__)
 #define SONDE_TSAN 1
@@ -141,14 +148,13 @@ struct Buffer {
     ~Buffer();
 };
 
-// Creation and teardown (called by the runtime with Runtime::mu NOT held unless noted).
+// Creation (buffer.cpp; no lock held): validates the properties and maps the chunks.
 sonde_status_t create_buffer(uint64_t session_handle, uint64_t size,
                              sonde_buffer_callback_t cb, void *user_data,
                              const sonde_buffer_property_t *props, uint32_t n,
                              std::shared_ptr<Buffer> &out);
-// Makes the slot unreachable (Runtime::mu held), then drain_and_detach delivers and detaches
-// every writer (Runtime::mu not held).
-void retire_slot(Buffer &b);
+// Teardown (consumer.cpp; no lock held, the buffer already retired from the table): waits for
+// producers in progress, delivers everything and detaches every writer.
 sonde_status_t drain_and_detach(Buffer &b);
 
 // Records a writer has emitted: its sealed and dropped ones plus those committed in its
@@ -158,21 +164,25 @@ inline uint64_t writer_emitted_locked(const Writer *w) {
     return w->emitted.load(std::memory_order_relaxed) + current;
 }
 
-// Delivery. `partial` also delivers the committed prefix of every writer's current chunk.
+// Delivery (consumer.cpp). `partial` also delivers the committed prefix of every writer's
+// current chunk.
 sonde_status_t deliver(Buffer &b, bool partial);
 void fill_stats(Buffer &b, sonde_buffer_stats_t &s);
 
-// Slot generations (Runtime::mu held).
-uint64_t claim_slot(uint32_t slot);  // returns the new handle, marks allocated, stopped
-void set_active(uint64_t handle, bool active);
-
-// Thread exit (pthread key destructor).
+// Thread exit (producer.cpp; pthread key destructor).
 void thread_exit(ThreadState *t);
 
-// Whether the calling thread is inside a buffer callback.
+// Whether the calling thread is inside a buffer callback (consumer.cpp).
 bool in_callback();
 
+// The process-wide memory barrier of the busy handshake (barrier.cpp).
 void barrier_init();
 void process_barrier();
+
+// The delivery thread (delivery.cpp): started with the runtime, stopped at finalize; wake()
+// asks it to look at buffers whose drain_requested is set.
+sonde_status_t delivery_start();
+void delivery_stop();
+void delivery_wake();
 
 }  // namespace sonde::buffer

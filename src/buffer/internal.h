@@ -1,5 +1,5 @@
-// Declarations shared by the buffer hot path (emit.cpp), its slow paths (buffer.cpp) and
-// record reading (record.cpp). Not installed.
+// Declarations shared by the buffer hot path (emit.cpp), its slow paths (producer.cpp), the
+// consumer side (consumer.cpp) and record reading (record.cpp). Not installed.
 #pragma once
 
 #include "buffer/buffer.h"
@@ -26,5 +26,9 @@ sonde_status_t attach(uint64_t handle, Writer **out);
 // Slow path with busy held: seals the current chunk and takes a free one (waiting under
 // LOSSLESS), or drops and counts. On success the writer has room for `need` bytes.
 sonde_status_t refill(Writer *w, uint32_t need);
+
+// Delivers sealed chunks (and with `partial` the committed prefix of current ones) and returns
+// delivered chunks to the free list (consumer.cpp; Buffer::deliver_mu held).
+sonde_status_t deliver_locked(Buffer &b, bool partial);
 
 }  // namespace sonde::buffer

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "buffer/internal.h"
+#include "buffer/table.h"
 #include "core/runtime.h"
 #include "sonde/buffer.h"
 #include "sonde/record.h"
@@ -78,10 +79,8 @@ SONDE_API sonde_status_t sonde_next_record(const sonde_record_header_t *record,
     const Span *span = tls_span;
     if (span == nullptr || span->buffer != buffer.handle) {
         if (!sonde::core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
-        sonde::core::Runtime &r = sonde::core::runtime();
-        std::lock_guard<std::mutex> g(r.mu);
         sonde_status_t st = SONDE_STATUS_SUCCESS;
-        if (!sonde::core::find_buffer(session.handle, buffer.handle, &st)) return st;
+        if (!find_in_session(session.handle, buffer.handle, &st)) return st;
         return SONDE_STATUS_ERROR_PHASE_FAILURE;
     }
     if (span->session != session.handle) return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;

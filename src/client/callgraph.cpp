@@ -19,6 +19,7 @@
 #include "client/registry.h"
 #include "core/clock.h"
 #include "core/hooks.h"
+#include "core/thread.h"
 #include "sonde/client.h"
 
 namespace sonde::client {

@@ -1,23 +1,18 @@
-// Runtime: the process-wide state behind sonde_initialize/finalize. Owns the session table,
-// the buffer table (shared_ptrs; the hot-path slot states live in buffer.h) and the delivery
-// thread that serves watermarks and interval flushes.
+// Runtime: the process-wide state behind sonde_initialize/finalize and the session table.
 //
-// Runtime::mu protects the tables and is never held while a user callback runs or while
-// waiting for producers. The delivery thread owns nothing but its wake-up state (dmu).
+// Runtime::mu protects the table and the initialized flag's transitions; it is never held
+// while a user callback runs or while waiting for producers. Lock order: Runtime::mu is taken
+// before any lock of the concepts built on the core (the buffer table's, see buffer/table.h);
+// SessionResources::set_active_locked runs under it, nothing else does.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <pthread.h>
 #include <string>
-#include <thread>
-#include <vector>
 
-#include "buffer/buffer.h"
-#include "sonde/session.h"
+#include <sonde/session.h>
 
 namespace sonde::core {
 
@@ -27,7 +22,6 @@ struct Session {
     uint64_t handle = 0;
     std::string name;
     bool active = false;
-    std::vector<std::shared_ptr<buffer::Buffer>> buffers;
 };
 
 struct Runtime {
@@ -35,29 +29,32 @@ struct Runtime {
     std::atomic<bool> initialized{false};
     uint32_t session_gen[kMaxSessions] = {};
     std::unique_ptr<Session> sessions[kMaxSessions];
-    std::shared_ptr<buffer::Buffer> buffers[buffer::kMaxBuffers];
-
-    // Delivery thread wake-up state.
-    pthread_t delivery{};  // created past any pthread_create interposer (runtime.cpp)
-    bool delivery_started = false;
-    std::mutex dmu;
-    std::condition_variable dcv;
-    bool dstop = false;
-    bool dpending = false;
 };
 
 Runtime &runtime();
 
 inline bool initialized() { return runtime().initialized.load(std::memory_order_acquire); }
 
-// Looks up a live session (Runtime::mu held).
-Session *find_session(uint64_t handle);
-// Looks up a live buffer of a session (Runtime::mu held). Sets *status on failure.
-std::shared_ptr<buffer::Buffer> find_buffer(uint64_t session, uint64_t buffer, sonde_status_t *status);
+// Whether `handle` names a live session (takes Runtime::mu).
+bool session_exists(uint64_t handle);
 
-// Asks the delivery thread to look at buffers that requested draining.
-void wake_delivery();
+// Runs fn(active) with Runtime::mu held if the runtime is initialised and `handle` names a live
+// session, and returns its status; else NOT_INITIALIZED or SESSION_NOT_FOUND. What fn does is
+// atomic with respect to session start, stop and destroy.
+template <typename F>
+sonde_status_t with_session(uint64_t handle, F &&fn);
 
-void notify_session(uint64_t session, bool started);
+// ---- implementation -------------------------------------------------------------------------
+Session *find_session_locked(uint64_t handle);  // Runtime::mu held
+
+template <typename F>
+sonde_status_t with_session(uint64_t handle, F &&fn) {
+    Runtime &r = runtime();
+    std::lock_guard<std::mutex> g(r.mu);
+    if (!r.initialized.load(std::memory_order_relaxed)) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+    Session *s = find_session_locked(handle);
+    if (s == nullptr) return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;
+    return fn(s->active);
+}
 
 }  // namespace sonde::core

@@ -1,0 +1,97 @@
+// The buffer C API (include/sonde/buffer.h) apart from the producer calls (emit.cpp) and record
+// reading (record.cpp): create, flush, statistics, destroy. Each entry point validates its
+// arguments, finds its buffer through the table and calls into the buffer concept.
+#include <cstring>
+
+#include "buffer/buffer.h"
+#include "buffer/table.h"
+#include "core/abi_struct.h"
+#include "core/guarded.h"
+#include "core/runtime.h"
+
+using namespace sonde;
+using namespace sonde::buffer;
+
+namespace {
+
+sonde_status_t first_error(sonde_status_t a, sonde_status_t b) {
+    return a != SONDE_STATUS_SUCCESS ? a : b;
+}
+
+}  // namespace
+
+extern "C" {
+
+SONDE_API sonde_status_t sonde_create_buffer(sonde_session_id_t session, uint64_t size,
+                                             sonde_buffer_callback_t callback, void *user_data,
+                                             const sonde_buffer_property_t *properties,
+                                             uint32_t num_properties, sonde_buffer_id_t *out) {
+    return guarded([&]() -> sonde_status_t {
+        if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+        if (out == nullptr || callback == nullptr || (properties == nullptr && num_properties != 0))
+            return SONDE_STATUS_ERROR_NULL_POINTER;
+        if (!core::session_exists(session.handle)) return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;
+        std::shared_ptr<Buffer> b;
+        sonde_status_t st = create_buffer(session.handle, size, callback, user_data, properties,
+                                          num_properties, b);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        // Entered in the table atomically with respect to the session's start and stop.
+        st = core::with_session(session.handle, [&](bool active) { return insert(b, active); });
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        out->handle = b->handle;
+        if (b->interval_ns != 0) delivery_wake();  // schedule its first interval
+        return SONDE_STATUS_SUCCESS;
+    });
+}
+
+SONDE_API sonde_status_t sonde_flush_data(sonde_session_id_t session, sonde_buffer_id_t buffer) {
+    return guarded([&]() -> sonde_status_t {
+        if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+        if (in_callback()) return SONDE_STATUS_ERROR_IN_CALLBACK;
+        std::vector<std::shared_ptr<Buffer>> bufs;
+        if (buffer.handle == 0) {
+            if (!core::session_exists(session.handle))
+                return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;
+            bufs = buffers_of(session.handle);
+        } else {
+            sonde_status_t st = SONDE_STATUS_SUCCESS;
+            auto b = find_in_session(session.handle, buffer.handle, &st);
+            if (!b) return st;
+            bufs.push_back(std::move(b));
+        }
+        sonde_status_t result = SONDE_STATUS_SUCCESS;
+        for (auto &b : bufs) result = first_error(result, deliver(*b, true));
+        return result;
+    });
+}
+
+SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session, sonde_buffer_id_t buffer,
+                                                sonde_buffer_stats_t *stats) {
+    return guarded([&]() -> sonde_status_t {
+        if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+        if (stats == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+        if (stats->struct_size < sizeof(sonde_buffer_stats_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+        sonde_status_t st = SONDE_STATUS_SUCCESS;
+        std::shared_ptr<Buffer> b = find_in_session(session.handle, buffer.handle, &st);
+        if (!b) return st;
+        sonde_buffer_stats_t s;
+        std::memset(&s, 0, sizeof s);
+        s.struct_size = sizeof s;
+        fill_stats(*b, s);
+        return write_abi_struct(s, sizeof(sonde_buffer_stats_t), stats);
+    });
+}
+
+SONDE_API sonde_status_t sonde_destroy_buffer(sonde_session_id_t session, sonde_buffer_id_t buffer) {
+    return guarded([&]() -> sonde_status_t {
+        if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+        if (in_callback()) return SONDE_STATUS_ERROR_IN_CALLBACK;
+        sonde_status_t st = SONDE_STATUS_SUCCESS;
+        std::shared_ptr<Buffer> b = find_in_session(session.handle, buffer.handle, &st);
+        if (!b) return st;
+        if (!retire(b)) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;  // destroyed meanwhile
+        return drain_and_detach(*b);
+    });
+}
+
+}  // extern "C"

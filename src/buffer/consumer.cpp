@@ -1,0 +1,187 @@
+// The consumer side: hands committed spans to a buffer's callback (a THREAD marker in front of
+// every span), returns delivered chunks to the free list, drains a buffer that is going away,
+// and reads its counters. Runs on whichever thread delivers: the delivery thread, or one that
+// flushes, stops, destroys or exits; Buffer::deliver_mu serialises them per buffer.
+#include <sched.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "buffer/internal.h"
+
+namespace sonde::buffer {
+
+__thread Span *tls_span __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+
+sonde_status_t invoke(Buffer &b, const char *begin, const char *end) {
+    Span span{b.session_handle, b.handle, begin, end};
+    Span *saved = tls_span;
+    tls_span = &span;
+    sonde_status_t st = SONDE_STATUS_SUCCESS;
+    try {
+        b.callback(reinterpret_cast<const sonde_record_header_t *>(begin),
+                   reinterpret_cast<const sonde_record_header_t *>(end),
+                   sonde_session_id_t{b.session_handle}, sonde_buffer_id_t{b.handle}, b.user_data);
+    } catch (...) {
+        b.failures.fetch_add(1, std::memory_order_relaxed);
+        st = SONDE_STATUS_ERROR_CALLBACK_FAILED;
+    }
+    tls_span = saved;
+    b.callbacks.fetch_add(1, std::memory_order_relaxed);
+    b.bytes_delivered.fetch_add(static_cast<uint64_t>(end - begin), std::memory_order_relaxed);
+    return st;
+}
+
+// Delivers what the chunk has committed beyond what was delivered (deliver_mu held).
+sonde_status_t deliver_chunk(Buffer &b, Chunk *c) {
+    const uint64_t cw = c->commit.load(std::memory_order_acquire);
+    const uint32_t bytes = static_cast<uint32_t>(cw);
+    const uint32_t records = static_cast<uint32_t>(cw >> 32);
+    uint64_t guard;
+    std::memcpy(&guard, c->data + b.capacity, 8);
+    if (bytes > b.capacity || (bytes & 7) != 0 || bytes < c->delivered_bytes) {
+        return SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER;
+    }
+    sonde_status_t st = SONDE_STATUS_SUCCESS;
+    if (bytes > c->delivered_bytes) {
+        if (c->delivered_bytes == 0) {
+            st = invoke(b, c->data, c->data + bytes);
+        } else {
+            // A later part of a chunk: put a THREAD marker in front so that every span
+            // names its thread.
+            char *s = b.staging.data();
+            const sonde_record_header_t h{kThreadRecordSize, SONDE_RECORD_KIND_THREAD, 0};
+            const sonde_thread_record_t rec{c->thread_id, c->os_tid};
+            std::memcpy(s, &h, sizeof h);
+            std::memcpy(s + sizeof h, &rec, sizeof rec);
+            const uint32_t n = bytes - c->delivered_bytes;
+            std::memcpy(s + kThreadRecordSize, c->data + c->delivered_bytes, n);
+            st = invoke(b, s, s + kThreadRecordSize + n);
+        }
+        b.delivered.fetch_add(records - c->delivered_records, std::memory_order_relaxed);
+        c->delivered_bytes = bytes;
+        c->delivered_records = records;
+    }
+    if (guard != kGuard) {
+        std::memcpy(c->data + b.capacity, &kGuard, 8);
+        if (st == SONDE_STATUS_SUCCESS) st = SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER;
+    }
+    return st;
+}
+
+struct Pending {
+    Chunk *sealed;
+    Chunk *current;
+};
+
+}  // namespace
+
+sonde_status_t deliver_locked(Buffer &b, bool partial) {
+    std::vector<Pending> work;
+    {
+        std::lock_guard<std::mutex> g(b.mu);
+        for (Writer *w = b.writers; w; w = w->next_in_buffer) {
+            Pending p{w->sealed_head, partial ? w->chunk : nullptr};
+            w->sealed_head = w->sealed_tail = nullptr;
+            if (p.sealed || p.current) work.push_back(p);
+        }
+        b.sealed_bytes = 0;
+    }
+    sonde_status_t result = SONDE_STATUS_SUCCESS;
+    Chunk *done_head = nullptr;
+    for (Pending &p : work) {
+        for (Chunk *c = p.sealed; c;) {
+            Chunk *next = c->next;
+            const sonde_status_t st = deliver_chunk(b, c);
+            if (result == SONDE_STATUS_SUCCESS) result = st;
+            if (c == p.current) p.current = nullptr;
+            c->next = done_head;
+            done_head = c;
+            c = next;
+        }
+        if (p.current) {
+            const sonde_status_t st = deliver_chunk(b, p.current);
+            if (result == SONDE_STATUS_SUCCESS) result = st;
+        }
+    }
+    if (done_head) {
+        std::lock_guard<std::mutex> g(b.mu);
+        for (Chunk *c = done_head; c;) {
+            Chunk *next = c->next;
+            c->commit.store(0, std::memory_order_relaxed);
+            c->delivered_bytes = 0;
+            c->delivered_records = 0;
+            c->next = b.free_head;
+            b.free_head = c;
+            c = next;
+        }
+        b.space_cv.notify_all();
+    }
+    return result;
+}
+
+sonde_status_t deliver(Buffer &b, bool partial) {
+    std::lock_guard<std::mutex> g(b.deliver_mu);
+    {
+        std::lock_guard<std::mutex> bg(b.mu);
+        if (b.dead) return SONDE_STATUS_SUCCESS;  // drain_and_detach delivers it
+    }
+    return deliver_locked(b, partial);
+}
+
+sonde_status_t drain_and_detach(Buffer &b) {
+    process_barrier();
+    std::vector<Writer *> ws;
+    {
+        std::lock_guard<std::mutex> g(b.mu);
+        for (Writer *w = b.writers; w; w = w->next_in_buffer) ws.push_back(w);
+    }
+    // Wait for emissions in progress (busy handshake, buffer.h). A reservation left open by
+    // this very thread can never be committed now: cancel it.
+    for (Writer *w : ws) {
+        if (w->thread == tls_thread && w->reserve_need != 0) {
+            w->reserve_need = 0;
+            w->end = w->real_end;
+            w->busy.store(0, std::memory_order_release);
+        }
+        while (w->busy.load(std::memory_order_acquire) != 0) sched_yield();
+    }
+    std::lock_guard<std::mutex> dg(b.deliver_mu);
+    const sonde_status_t st = deliver_locked(b, true);
+    std::lock_guard<std::mutex> g(b.mu);
+    for (Writer *w = b.writers; w;) {
+        Writer *next = w->next_in_buffer;
+        b.retired_emitted += writer_emitted_locked(w);
+        b.retired_dropped += w->dropped.load(std::memory_order_relaxed);
+        // The producer-owned window (pos, end, chunk, buffer, ...) is left alone: the
+        // producer may read it before its busy handshake, and only ever uses it after seeing
+        // a matching handle and state; attach() resets it on the producer's own thread.
+        w->sealed_head = w->sealed_tail = nullptr;
+        w->next_in_buffer = nullptr;
+        w->handle.store(0, std::memory_order_release);
+        w = next;
+    }
+    b.writers = nullptr;
+    return st;
+}
+
+void fill_stats(Buffer &b, sonde_buffer_stats_t &s) {
+    std::lock_guard<std::mutex> g(b.mu);
+    uint64_t emitted = b.retired_emitted, dropped = b.retired_dropped;
+    for (Writer *w = b.writers; w; w = w->next_in_buffer) {
+        emitted += writer_emitted_locked(w);
+        dropped += w->dropped.load(std::memory_order_relaxed);
+    }
+    s.records_emitted = emitted;
+    s.records_dropped = dropped;
+    s.records_delivered = b.delivered.load(std::memory_order_relaxed);
+    s.bytes_delivered = b.bytes_delivered.load(std::memory_order_relaxed);
+    s.callbacks = b.callbacks.load(std::memory_order_relaxed);
+    s.callback_failures = b.failures.load(std::memory_order_relaxed);
+}
+
+bool in_callback() { return tls_span != nullptr; }
+
+}  // namespace sonde::buffer

@@ -1,0 +1,242 @@
+// The producer's slow paths: a thread's state, attaching a writer to a buffer, chunk hand-over
+// (seal, take, refill, drop counting) and thread exit. The hot path is in emit.cpp; the
+// ownership rules are in buffer.h. Runs on producer threads only (thread_exit on the exiting
+// thread).
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+#include "buffer/internal.h"
+#include "buffer/table.h"
+#include "core/clock.h"
+#include "core/runtime.h"
+
+namespace sonde::buffer {
+
+Writer g_detached_writer;
+__thread ThreadState *tls_thread __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+
+std::atomic<uint64_t> g_next_thread_id{1};
+pthread_key_t g_thread_key;
+std::once_flag g_key_once;
+
+void thread_key_destructor(void *p) { thread_exit(static_cast<ThreadState *>(p)); }
+
+}  // namespace
+
+ThreadState *thread_state() {
+    ThreadState *t = tls_thread;
+    if (t) return t;
+    std::call_once(g_key_once, [] { pthread_key_create(&g_thread_key, thread_key_destructor); });
+    t = new ThreadState();
+    for (auto &w : t->writers) w = &g_detached_writer;
+    t->thread_id = g_next_thread_id.fetch_add(1, std::memory_order_relaxed);
+    t->os_tid = static_cast<uint64_t>(syscall(SYS_gettid));
+    tls_thread = t;
+    pthread_setspecific(g_thread_key, t);
+    return t;
+}
+
+sonde_status_t attach(uint64_t handle, Writer **out) {
+    if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+    const uint32_t slot = static_cast<uint32_t>(handle);
+    if (slot >= kMaxBuffers) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+    ThreadState *t = thread_state();
+    Writer *w = t->writers[slot];
+    if (w == &g_detached_writer) {
+        w = new Writer();
+        w->thread = t;
+        w->slot = slot;
+        t->writers[slot] = w;
+    }
+    if (w->handle.load(std::memory_order_relaxed) == handle) {
+        *out = w;
+        return SONDE_STATUS_SUCCESS;
+    }
+    const std::shared_ptr<Buffer> b = find(handle);
+    if (!b) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+    std::lock_guard<std::mutex> bg(b->mu);
+    if (b->dead) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+    w->buffer = b.get();
+    w->pos = w->end = w->base = w->real_end = nullptr;
+    w->chunk = nullptr;
+    w->records = 0;
+    w->reserve_need = 0;
+    w->loss_count = 0;
+    w->emitted.store(0, std::memory_order_relaxed);
+    w->dropped.store(0, std::memory_order_relaxed);
+    w->next_in_buffer = b->writers;
+    b->writers = w;
+    w->handle.store(handle, std::memory_order_relaxed);
+    *out = w;
+    return SONDE_STATUS_SUCCESS;
+}
+
+namespace {
+
+void write_thread_marker(char *p, const ThreadState *t) {
+    const sonde_record_header_t h{kThreadRecordSize, SONDE_RECORD_KIND_THREAD, 0};
+    const sonde_thread_record_t rec{t->thread_id, t->os_tid};
+    std::memcpy(p, &h, sizeof h);
+    std::memcpy(p + sizeof h, &rec, sizeof rec);
+}
+
+void count_drop(Writer *w) {
+    const uint64_t now = clock::now_ns();
+    w->emitted.store(w->emitted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    w->dropped.store(w->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (w->loss_count++ == 0) w->loss_first = now;
+    w->loss_last = now;
+}
+
+// Moves the writer's current chunk to its sealed list (Buffer::mu held). Returns true when the
+// sealed bytes reach the watermark.
+bool seal_locked(Buffer &b, Writer *w) {
+    Chunk *c = w->chunk;
+    if (!c) return false;
+    c->next = nullptr;
+    // The chunk's records move from the commit word into the writer's running count.
+    w->emitted.store(w->emitted.load(std::memory_order_relaxed) +
+                         (c->commit.load(std::memory_order_relaxed) >> 32),
+                     std::memory_order_relaxed);
+    if (w->sealed_tail) w->sealed_tail->next = c; else w->sealed_head = c;
+    w->sealed_tail = c;
+    b.sealed_bytes += static_cast<uint32_t>(c->commit.load(std::memory_order_relaxed));
+    w->chunk = nullptr;
+    w->pos = w->end = w->base = nullptr;
+    w->records = 0;
+    return b.sealed_bytes >= b.watermark;
+}
+
+// Gives chunk `c` (just unlinked from the free list or not) to the writer: THREAD marker,
+// then a LOSS record for drops not yet reported (Buffer::mu held).
+void take_chunk_locked(Buffer &b, Writer *w, Chunk *c) {
+    b.free_head = c->next;
+    c->next = nullptr;
+    const ThreadState *t = w->thread;
+    c->thread_id = t->thread_id;
+    c->os_tid = t->os_tid;
+    uint32_t off = kThreadRecordSize;
+    write_thread_marker(c->data, t);
+    if (w->loss_count != 0) {
+        const sonde_record_header_t h{kLossRecordSize, SONDE_RECORD_KIND_LOSS, 0};
+        const sonde_loss_record_t rec{w->loss_count, t->thread_id, w->loss_first, w->loss_last};
+        std::memcpy(c->data + off, &h, sizeof h);
+        std::memcpy(c->data + off + sizeof h, &rec, sizeof rec);
+        off += kLossRecordSize;
+        w->loss_count = 0;
+    }
+    c->commit.store(off, std::memory_order_release);
+    w->chunk = c;
+    w->base = c->data;
+    w->pos = c->data + off;
+    w->end = c->data + b.capacity;
+    w->records = 0;
+}
+
+bool in_callback_of(const Buffer &b) { return tls_span != nullptr && tls_span->buffer == b.handle; }
+
+}  // namespace
+
+sonde_status_t refill(Writer *w, uint32_t need) {
+    if (w->reserve_need != 0) return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    Buffer &b = *w->buffer;
+    if (need > b.capacity - kChunkOverhead) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    bool wake = false;
+    std::unique_lock<std::mutex> lk(b.mu);
+    if (b.dead) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+    wake = seal_locked(b, w);
+    Chunk *c = b.free_head;
+    if (!c && b.policy == SONDE_BUFFER_POLICY_LOSSLESS && b.lossless_timeout_ns > 0 &&
+        !in_callback_of(b)) {
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::nanoseconds(b.lossless_timeout_ns);
+        while (!(c = b.free_head) && !b.dead) {
+            b.drain_requested.store(true, std::memory_order_release);
+            lk.unlock();
+            delivery_wake();
+            lk.lock();
+            if ((c = b.free_head) != nullptr || b.dead) break;
+            if (b.space_cv.wait_until(lk, deadline) == std::cv_status::timeout) {
+                c = b.free_head;
+                break;
+            }
+        }
+    }
+    if (b.dead) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+    if (!c) {
+        lk.unlock();
+        count_drop(w);
+        if (wake) {
+            b.drain_requested.store(true, std::memory_order_release);
+            delivery_wake();
+        }
+        return SONDE_STATUS_ERROR_BUFFER_FULL;
+    }
+    take_chunk_locked(b, w, c);
+    lk.unlock();
+    if (wake) {
+        b.drain_requested.store(true, std::memory_order_release);
+        delivery_wake();
+    }
+    return SONDE_STATUS_SUCCESS;
+}
+
+// ---- thread exit -------------------------------------------------------------------------
+// Delivers what this thread emitted into each buffer, then detaches its writers. Once a
+// buffer is dead only its destroyer detaches writers, so this thread waits for that instead.
+void thread_exit(ThreadState *t) {
+    for (uint32_t slot = 0; slot < kMaxBuffers; ++slot) {
+        Writer *w = t->writers[slot];
+        if (w == &g_detached_writer) continue;
+        if (w->reserve_need != 0) {  // an open reservation can never be committed now
+            w->reserve_need = 0;
+            w->end = w->real_end;
+            w->busy.store(0, std::memory_order_release);
+        }
+        const uint64_t handle = w->handle.load(std::memory_order_acquire);
+        if (handle != 0) {
+            const std::shared_ptr<Buffer> b = find(handle);
+            if (b) {
+                std::lock_guard<std::mutex> dg(b->deliver_mu);
+                bool live;
+                {
+                    std::lock_guard<std::mutex> g(b->mu);
+                    live = !b->dead;
+                    if (live && w->loss_count != 0) {
+                        // Drops after the last record: report them in-stream if a chunk is
+                        // free (never wait at thread exit).
+                        seal_locked(*b, w);
+                        if (b->free_head) take_chunk_locked(*b, w, b->free_head);
+                    }
+                    if (live) seal_locked(*b, w);
+                }
+                if (live) {
+                    deliver_locked(*b, false);
+                    std::lock_guard<std::mutex> g(b->mu);
+                    if (!b->dead) {
+                        Writer **pp = &b->writers;
+                        while (*pp != w) pp = &(*pp)->next_in_buffer;
+                        *pp = w->next_in_buffer;
+                        b->retired_emitted += writer_emitted_locked(w);
+                        b->retired_dropped += w->dropped.load(std::memory_order_relaxed);
+                        w->handle.store(0, std::memory_order_release);
+                    }
+                }
+            }
+            while (w->handle.load(std::memory_order_acquire) != 0) sched_yield();
+        }
+        delete w;
+    }
+    tls_thread = nullptr;
+    delete t;
+}
+
+}  // namespace sonde::buffer
