@@ -57,6 +57,19 @@ __attribute__((noinline, cold)) sonde_status_t not_accepting(uint64_t h) {
                                                                  : SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
 }
 
+// The slow paths' first checks: the buffer records and the record is one a producer may write.
+inline sonde_status_t check_accepting(uint64_t h, uint32_t kind, uint32_t size) {
+    const uint32_t slot = static_cast<uint32_t>(h);
+    if (slot >= kMaxBuffers) return not_accepting(h);
+    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+    if (state != active_state(h)) {
+        if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
+        return not_accepting(h);
+    }
+    if (!valid_kind(kind, size) || size > SONDE_RECORD_MAX_PAYLOAD) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    return SONDE_STATUS_SUCCESS;
+}
+
 inline void store64(char *p, uint64_t v) { std::memcpy(p, &v, 8); }
 
 // Copies a payload; the last word is zero-padded so no stale bytes reach the consumer.
@@ -135,13 +148,8 @@ template <bool kTimestamp>
 __attribute__((noinline)) sonde_status_t emit_slow(uint64_t h, uint32_t kind, const void *payload,
                                                     uint32_t size) {
     const uint32_t slot = static_cast<uint32_t>(h);
-    if (slot >= kMaxBuffers) return not_accepting(h);
-    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
-    if (state != active_state(h)) {
-        if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
-        return not_accepting(h);
-    }
-    if (!valid_kind(kind, size) || size > SONDE_RECORD_MAX_PAYLOAD) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    const sonde_status_t accepting = check_accepting(h, kind, size);
+    if (accepting != SONDE_STATUS_SUCCESS) return accepting;
     if (payload == nullptr && size != 0) return SONDE_STATUS_ERROR_NULL_POINTER;
     const uint32_t need = 8 + (kTimestamp ? 8 : 0) + ((size + 7) & ~7u);
     Writer *w = nullptr;
@@ -230,14 +238,8 @@ SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, 
         *payload = nullptr;
         const uint64_t h = buffer.handle;
         const uint32_t slot = static_cast<uint32_t>(h);
-        if (slot >= kMaxBuffers) return not_accepting(h);
-        const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
-        if (state != active_state(h)) {
-            if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
-            return not_accepting(h);
-        }
-        if (!valid_kind(kind, size) || size > SONDE_RECORD_MAX_PAYLOAD)
-            return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+        const sonde_status_t accepting = check_accepting(h, kind, size);
+        if (accepting != SONDE_STATUS_SUCCESS) return accepting;
         const uint32_t need = 8 + ((size + 7) & ~7u);
         Writer *w = nullptr;
         const sonde_status_t st = begin_record(h, slot, need, &w);
