@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "collect.h"
+#include "collect.h" /* tests/common */
 
 static sonde_session_id_t g_session;
 static collector_t g_col;

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "collect.h"
+#include "collect.h" /* tests/common */
 
 #define PRODUCERS 4
 

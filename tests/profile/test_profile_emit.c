@@ -14,43 +14,22 @@
 #include <sonde/profile.h>
 #include <sonde/sonde.h>
 
-#define MAX_ITEMS 256
+#include "collect.h" /* tests/common */
 
-/* PROFILER payloads copied out of delivered spans (callbacks of one buffer never overlap, and
- * the test thread reads only after sonde_flush_data returned). */
-typedef struct sink_t {
-    sonde_profiler_record_t items[MAX_ITEMS];
-    size_t count;
-    size_t other; /* records of other kinds than THREAD and PROFILER */
-    sonde_status_t walk_error;
-} sink_t;
-
-static void sink_cb(const sonde_record_header_t *begin, const sonde_record_header_t *end,
-                    sonde_session_id_t session, sonde_buffer_id_t buffer, void *user) {
-    sink_t *s = user;
-    for (const sonde_record_header_t *r = begin; r < end;) {
-        const uint32_t kind = sonde_record_kind(r);
-        if (kind == SONDE_RECORD_KIND_PROFILER && s->count < MAX_ITEMS) {
-            uint32_t size = 0;
-            const void *p = sonde_record_payload(r, &size);
-            memcpy(&s->items[s->count++], p, sizeof(sonde_profiler_record_t));
-        } else if (kind != SONDE_RECORD_KIND_THREAD) {
-            s->other++;
-        }
-        const sonde_record_header_t *next = NULL;
-        const sonde_status_t st = sonde_next_record(r, &next, session, buffer);
-        if (st != SONDE_STATUS_SUCCESS) {
-            s->walk_error = st;
-            return;
-        }
-        r = next;
-    }
+/* The i-th collected record as a PROFILER payload (callbacks of one buffer never overlap, and
+ * the test thread reads only after sonde_flush_data or sonde_stop_session returned). */
+static sonde_profiler_record_t profiler(collector_t *c, size_t i) {
+    sonde_profiler_record_t r;
+    assert_true(i < c->count);
+    assert_int_equal(c->items[i].kind, SONDE_RECORD_KIND_PROFILER);
+    memcpy(&r, c->items[i].payload, sizeof r);
+    return r;
 }
 
 typedef struct fixture_t {
     sonde_session_id_t session;
     sonde_buffer_id_t buffer;
-    sink_t sink;
+    collector_t sink;
     sonde_profile_buffer_t *pb;
     sonde_profile_array_t *arr; /* 3 records of 2 u64, 2 buckets */
 } fixture_t;
@@ -58,8 +37,9 @@ typedef struct fixture_t {
 static int setup(void **state) {
     fixture_t *f = calloc(1, sizeof *f);
     if (f == NULL || sonde_initialize() != SONDE_STATUS_SUCCESS) return -1;
+    collector_init(&f->sink);
     if (sonde_create_session(NULL, &f->session) != SONDE_STATUS_SUCCESS) return -1;
-    if (sonde_create_buffer(f->session, 1 << 20, sink_cb, &f->sink, NULL, 0, &f->buffer) !=
+    if (sonde_create_buffer(f->session, 1 << 20, collector_cb, &f->sink, NULL, 0, &f->buffer) !=
         SONDE_STATUS_SUCCESS)
         return -1;
     if (sonde_profile_buffer_create(1 << 16, &f->pb) != SONDE_STATUS_SUCCESS ||
@@ -81,6 +61,7 @@ static int teardown(void **state) {
     sonde_profile_array_destroy(f->arr);
     sonde_profile_buffer_destroy(f->pb);
     sonde_destroy_session(f->session);
+    collector_free(&f->sink);
     free(f);
     return sonde_finalize() == SONDE_STATUS_SUCCESS ? 0 : -1;
 }
@@ -104,20 +85,19 @@ static void test_emit_per_bucket(void **state) {
     const uint64_t after = sonde_get_timestamp();
     assert_int_equal(emitted, 4);
     assert_int_equal(sonde_flush_data(f->session, f->buffer), SONDE_STATUS_SUCCESS);
-    assert_int_equal(f->sink.walk_error, SONDE_STATUS_SUCCESS);
-    assert_int_equal(f->sink.other, 0);
+    assert_int_equal(f->sink.bad_spans, 0);
     assert_int_equal(f->sink.count, 4);
     /* order: bucket, record, word */
     const struct { uint32_t bucket, record, word; uint64_t value; } want[4] = {
         {0, 0, 0, 5}, {0, 2, 1, 7}, {1, 0, 0, 1}, {1, 1, 1, 9}};
     for (int i = 0; i < 4; ++i) {
-        const sonde_profiler_record_t *r = &f->sink.items[i];
-        assert_int_equal(SONDE_PROFILE_COUNTER_BUCKET(r->counter_id), want[i].bucket);
-        assert_int_equal(SONDE_PROFILE_COUNTER_RECORD(r->counter_id), want[i].record);
-        assert_int_equal(SONDE_PROFILE_COUNTER_WORD(r->counter_id), want[i].word);
-        assert_int_equal(r->value, want[i].value);
-        assert_true(r->timestamp_ns >= before && r->timestamp_ns <= after);
-        assert_true(r->timestamp_ns == f->sink.items[0].timestamp_ns);
+        const sonde_profiler_record_t r = profiler(&f->sink, (size_t)i);
+        assert_int_equal(SONDE_PROFILE_COUNTER_BUCKET(r.counter_id), want[i].bucket);
+        assert_int_equal(SONDE_PROFILE_COUNTER_RECORD(r.counter_id), want[i].record);
+        assert_int_equal(SONDE_PROFILE_COUNTER_WORD(r.counter_id), want[i].word);
+        assert_int_equal(r.value, want[i].value);
+        assert_true(r.timestamp_ns >= before && r.timestamp_ns <= after);
+        assert_true(r.timestamp_ns == profiler(&f->sink, 0).timestamp_ns);
     }
     assert_int_equal(sonde_stop_session(f->session), SONDE_STATUS_SUCCESS);
     f->sink.count = 0;
@@ -134,11 +114,11 @@ static void test_emit_summed(void **state) {
     assert_int_equal(f->sink.count, 3);
     const struct { uint32_t record, word; uint64_t value; } want[3] = {{0, 0, 6}, {1, 1, 9}, {2, 1, 7}};
     for (int i = 0; i < 3; ++i) {
-        const sonde_profiler_record_t *r = &f->sink.items[i];
-        assert_int_equal(SONDE_PROFILE_COUNTER_BUCKET(r->counter_id), SONDE_PROFILE_COUNTER_ALL_BUCKETS);
-        assert_int_equal(SONDE_PROFILE_COUNTER_RECORD(r->counter_id), want[i].record);
-        assert_int_equal(SONDE_PROFILE_COUNTER_WORD(r->counter_id), want[i].word);
-        assert_int_equal(r->value, want[i].value);
+        const sonde_profiler_record_t r = profiler(&f->sink, (size_t)i);
+        assert_int_equal(SONDE_PROFILE_COUNTER_BUCKET(r.counter_id), SONDE_PROFILE_COUNTER_ALL_BUCKETS);
+        assert_int_equal(SONDE_PROFILE_COUNTER_RECORD(r.counter_id), want[i].record);
+        assert_int_equal(SONDE_PROFILE_COUNTER_WORD(r.counter_id), want[i].word);
+        assert_int_equal(r.value, want[i].value);
     }
     f->sink.count = 0;
 }
