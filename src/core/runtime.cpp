@@ -23,8 +23,6 @@ namespace sonde::core {
 
 namespace {
 
-constexpr size_t kSessionPropsV10 = sizeof(sonde_session_properties_t);
-
 const LifecycleObserver *g_observers[8];
 std::atomic<int> g_observer_count{0};
 
@@ -282,7 +280,7 @@ SONDE_API sonde_status_t sonde_create_session(const sonde_session_properties_t *
         sonde_session_properties_t p;
         std::memset(&p, 0, sizeof p);
         if (props != nullptr) {
-            const sonde_status_t st = read_abi_struct(props, core::kSessionPropsV10, &p);
+            const sonde_status_t st = read_abi_struct(props, SONDE_SESSION_PROPERTIES_SIZE_1_0, &p);
             if (st != SONDE_STATUS_SUCCESS) return st;
             if (p.flags != 0) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
         }
@@ -433,7 +431,7 @@ SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session, sond
     return guarded([&]() -> sonde_status_t {
         if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
         if (stats == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
-        if (stats->struct_size < sizeof(sonde_buffer_stats_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+        if (stats->struct_size < SONDE_BUFFER_STATS_SIZE_1_0) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
         std::shared_ptr<buffer::Buffer> b;
         {
             Runtime &r = runtime();
@@ -446,7 +444,7 @@ SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session, sond
         std::memset(&s, 0, sizeof s);
         s.struct_size = sizeof s;
         buffer::fill_stats(*b, s);
-        return write_abi_struct(s, sizeof(sonde_buffer_stats_t), stats);
+        return write_abi_struct(s, SONDE_BUFFER_STATS_SIZE_1_0, stats);
     });
 }
 
