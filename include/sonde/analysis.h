@@ -70,8 +70,17 @@ typedef struct sonde_tool_ops_t {
     void (*destroy)(void *tool);
 } sonde_tool_ops_t;
 
-/** @brief The oldest sonde_tool_ops_t size the analyzer accepts (version 1.0: the whole struct). */
-#define SONDE_TOOL_OPS_MIN_SIZE ((uint32_t)sizeof(sonde_tool_ops_t))
+/**
+ * @brief Size of sonde_tool_ops_t in ABI version 1.0.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_TOOL_OPS_SIZE_1_0 136u
+
+/**
+ * @brief The smallest sonde_tool_ops_t struct_size the analyzer accepts: the 1.0 size
+ * (::SONDE_TOOL_OPS_SIZE_1_0). A table that grows later stays accepted at this size.
+ */
+#define SONDE_TOOL_OPS_MIN_SIZE SONDE_TOOL_OPS_SIZE_1_0
 
 /**
  * @brief The entry point an external tool (a shared object) exports with SONDE_EXPORT.
@@ -124,7 +133,8 @@ SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, con
  * @param options Tool options or NULL.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_LOAD_FAILED (dlopen failed or no sonde_tool_create),
- *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (ops struct_size too small),
+ *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (ops struct_size smaller than
+ *         SONDE_TOOL_OPS_MIN_SIZE),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (reserved field set or ops larger with unknown parts),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name, or no memref function),
  *         SONDE_STATUS_ERROR_TOOL (sonde_tool_create failed), SONDE_STATUS_ERROR_PHASE_FAILURE,

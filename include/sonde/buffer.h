@@ -72,6 +72,13 @@ typedef struct sonde_buffer_stats_t {
 } sonde_buffer_stats_t;
 
 /**
+ * @brief Size of sonde_buffer_stats_t in ABI version 1.0, the smallest struct_size
+ * ::sonde_get_buffer_stats accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_BUFFER_STATS_SIZE_1_0 56u
+
+/**
  * @brief Creates a buffer in a session.
  *
  * @param session The owning session (started or stopped).
@@ -133,7 +140,8 @@ SONDE_API sonde_status_t sonde_next_record(const sonde_record_header_t *record,
  * @param[in,out] stats struct_size must be set; only that many bytes are written.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
- *         SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_INCOMPATIBLE_ABI.
+ *         SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size
+ *         smaller than ::SONDE_BUFFER_STATS_SIZE_1_0).
  * Thread-safe; callable from callbacks.
  */
 SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session,

@@ -137,8 +137,9 @@ enum sonde_visibility {
  * provides) are filled; `valid_items` says which. Every other field is zero. Pointers are
  * valid only during the handler call.
  *
- * Grows at the end: a client built against a newer header reads new fields only when
- * `struct_size` covers them.
+ * Grows at the end. Sonde sets `struct_size` to its own sizeof, never less than
+ * ::SONDE_EVENT_DATA_SIZE_1_1: a client must check that `struct_size` covers a field appended
+ * after that size before reading it (a newer client can be handed an older library's struct).
  */
 typedef struct sonde_event_data_t {
     uint32_t struct_size;        /**< sizeof this struct in the library. */
@@ -161,6 +162,13 @@ typedef struct sonde_event_data_t {
 } sonde_event_data_t;
 
 /**
+ * @brief Size of sonde_event_data_t in version 1.1, which introduced it: every field above is
+ * present when struct_size is at least this.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_EVENT_DATA_SIZE_1_1 120u
+
+/**
  * @brief An observer. Called on the thread where the event happens, possibly on several
  * threads at once; it must not block for long and must not throw. Calls it makes to
  * instrumented functions are not reported (Sonde never recurses into itself).
@@ -170,6 +178,9 @@ typedef void (*sonde_event_handler_t)(const sonde_event_data_t *data, void *user
 /**
  * @brief What a group filter sees about one element (a method, a thread or a module). Strings
  * are valid only during the call.
+ *
+ * Grows at the end like ::sonde_event_data_t: `struct_size` is Sonde's own sizeof, never less
+ * than ::SONDE_FILTER_ELEMENT_SIZE_1_1; check it before reading a field appended after that size.
  */
 typedef struct sonde_filter_element_t {
     uint32_t struct_size;        /**< sizeof this struct in the library. */
@@ -185,6 +196,12 @@ typedef struct sonde_filter_element_t {
     uint32_t visibility;         /**< CALL_GRAPH: a ::sonde_visibility value. */
     uint32_t reserved;           /**< Zero. */
 } sonde_filter_element_t;
+
+/**
+ * @brief Size of sonde_filter_element_t in version 1.1, which introduced it. A literal, valid
+ * for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_FILTER_ELEMENT_SIZE_1_1 80u
 
 /**
  * @brief A group filter: returns true to be notified of the element's events. Asked once per
@@ -234,6 +251,10 @@ typedef struct sonde_client_array_t {
 /**
  * @brief Method information. Set `struct_size` and the storage of the strings you request;
  * the request fills the requested items and sets `valid_items`.
+ *
+ * A `struct_size` smaller than ::SONDE_METHOD_INFO_SIZE_1_1 answers INCOMPATIBLE_ABI. Sonde
+ * reads the string storage and writes the results only within `struct_size` bytes; the tail
+ * of a larger struct than Sonde knows is neither checked nor written.
  */
 typedef struct sonde_method_info_t {
     uint32_t struct_size;        /**< sizeof(sonde_method_info_t) as the caller knows it. */
@@ -251,7 +272,17 @@ typedef struct sonde_method_info_t {
     uint64_t size;               /**< SIZE: symbol size in bytes. */
 } sonde_method_info_t;
 
-/** @brief Module information; same rules as ::sonde_method_info_t. */
+/**
+ * @brief Size of sonde_method_info_t in version 1.1, which introduced it: the smallest
+ * struct_size the request accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_METHOD_INFO_SIZE_1_1 128u
+
+/**
+ * @brief Module information; same rules as ::sonde_method_info_t, with
+ * ::SONDE_MODULE_INFO_SIZE_1_1 as the smallest `struct_size`.
+ */
 typedef struct sonde_module_info_t {
     uint32_t struct_size; /**< sizeof(sonde_module_info_t) as the caller knows it. */
     uint32_t loaded;      /**< STATE: 1 while loaded, 0 after unload. */
@@ -262,7 +293,17 @@ typedef struct sonde_module_info_t {
     uint64_t size;        /**< SIZE: span of the mapped segments in bytes. */
 } sonde_module_info_t;
 
-/** @brief Thread information; same rules as ::sonde_method_info_t. */
+/**
+ * @brief Size of sonde_module_info_t in version 1.1, which introduced it: the smallest
+ * struct_size the request accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_MODULE_INFO_SIZE_1_1 64u
+
+/**
+ * @brief Thread information; same rules as ::sonde_method_info_t, with
+ * ::SONDE_THREAD_INFO_SIZE_1_1 as the smallest `struct_size`.
+ */
 typedef struct sonde_thread_info_t {
     uint32_t struct_size;  /**< sizeof(sonde_thread_info_t) as the caller knows it. */
     uint32_t alive;        /**< STATE: 1 until the thread ends. */
@@ -273,13 +314,24 @@ typedef struct sonde_thread_info_t {
     uint32_t reserved;     /**< Zero. */
 } sonde_thread_info_t;
 
+/**
+ * @brief Size of sonde_thread_info_t in version 1.1, which introduced it: the smallest
+ * struct_size the request accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_THREAD_INFO_SIZE_1_1 48u
+
 /** @brief Client states (::sonde_client_info_t::state). */
 enum sonde_client_state {
     SONDE_CLIENT_STATE_ACTIVE = 0, /**< Instantiated; receives events. */
     SONDE_CLIENT_STATE_FAILED = 1  /**< Loading or instantiation failed; the client was unloaded. */
 };
 
-/** @brief What Sonde knows about a client: its state, the status of its loading, and why. */
+/**
+ * @brief What Sonde knows about a client: its state, the status of its loading, and why.
+ * Same `struct_size` rules as ::sonde_method_info_t, with ::SONDE_CLIENT_INFO_SIZE_1_1 as the
+ * smallest.
+ */
 typedef struct sonde_client_info_t {
     uint32_t struct_size;   /**< sizeof(sonde_client_info_t) as the caller knows it. */
     uint32_t state;         /**< A ::sonde_client_state value. */
@@ -290,11 +342,19 @@ typedef struct sonde_client_info_t {
 } sonde_client_info_t;
 
 /**
+ * @brief Size of sonde_client_info_t in version 1.1, which introduced it: the smallest
+ * struct_size ::sonde_get_client_info accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_CLIENT_INFO_SIZE_1_1 48u
+
+/**
  * @brief The function table a client calls Sonde through (it never links libsonde). Every
  * function takes the caller's client id first; a wrong one answers ILLEGAL_ID. All are
  * thread-safe. Data requests answer PHASE_FAILURE before the client's RUNTIME_INIT event and
- * after SHUTDOWN. The table grows at the end: check `struct_size` before using a function
- * added after version 1.
+ * after SHUTDOWN. The table grows at the end: `struct_size` is Sonde's own sizeof, never less
+ * than ::SONDE_API_SIZE_1_1; check that it covers a function appended after that size before
+ * using it.
  */
 typedef struct sonde_api_t {
     uint32_t struct_size; /**< sizeof this table in the library. */
@@ -322,7 +382,7 @@ typedef struct sonde_api_t {
      * @return SUCCESS; PARTIAL_INFO (no symbol, or no DWARF for the source items);
      * BUFFER_TOO_SHORT (a string; its actual_size is set, other items are filled); NULL_PTR;
      * ILLEGAL_ID; NOT_SUPPORTED (an item methods do not have); PHASE_FAILURE;
-     * INCOMPATIBLE_ABI (struct_size too small); ERROR.
+     * INCOMPATIBLE_ABI (struct_size smaller than ::SONDE_METHOD_INFO_SIZE_1_1); ERROR.
      */
     sonde_status_t (*get_method_info)(sonde_client_id_t client, sonde_method_id_t method,
                                       uint64_t requested, sonde_method_info_t *info);
@@ -374,6 +434,13 @@ typedef struct sonde_api_t {
 } sonde_api_t;
 
 /**
+ * @brief Size of sonde_api_t in version 1.1, which introduced it: every function above is
+ * present when struct_size is at least this.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_API_SIZE_1_1 104u
+
+/**
  * @brief The entry point a client exports. Called once, on the thread that loads it, before or
  * after ::sonde_initialize. Register observers and filters here and return SUCCESS; any other
  * status (NOT_SUPPORTED when `api->abi_version` is too old) makes Sonde unload the client.
@@ -419,7 +486,8 @@ SONDE_API sonde_status_t sonde_register_client(sonde_client_instantiate_fn insta
  * @brief The state, status and message of a client, loaded or failed. Thread-safe.
  * @param client The client.
  * @param[in,out] info Set struct_size and the storage of path and message.
- * @return SUCCESS; NULL_POINTER; ILLEGAL_ID; INCOMPATIBLE_ABI; BUFFER_TOO_SHORT (path or message).
+ * @return SUCCESS; NULL_POINTER; ILLEGAL_ID; INCOMPATIBLE_ABI (struct_size smaller than
+ * ::SONDE_CLIENT_INFO_SIZE_1_1); BUFFER_TOO_SHORT (path or message).
  */
 SONDE_API sonde_status_t sonde_get_client_info(sonde_client_id_t client, sonde_client_info_t *info);
 

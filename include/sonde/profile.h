@@ -75,6 +75,13 @@ typedef struct sonde_profile_allocator_t {
 } sonde_profile_allocator_t;
 
 /**
+ * @brief Size of sonde_profile_allocator_t in ABI version 1.0, the smallest struct_size
+ * ::sonde_profile_buffer_create_with_allocator accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_PROFILE_ALLOCATOR_SIZE_1_0 24u
+
+/**
  * @brief What the hot path needs to address records, for one thread.
  *
  * Filled by ::sonde_profile_array_view for the calling thread; keep one per thread (e.g. in a
@@ -92,6 +99,13 @@ typedef struct sonde_profile_view_t {
     uint32_t bucket_mask;   /**< num_thread_buckets - 1. */
     uint32_t reserved;      /**< Written as 0. */
 } sonde_profile_view_t;
+
+/**
+ * @brief Size of sonde_profile_view_t in ABI version 1.0, the smallest struct_size
+ * ::sonde_profile_array_view accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_PROFILE_VIEW_SIZE_1_0 48u
 
 /* ---------------------------------------------------------------------------------------- */
 /* Hot-path helpers. They check nothing: `record` must be below num_records, `bucket` at most */
@@ -243,7 +257,8 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_from_memory(void *memory, u
  * @param allocator The allocator (copied).
  * @param[out] out The new buffer.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (allocator, its allocate
- *         member, or out), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size too small),
+ *         member, or out), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size smaller than
+ *         ::SONDE_PROFILE_ALLOCATOR_SIZE_1_0),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (unknown non-zero trailing bytes),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (size 0 or too large, memory misaligned,
  *         reserved non-zero), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
@@ -566,7 +581,8 @@ SONDE_API sonde_status_t sonde_profile_array_thread_record(const sonde_profile_a
  * @param arr The array.
  * @param pb The buffer the array is allocated in.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
- *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size too small),
+ *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size smaller than
+ *         ::SONDE_PROFILE_VIEW_SIZE_1_0),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
  * Thread-safe.

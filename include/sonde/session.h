@@ -40,15 +40,23 @@ SONDE_API bool sonde_is_initialized(void);
 /**
  * @brief Optional properties of a session.
  *
- * Set struct_size to sizeof(sonde_session_properties_t). A smaller size than version 1.0's is
- * refused with SONDE_STATUS_ERROR_INCOMPATIBLE_ABI; a larger one is accepted only if the bytes
- * Sonde does not know are zero (else SONDE_STATUS_ERROR_NOT_SUPPORTED).
+ * Set struct_size to sizeof(sonde_session_properties_t). A size smaller than
+ * ::SONDE_SESSION_PROPERTIES_SIZE_1_0 is refused with SONDE_STATUS_ERROR_INCOMPATIBLE_ABI; a
+ * larger one than the library's is accepted only if the bytes Sonde does not know are zero
+ * (else SONDE_STATUS_ERROR_NOT_SUPPORTED).
  */
 typedef struct sonde_session_properties_t {
     uint32_t struct_size; /**< sizeof(sonde_session_properties_t) of the caller. */
     uint32_t flags;       /**< Reserved, must be 0. */
     const char *name;     /**< Optional name (copied; at most 63 bytes kept), or NULL. */
 } sonde_session_properties_t;
+
+/**
+ * @brief Size of sonde_session_properties_t in ABI version 1.0, the smallest struct_size
+ * ::sonde_create_session accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_SESSION_PROPERTIES_SIZE_1_0 16u
 
 /**
  * @brief Creates a stopped session.

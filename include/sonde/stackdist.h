@@ -59,7 +59,11 @@ typedef struct sonde_stackdist_options_t {
     uint64_t seed;             /**< SHARDS hash seed; different seeds sample unrelated lines. */
 } sonde_stackdist_options_t;
 
-/** @brief Size of sonde_stackdist_options_t in ABI version 1.0. */
+/**
+ * @brief Size of sonde_stackdist_options_t in ABI version 1.0, the smallest struct_size
+ * ::sonde_stackdist_create accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
 #define SONDE_STACKDIST_OPTIONS_SIZE_1_0 48u
 
 /** @brief Totals of a histogram (::sonde_histogram_get_summary). */
@@ -77,7 +81,11 @@ typedef struct sonde_histogram_summary_t {
     uint64_t max_distance;    /**< Largest finite distance with a count (0 if none). */
 } sonde_histogram_summary_t;
 
-/** @brief Size of sonde_histogram_summary_t in ABI version 1.0. */
+/**
+ * @brief Size of sonde_histogram_summary_t in ABI version 1.0, the smallest struct_size
+ * ::sonde_histogram_get_summary accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
 #define SONDE_HISTOGRAM_SUMMARY_SIZE_1_0 80u
 
 /** @brief One histogram bin: distances first..last inclusive. */

@@ -159,13 +159,21 @@ typedef struct sonde_trace_writer_properties_t {
 } sonde_trace_writer_properties_t;
 
 /**
+ * @brief Size of sonde_trace_writer_properties_t in ABI version 1.0, the smallest struct_size
+ * sonde_trace_writer_create() accepts.
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ */
+#define SONDE_TRACE_WRITER_PROPERTIES_SIZE_1_0 16u
+
+/**
  * @brief Creates (truncates) a Sonde trace file and writes its header.
  *
  * @param path File to create.
  * @param properties Options, or NULL for the defaults.
  * @param[out] out The writer.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
- *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size too small),
+ *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size smaller than
+ *         SONDE_TRACE_WRITER_PROPERTIES_SIZE_1_0),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (unknown trailing bytes set),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (level or chunk_records out of range, reserved != 0),
  *         SONDE_STATUS_ERROR_IO (cannot create), SONDE_STATUS_ERROR_OUT_OF_MEMORY. Thread-safe.

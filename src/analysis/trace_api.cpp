@@ -132,7 +132,7 @@ SONDE_API sonde_status_t sonde_trace_writer_create(const char *path, const sonde
     if (path == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     sonde_trace_writer_properties_t props{};
     if (properties != nullptr) {
-        const sonde_status_t s = sonde::read_abi_struct(properties, sizeof(sonde_trace_writer_properties_t), &props);
+        const sonde_status_t s = sonde::read_abi_struct(properties, SONDE_TRACE_WRITER_PROPERTIES_SIZE_1_0, &props);
         if (s != SONDE_STATUS_SUCCESS) return s;
     }
     if (props.reserved != 0 || props.compression_level < 0 || props.compression_level > 19 ||

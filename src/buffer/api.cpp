@@ -70,7 +70,7 @@ SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session, sond
     return guarded([&]() -> sonde_status_t {
         if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
         if (stats == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
-        if (stats->struct_size < sizeof(sonde_buffer_stats_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+        if (stats->struct_size < SONDE_BUFFER_STATS_SIZE_1_0) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
         sonde_status_t st = SONDE_STATUS_SUCCESS;
         std::shared_ptr<Buffer> b = find_in_session(session.handle, buffer.handle, &st);
         if (!b) return st;
@@ -78,7 +78,7 @@ SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session, sond
         std::memset(&s, 0, sizeof s);
         s.struct_size = sizeof s;
         fill_stats(*b, s);
-        return write_abi_struct(s, sizeof(sonde_buffer_stats_t), stats);
+        return write_abi_struct(s, SONDE_BUFFER_STATS_SIZE_1_0, stats);
     });
 }
 

@@ -5,6 +5,7 @@
 
 #include "client/registry.h"
 #include "client/requests.h"
+#include "core/abi_struct.h"
 #include "core/guarded.h"
 
 namespace sonde::client {
@@ -79,15 +80,32 @@ sonde_status_t put_ids(Array *a, uint64_t tag, size_t count) {
     return a->size < count ? SONDE_STATUS_ERROR_BUFFER_TOO_SHORT : SONDE_STATUS_SUCCESS;
 }
 
-// The checks every info request starts with, in order (Registry::mu held).
+// The size of each info struct in 1.1, the release that introduced it: the smallest accepted.
+constexpr size_t first_size(const sonde_method_info_t *) { return SONDE_METHOD_INFO_SIZE_1_1; }
+constexpr size_t first_size(const sonde_module_info_t *) { return SONDE_MODULE_INFO_SIZE_1_1; }
+constexpr size_t first_size(const sonde_thread_info_t *) { return SONDE_THREAD_INFO_SIZE_1_1; }
+constexpr size_t first_size(const sonde_client_info_t *) { return SONDE_CLIENT_INFO_SIZE_1_1; }
+
+// The checks every info request starts with, in order (Registry::mu held). An info struct is
+// input (string storage) and output (the items): `copy` receives what the caller's struct_size
+// covers; the request fills it and writes it back with epilogue().
 template <typename Info>
-sonde_status_t prologue(sonde_client_id_t client, const Info *info, uint64_t requested, uint64_t allowed) {
+sonde_status_t prologue(sonde_client_id_t client, const Info *info, uint64_t requested, uint64_t allowed,
+                        Info *copy) {
     if (info == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
-    const sonde_status_t st = check_client(client);
+    sonde_status_t st = check_client(client);
     if (st != SONDE_STATUS_SUCCESS) return st;
-    if (info->struct_size < sizeof(Info)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+    st = read_abi_struct(info, first_size(info), copy, AbiTail::kOutput);
+    if (st != SONDE_STATUS_SUCCESS) return st;
     if ((requested & ~allowed) != 0) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
     return SONDE_STATUS_SUCCESS;
+}
+
+// Writes the filled copy back, no more than the caller's struct_size covers.
+template <typename Info>
+sonde_status_t epilogue(const Info &copy, Info *info, bool too_short, bool partial) {
+    (void)write_abi_struct(copy, first_size(info), info);  // the size passed read_abi_struct
+    return result(too_short, partial);
 }
 
 }  // namespace
@@ -101,46 +119,47 @@ sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t m
                                       SONDE_DATA_VISIBILITY;
         Registry &r = registry();
         RegistryLock lock;
-        const sonde_status_t st = prologue(client, info, requested, kAllowed);
+        sonde_method_info_t out;
+        const sonde_status_t st = prologue(client, info, requested, kAllowed, &out);
         if (st != SONDE_STATUS_SUCCESS) return st;
         const int64_t i = handle_index(method.handle, kTagMethod, r.methods.size());
         if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
         for (const sonde_string_t *s :
-             {&info->name, &info->class_name, &info->full_name, &info->mangled_name, &info->source_file})
+             {&out.name, &out.class_name, &out.full_name, &out.mangled_name, &out.source_file})
             if (check_string(*s) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_PTR;
         Method *m = r.methods[static_cast<size_t>(i)];
         uint64_t valid = 0;
         bool too_short = false, partial = false;
         if (m->has_symbol) {
-            put_item(requested, SONDE_DATA_NAME, info->name, m->name, &valid, &too_short);
-            put_item(requested, SONDE_DATA_CLASS_NAME, info->class_name, m->class_name, &valid, &too_short);
-            put_item(requested, SONDE_DATA_FULL_NAME, info->full_name, m->full, &valid, &too_short);
-            put_item(requested, SONDE_DATA_MANGLED_NAME, info->mangled_name, m->mangled, &valid, &too_short);
-            put_value(requested, SONDE_DATA_SIZE, info->size, m->size, &valid);
-            put_value(requested, SONDE_DATA_VISIBILITY, info->visibility, m->visibility, &valid);
+            put_item(requested, SONDE_DATA_NAME, out.name, m->name, &valid, &too_short);
+            put_item(requested, SONDE_DATA_CLASS_NAME, out.class_name, m->class_name, &valid, &too_short);
+            put_item(requested, SONDE_DATA_FULL_NAME, out.full_name, m->full, &valid, &too_short);
+            put_item(requested, SONDE_DATA_MANGLED_NAME, out.mangled_name, m->mangled, &valid, &too_short);
+            put_value(requested, SONDE_DATA_SIZE, out.size, m->size, &valid);
+            put_value(requested, SONDE_DATA_VISIBILITY, out.visibility, m->visibility, &valid);
         } else if (requested & (SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME | SONDE_DATA_FULL_NAME |
                                 SONDE_DATA_MANGLED_NAME | SONDE_DATA_SIZE | SONDE_DATA_VISIBILITY)) {
             partial = true;
         }
         if (requested & (SONDE_DATA_SOURCE_FILE | SONDE_DATA_SOURCE_LINE)) {
             if (source_position(m)) {
-                put_item(requested, SONDE_DATA_SOURCE_FILE, info->source_file, m->source_file, &valid, &too_short);
-                put_value(requested, SONDE_DATA_SOURCE_LINE, info->source_line, m->source_line, &valid);
+                put_item(requested, SONDE_DATA_SOURCE_FILE, out.source_file, m->source_file, &valid, &too_short);
+                put_value(requested, SONDE_DATA_SOURCE_LINE, out.source_line, m->source_line, &valid);
             } else {
                 partial = true;
             }
         }
         if (requested & SONDE_DATA_MODULE_ID) {
             if (m->module != nullptr) {
-                info->module.handle = make_handle(kTagModule, m->module->index);
+                out.module.handle = make_handle(kTagModule, m->module->index);
                 valid |= SONDE_DATA_MODULE_ID;
             } else {
                 partial = true;
             }
         }
-        put_value(requested, SONDE_DATA_ADDRESS, info->address, m->fn, &valid);
-        info->valid_items = valid;
-        return result(too_short, partial);
+        put_value(requested, SONDE_DATA_ADDRESS, out.address, m->fn, &valid);
+        out.valid_items = valid;
+        return epilogue(out, info, too_short, partial);
     });
 }
 
@@ -151,28 +170,29 @@ sonde_status_t api_get_module_info(sonde_client_id_t client, sonde_module_id_t m
             SONDE_DATA_NAME | SONDE_DATA_PATH | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_STATE;
         Registry &r = registry();
         RegistryLock lock;
-        const sonde_status_t st = prologue(client, info, requested, kAllowed);
+        sonde_module_info_t out;
+        const sonde_status_t st = prologue(client, info, requested, kAllowed, &out);
         if (st != SONDE_STATUS_SUCCESS) return st;
         const int64_t i = handle_index(module.handle, kTagModule, r.modules.size());
         if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
-        if (check_string(info->name) != SONDE_STATUS_SUCCESS || check_string(info->path) != SONDE_STATUS_SUCCESS)
+        if (check_string(out.name) != SONDE_STATUS_SUCCESS || check_string(out.path) != SONDE_STATUS_SUCCESS)
             return SONDE_STATUS_ERROR_NULL_PTR;
         const Module *mod = r.modules[static_cast<size_t>(i)];
         uint64_t valid = 0;
         bool too_short = false, partial = false;
-        put_item(requested, SONDE_DATA_NAME, info->name, mod->name, &valid, &too_short);
+        put_item(requested, SONDE_DATA_NAME, out.name, mod->name, &valid, &too_short);
         if (requested & SONDE_DATA_PATH) {
             if (mod->path.empty())
                 partial = true;  // no file behind it (the vdso)
             else
-                put_item(requested, SONDE_DATA_PATH, info->path, mod->path, &valid, &too_short);
+                put_item(requested, SONDE_DATA_PATH, out.path, mod->path, &valid, &too_short);
         }
-        put_value(requested, SONDE_DATA_ADDRESS, info->address, mod->lo, &valid);
-        put_value(requested, SONDE_DATA_SIZE, info->size, mod->hi - mod->lo, &valid);
+        put_value(requested, SONDE_DATA_ADDRESS, out.address, mod->lo, &valid);
+        put_value(requested, SONDE_DATA_SIZE, out.size, mod->hi - mod->lo, &valid);
         const bool loaded = mod->loaded.load(std::memory_order_relaxed);
-        put_value(requested, SONDE_DATA_STATE, info->loaded, loaded ? 1 : 0, &valid);
-        info->valid_items = valid;
-        return result(too_short, partial);
+        put_value(requested, SONDE_DATA_STATE, out.loaded, loaded ? 1 : 0, &valid);
+        out.valid_items = valid;
+        return epilogue(out, info, too_short, partial);
     });
 }
 
@@ -182,11 +202,12 @@ sonde_status_t api_get_thread_info(sonde_client_id_t client, sonde_thread_id_t t
         constexpr uint64_t kAllowed =
             SONDE_DATA_NAME | SONDE_DATA_OS_THREAD_ID | SONDE_DATA_STACK_DEPTH | SONDE_DATA_STATE;
         RegistryLock lock;
-        sonde_status_t st = prologue(client, info, requested, kAllowed);
+        sonde_thread_info_t out;
+        sonde_status_t st = prologue(client, info, requested, kAllowed, &out);
         if (st != SONDE_STATUS_SUCCESS) return st;
         ThreadState *t = thread_of(thread, &st);
         if (t == nullptr) return st;
-        if (check_string(info->name) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_PTR;
+        if (check_string(out.name) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_PTR;
         uint64_t valid = 0;
         bool too_short = false, partial = false;
         const bool alive = t->alive.load(std::memory_order_acquire);
@@ -195,14 +216,14 @@ sonde_status_t api_get_thread_info(sonde_client_id_t client, sonde_thread_id_t t
             if (name.empty() && alive)
                 partial = true;  // the thread ended while we looked
             else
-                put_item(requested, SONDE_DATA_NAME, info->name, name, &valid, &too_short);
+                put_item(requested, SONDE_DATA_NAME, out.name, name, &valid, &too_short);
         }
-        put_value(requested, SONDE_DATA_OS_THREAD_ID, info->os_thread_id, t->os_tid, &valid);
+        put_value(requested, SONDE_DATA_OS_THREAD_ID, out.os_thread_id, t->os_tid, &valid);
         const uint32_t depth = alive ? t->depth.load(std::memory_order_acquire) : 0;
-        put_value(requested, SONDE_DATA_STACK_DEPTH, info->stack_depth, depth, &valid);
-        put_value(requested, SONDE_DATA_STATE, info->alive, alive ? 1 : 0, &valid);
-        info->valid_items = valid;
-        return result(too_short, partial);
+        put_value(requested, SONDE_DATA_STACK_DEPTH, out.stack_depth, depth, &valid);
+        put_value(requested, SONDE_DATA_STATE, out.alive, alive ? 1 : 0, &valid);
+        out.valid_items = valid;
+        return epilogue(out, info, too_short, partial);
     });
 }
 
@@ -259,16 +280,18 @@ sonde_status_t client_list(sonde_client_array_t *clients) {
 sonde_status_t client_info(sonde_client_id_t client, sonde_client_info_t *info) {
     if (info == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     RegistryLock lock;
-    if (info->struct_size < sizeof(sonde_client_info_t)) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+    sonde_client_info_t out;
+    const sonde_status_t st = read_abi_struct(info, first_size(info), &out, AbiTail::kOutput);
+    if (st != SONDE_STATUS_SUCCESS) return st;
     const Client *c = find_client(client.handle);
     if (c == nullptr) return SONDE_STATUS_ERROR_ILLEGAL_ID;
-    if (check_string(info->path) != SONDE_STATUS_SUCCESS || check_string(info->message) != SONDE_STATUS_SUCCESS)
+    if (check_string(out.path) != SONDE_STATUS_SUCCESS || check_string(out.message) != SONDE_STATUS_SUCCESS)
         return SONDE_STATUS_ERROR_NULL_POINTER;
-    info->state = c->state;
-    info->status = c->status;
-    const bool a = put_string(info->path, c->path);
-    const bool b = put_string(info->message, c->message);
-    return a && b ? SONDE_STATUS_SUCCESS : SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
+    out.state = c->state;
+    out.status = c->status;
+    const bool a = put_string(out.path, c->path);
+    const bool b = put_string(out.message, c->message);
+    return epilogue(out, info, !(a && b), false);
 }
 
 }  // namespace sonde::client

@@ -15,8 +15,6 @@ namespace sonde::core {
 
 namespace {
 
-constexpr size_t kSessionPropsV10 = sizeof(sonde_session_properties_t);
-
 const SessionResources *g_resources = nullptr;
 const LifecycleObserver *g_observers[8];
 std::atomic<int> g_observer_count{0};
@@ -161,7 +159,7 @@ SONDE_API sonde_status_t sonde_create_session(const sonde_session_properties_t *
         sonde_session_properties_t p;
         std::memset(&p, 0, sizeof p);
         if (props != nullptr) {
-            const sonde_status_t st = read_abi_struct(props, core::kSessionPropsV10, &p);
+            const sonde_status_t st = read_abi_struct(props, SONDE_SESSION_PROPERTIES_SIZE_1_0, &p);
             if (st != SONDE_STATUS_SUCCESS) return st;
             if (p.flags != 0) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
         }

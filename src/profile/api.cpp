@@ -77,7 +77,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_with_allocator(
     if (allocator == nullptr || out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     return guarded([&] {
         sonde_profile_allocator_t copy;
-        sonde_status_t status = sonde::read_abi_struct(allocator, sizeof(sonde_profile_allocator_t), &copy);
+        sonde_status_t status = sonde::read_abi_struct(allocator, SONDE_PROFILE_ALLOCATOR_SIZE_1_0, &copy);
         if (status != SONDE_STATUS_SUCCESS) return status;
         if (copy.allocate == nullptr) return static_cast<sonde_status_t>(SONDE_STATUS_ERROR_NULL_POINTER);
         if (copy.reserved != 0) return static_cast<sonde_status_t>(SONDE_STATUS_ERROR_INVALID_ARGUMENT);
@@ -291,7 +291,7 @@ SONDE_API sonde_status_t sonde_profile_array_view(const sonde_profile_array_t *a
     v.record_size = a.record_size;
     v.num_records = a.num_records;
     v.bucket_mask = a.num_buckets - 1;
-    return sonde::write_abi_struct(v, sizeof(sonde_profile_view_t), view);
+    return sonde::write_abi_struct(v, SONDE_PROFILE_VIEW_SIZE_1_0, view);
 }
 
 SONDE_API sonde_status_t sonde_profile_array_sum_u64(const sonde_profile_array_t *arr,
