@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/source.h"
+#include "core/plugin.h"
 #include "sonde/analysis.h"
 
 namespace sonde::analysis {
@@ -22,7 +23,7 @@ namespace sonde::analysis {
 struct Tool {
     sonde_tool_ops_t ops{};
     void *data = nullptr;
-    void *library = nullptr;  // dlopen handle, closed after destroy()
+    core::Plugin library;  // closed after destroy()
     std::string name;
     Tool() = default;
     Tool(const Tool &) = delete;

@@ -3,15 +3,12 @@
 // registry.h for what each lock owns.
 #include "client/registry.h"
 
-#include <dlfcn.h>
-#include <link.h>
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/hooks.h"
+#include "core/plugin.h"
 #include "core/runtime.h"
 #include "sonde/session.h"
 
@@ -364,51 +361,35 @@ sonde_status_t load_client(const char *path, const char *options, sonde_client_i
     // dlopen and the entry point run without the registry lock: a client's constructors and its
     // instantiate function may make calls (set_message, register_event) that take it.
     sonde_status_t st = SONDE_STATUS_SUCCESS;
-    void *dl = nullptr;
+    core::Plugin plugin;
     if (path != nullptr) {
-        struct stat sb;
-        if (stat(path, &sb) != 0) {
+        std::string error;
+        st = plugin.open(path, &error);
+        if (st != SONDE_STATUS_SUCCESS) {
+            RegistryLock lock;
+            return fail(c, st, std::move(error));
+        }
+        // The entry point counts only when the client defines it itself, not a dependency.
+        std::string why_not;
+        fn = plugin.function<sonde_client_instantiate_fn>(SONDE_CLIENT_ENTRY_NAME, &why_not);
+        if (fn == nullptr) {
+            plugin.close();
             RegistryLock lock;
             return fail(c, SONDE_STATUS_ERROR_LOAD_FAILED,
-                        std::string("cannot open '") + path + "': " + std::strerror(errno));
+                        std::string("no entry point '" SONDE_CLIENT_ENTRY_NAME "' in '") + path + "'" +
+                            (why_not.empty() ? "" : ": " + why_not));
         }
-        dlerror();
-        dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (dl == nullptr) {
-            const char *why = dlerror();
+        st = plugin.check_required_abi(SONDE_CLIENT_REQUIRED_ABI_NAME, SONDE_CLIENT_ABI_VERSION, "client",
+                                       "client ABI", &error);
+        if (st != SONDE_STATUS_SUCCESS) {
+            plugin.close();
             RegistryLock lock;
-            return fail(c, SONDE_STATUS_ERROR_LOAD_FAILED,
-                        std::string("dlopen failed: ") + (why != nullptr ? why : "unknown error"));
+            return fail(c, st, std::move(error));
         }
-        // Look the entry point up in this object only: dlsym on the handle would also search
-        // its dependencies, so check that the definition really lives in the client.
-        void *sym = dlsym(dl, SONDE_CLIENT_ENTRY_NAME);
-        struct link_map *own = nullptr, *found = nullptr;
-        Dl_info info{};
-        if (sym != nullptr &&
-            (dlinfo(dl, RTLD_DI_LINKMAP, &own) != 0 ||
-             dladdr1(sym, &info, reinterpret_cast<void **>(&found), RTLD_DL_LINKMAP) == 0 || found != own))
-            sym = nullptr;
-        if (sym == nullptr) {
-            dlclose(dl);
-            RegistryLock lock;
-            return fail(c, SONDE_STATUS_ERROR_LOAD_FAILED,
-                        std::string("no entry point '" SONDE_CLIENT_ENTRY_NAME "' in '") + path + "'");
-        }
-        const auto *need = static_cast<const uint32_t *>(dlsym(dl, SONDE_CLIENT_REQUIRED_ABI_NAME));
-        if (need != nullptr && *need > SONDE_CLIENT_ABI_VERSION) {
-            const uint32_t v = *need;
-            dlclose(dl);
-            RegistryLock lock;
-            return fail(c, SONDE_STATUS_ERROR_INCOMPATIBLE_ABI,
-                        "the client requires client ABI version " + std::to_string(v) +
-                            ", this library provides " + std::to_string(SONDE_CLIENT_ABI_VERSION));
-        }
-        fn = reinterpret_cast<sonde_client_instantiate_fn>(sym);
     }
     {
         RegistryLock lock;
-        c->dl = dl;
+        c->dl = plugin.handle();
         c->state = SONDE_CLIENT_STATE_ACTIVE;
         c->instantiating = true;
     }
@@ -430,10 +411,11 @@ sonde_status_t load_client(const char *path, const char *options, sonde_client_i
             fail(c, st, c->message.empty() ? std::string("the entry point returned ") + sonde_status_name(st)
                                            : std::string());
             c->dl = nullptr;
-            if (dl != nullptr) dlclose(dl);
+            plugin.close();
             return st;
         }
         c->status = SONDE_STATUS_SUCCESS;
+        plugin.release();  // a client that loaded is never unloaded
         recompute_for_client(c);
         publish_subs();
         if (g_running.load(std::memory_order_acquire)) {
