@@ -1,8 +1,10 @@
-// Client concept: the string/array protocol helpers and the client queries behind the C layer.
+// Client concept: the string/array protocol helpers (on core/array_protocol.h) and the client
+// queries behind the C layer.
 #pragma once
 
 #include <string>
 
+#include "core/array_protocol.h"
 #include "sonde/client.h"
 
 namespace sonde::client {
