@@ -1,4 +1,4 @@
-// Plugin loading, shared by client plugins (src/client) and analysis tool plugins
+// Plugin loading, shared by client plugins (src/client/loader.cpp) and analysis tool plugins
 // (src/analysis/analyzer.cpp): one shared object opened with dlopen(RTLD_NOW | RTLD_LOCAL), whose
 // symbols count only when the object defines them itself.
 //
