@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <sonde/analysis.h>
+
 #include "analysis/source.h"
 #include "core/plugin.h"
-#include "sonde/analysis.h"
 
 namespace sonde::analysis {
 

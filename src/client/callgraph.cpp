@@ -14,8 +14,9 @@
 // Registry::mu and may run on several threads at once.
 #include <cstring>
 
+#include <sonde/instrument.h>
+
 #include "client/registry.h"
-#include "sonde/client.h"
 
 namespace sonde::client {
 

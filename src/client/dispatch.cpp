@@ -9,8 +9,9 @@
 // sonde_finalize or the session functions. See registry.h for what each lock owns.
 #include "client/registry.h"
 
+#include <sonde/session.h>
+
 #include "core/hooks.h"
-#include "sonde/session.h"
 
 namespace sonde::client {
 

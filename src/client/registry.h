@@ -30,8 +30,9 @@
 #include <string>
 #include <vector>
 
+#include <sonde/client.h>
+
 #include "core/clock.h"
-#include "sonde/client.h"
 
 namespace sonde::client {
 

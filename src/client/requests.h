@@ -4,8 +4,9 @@
 
 #include <string>
 
+#include <sonde/client.h>
+
 #include "core/array_protocol.h"
-#include "sonde/client.h"
 
 namespace sonde::client {
 

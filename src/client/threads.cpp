@@ -11,9 +11,10 @@
 
 #include <cstdio>
 
+#include <sonde/instrument.h>
+
 #include "client/registry.h"
 #include "core/hooks.h"
-#include "sonde/client.h"
 
 namespace sonde::client {
 

@@ -4,8 +4,9 @@
 // Threads: each runs on the thread that reports the event, with no lock held; a thread's range
 // stack belongs to it. From inside Sonde (an observer, a filter) they answer IN_CALLBACK or
 // return at once.
+#include <sonde/instrument.h>
+
 #include "client/registry.h"
-#include "sonde/client.h"
 
 namespace sonde::client {
 

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <string>
 
-#include "sonde/status.h"
+#include <sonde/status.h>
 
 namespace sonde::core {
 
