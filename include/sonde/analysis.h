@@ -127,12 +127,13 @@ SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, con
 
 /**
  * @brief Loads an external tool: dlopen(path, RTLD_NOW | RTLD_LOCAL), then calls its
- * sonde_tool_create(options, ...).
+ * sonde_tool_create(options, ...), looked up in that object only (not in its dependencies).
  * @param analyzer The analyzer.
  * @param path Path of the shared object.
  * @param options Tool options or NULL.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
- *         SONDE_STATUS_ERROR_LOAD_FAILED (dlopen failed or no sonde_tool_create),
+ *         SONDE_STATUS_ERROR_LOAD_FAILED (dlopen failed, or the object does not define
+ *         sonde_tool_create itself),
  *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (ops struct_size smaller than
  *         SONDE_TOOL_OPS_MIN_SIZE),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (reserved field set or ops larger with unknown parts),

@@ -15,5 +15,6 @@
 #include <sonde/analysis.h>
 #include <sonde/stackdist.h>
 #include <sonde/client.h>
+#include <sonde/instrument.h>
 
 #endif /* SONDE_SONDE_H */

@@ -2,11 +2,8 @@
 // timestamp, and the parallel workers.
 #include "analysis/analyzer.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -18,7 +15,7 @@ namespace sonde::analysis {
 
 Tool::~Tool() {
     if (ops.destroy != nullptr) ops.destroy(data);
-    if (library != nullptr) dlclose(library);
+    // `library` closes after this body, once destroy() has run.
 }
 
 namespace {
@@ -160,19 +157,14 @@ sonde_status_t Analyzer::add_builtin(const std::string &name, const std::string 
 
 sonde_status_t Analyzer::load(const std::string &path, const std::string &options) {
     auto tool = std::make_unique<Tool>();
-    tool->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (tool->library == nullptr) {
-        error = nonnull(dlerror());  // names the file
+    if (const sonde_status_t st = tool->library.open(path, &error)) return st;
+    // The entry point counts only when the tool defines it itself, not a dependency.
+    std::string why_not;
+    const auto create = tool->library.function<sonde_tool_create_fn>("sonde_tool_create", &why_not);
+    if (create == nullptr) {
+        error = path + ": no symbol sonde_tool_create" + (why_not.empty() ? "" : ": " + why_not);
         return SONDE_STATUS_ERROR_LOAD_FAILED;
     }
-    void *sym = dlsym(tool->library, "sonde_tool_create");
-    if (sym == nullptr) {
-        error = path + ": no symbol sonde_tool_create";
-        return SONDE_STATUS_ERROR_LOAD_FAILED;
-    }
-    sonde_tool_create_fn create = nullptr;
-    static_assert(sizeof(create) == sizeof(sym), "function and data pointers differ in size");
-    std::memcpy(&create, &sym, sizeof(create));
     const sonde_tool_ops_t *ops = nullptr;
     void *data = nullptr;
     const sonde_status_t created = create(options.c_str(), &ops, &data);

@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <sonde/analysis.h>
+
 #include "analysis/source.h"
-#include "sonde/analysis.h"
+#include "core/plugin.h"
 
 namespace sonde::analysis {
 
@@ -22,7 +24,7 @@ namespace sonde::analysis {
 struct Tool {
     sonde_tool_ops_t ops{};
     void *data = nullptr;
-    void *library = nullptr;  // dlopen handle, closed after destroy()
+    core::Plugin library;  // closed after destroy()
     std::string name;
     Tool() = default;
     Tool(const Tool &) = delete;

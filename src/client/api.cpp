@@ -1,10 +1,12 @@
 // Client concept, the C layer of the program-side functions: argument checks, then the
-// registry (registry.cpp, requests.cpp, modules.cpp). The hot-path and event functions
-// (sonde_method_enter, sonde_user_mark, ...) live in callgraph.cpp beside their data.
+// registry (loader.cpp, requests.cpp, modules.cpp). The hot-path and event functions live beside
+// their data: sonde_method_enter/leave in callgraph.cpp, sonde_register_thread in threads.cpp,
+// sonde_memory_access and the USER functions in user_events.cpp.
+#include <sonde/instrument.h>
+
 #include "client/registry.h"
 #include "client/requests.h"
 #include "core/guarded.h"
-#include "sonde/client.h"
 
 using namespace sonde::client;
 

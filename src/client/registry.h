@@ -1,5 +1,13 @@
 // Client concept (include/sonde/client.h): the process-wide registry of clients, observers,
-// filters, methods, modules and threads.
+// filters, methods, modules and threads, shared by the files of src/client:
+//  - loader.cpp: loading and instantiating clients, the api table, SONDE_CLIENTS;
+//  - dispatch.cpp: the registry itself, observer and filter registration, publication of
+//    observer lists, delivery, the lifecycle events;
+//  - threads.cpp: thread states, registration, THREAD events;
+//  - callgraph.cpp: the method table and the enter/leave hot path;
+//  - user_events.cpp: MEMORY and USER events;
+//  - modules.cpp: modules, symbols and DWARF, MODULE events;
+//  - requests.cpp: the data requests of the api table; api.cpp: the program-side C layer.
 //
 // Ownership and threads:
 //  - Registry::mu (recursive) protects every table below and serialises the slow paths: loading
@@ -22,7 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "sonde/client.h"
+#include <sonde/client.h>
+
+#include "core/clock.h"
 
 namespace sonde::client {
 
@@ -115,7 +125,7 @@ struct MethodTable {
     }
 };
 
-// ---- threads (callgraph.cpp) ----
+// ---- threads (threads.cpp) ----
 
 struct ThreadState {
     // Hot fields, written only by the owning thread (depth and stack entries are atomics so
@@ -134,7 +144,7 @@ struct ThreadState {
     std::vector<std::string> ranges;  // USER range texts (owner only); reserved kMaxRangeDepth
 };
 
-// ---- clients and observers (registry.cpp) ----
+// ---- clients and observers (loader.cpp, dispatch.cpp) ----
 
 struct Observer {
     sonde_event_handler_t fn = nullptr;
@@ -204,11 +214,15 @@ struct RegistryLock {
     ~RegistryLock() { --t_registry_depth; }
 };
 
-// registry.cpp
+// loader.cpp
 const sonde_api_t *api_table();
-void publish_subs();  // mu held
 sonde_status_t load_client(const char *path, const char *options, sonde_client_instantiate_fn fn,
                            sonde_client_id_t *out);
+// Parses SONDE_CLIENTS and loads each client (at the first initialisation).
+void load_env_clients();
+
+// dispatch.cpp
+void publish_subs();  // mu held
 Client *find_client(uint64_t handle);  // mu held; nullptr if invalid
 // Delivers `full` (filled with the union of items) to the observers of `event` whose bit is in
 // `mask`; each gets only its items. Called with no lock held.
@@ -218,6 +232,14 @@ inline const Subs *subs_of(uint32_t event) { return g_subs[event].load(std::memo
 uint64_t event_items(uint32_t event);
 // Bits of clients whose filter of `group` accepts the element (asks each active client once).
 uint64_t ask_filters(uint32_t group, const sonde_filter_element_t &element, uint64_t clients);
+void recompute_for_client(Client *c);  // mu held: asks a newly active client's filters
+// The api table's register_event and set_event_group_filter.
+sonde_status_t api_register_event(sonde_client_id_t client, uint32_t event, uint64_t data_items,
+                                  sonde_event_handler_t handler, void *user_data);
+sonde_status_t api_set_event_group_filter(sonde_client_id_t client, uint32_t group,
+                                          sonde_filter_fn_t should_notify, void *user_data);
+// RUNTIME_INIT, SESSION_START/STOP or SHUTDOWN to the clients in `only_clients` (no lock held).
+void deliver_lifecycle(uint32_t event, uint64_t session, uint64_t only_clients);
 
 // modules.cpp
 void scan_modules(std::vector<Module *> *loaded, std::vector<Module *> *unloaded);  // mu held
@@ -229,16 +251,47 @@ sonde_filter_element_t module_element(const Module *mod);
 sonde_status_t refresh_modules();
 void deliver_module_event(uint32_t event, const Module *mod, uint64_t only_clients);
 
-// callgraph.cpp
+// Small helpers of several files, inline so that each caller keeps them inlined.
+inline uint64_t now_ns() { return clock::now_ns(); }
+
 // A filter element of `group` named `name`, every other string empty and every id null.
-sonde_filter_element_t filter_element(uint32_t group, const char *name);
+inline sonde_filter_element_t filter_element(uint32_t group, const char *name) {
+    sonde_filter_element_t el{};
+    el.struct_size = sizeof el;
+    el.group = group;
+    el.name = name;
+    el.class_name = "";
+    el.full_name = "";
+    el.module_name = "";
+    el.path = "";
+    return el;
+}
+
+// The common part of an explicit event's data: header, items, thread, timestamp.
+inline sonde_event_data_t event_base(uint32_t event, const Subs *s, const ThreadState *t) {
+    sonde_event_data_t d{};
+    d.struct_size = sizeof d;
+    d.event = event;
+    d.valid_items = s->union_items & event_items(event);
+    d.thread.handle = make_handle(kTagThread, t->index);
+    if (d.valid_items & SONDE_DATA_TIMESTAMP) d.timestamp = now_ns();
+    return d;
+}
+
+// threads.cpp
+// The calling thread's state; &g_busy while it is being registered or after it ended (its
+// in_hook is set, so every hook returns at once). Read by the hot path.
+extern __thread ThreadState *t_thread __attribute__((tls_model("initial-exec")));
+extern ThreadState g_busy;
 ThreadState *current_thread(bool create);  // nullptr before init or inside Sonde
 ThreadState *register_current_thread();    // mu held inside; delivers THREAD_START when running
+// The calling thread's first event: registers it once the runtime runs (nullptr before).
+__attribute__((noinline)) ThreadState *thread_slow();
 void deliver_thread_event(uint32_t event, ThreadState *t, uint64_t only_clients);
-sonde_filter_element_t method_element(const Method *m);
 sonde_filter_element_t thread_element(const ThreadState *t, const char *name);
-void recompute_for_client(Client *c);  // mu held: asks a newly active client's filters
 std::string thread_name(const ThreadState *t);
-uint64_t now_ns();
+
+// callgraph.cpp
+sonde_filter_element_t method_element(const Method *m);
 
 }  // namespace sonde::client

@@ -11,17 +11,10 @@
 namespace sonde::client {
 
 sonde_status_t check_string(const sonde_string_t &s) {
-    return s.entries == nullptr && s.size > 0 ? SONDE_STATUS_ERROR_NULL_PTR : SONDE_STATUS_SUCCESS;
+    return lacks_storage(s) ? SONDE_STATUS_ERROR_NULL_PTR : SONDE_STATUS_SUCCESS;
 }
 
-bool put_string(sonde_string_t &s, const std::string &v) {
-    s.actual_size = static_cast<uint32_t>(v.size() + 1);
-    if (s.size == 0 || s.entries == nullptr) return false;
-    const size_t n = std::min<size_t>(s.size - 1, v.size());
-    std::memcpy(s.entries, v.data(), n);
-    s.entries[n] = '\0';
-    return v.size() + 1 <= s.size;
-}
+bool put_string(sonde_string_t &s, const std::string &v) { return fill_string(s, v); }
 
 namespace {
 
@@ -73,11 +66,8 @@ ThreadState *thread_of(sonde_thread_id_t id, sonde_status_t *st) {
 
 template <typename Array, typename Id>
 sonde_status_t put_ids(Array *a, uint64_t tag, size_t count) {
-    if (a == nullptr || (a->entries == nullptr && a->size > 0)) return SONDE_STATUS_ERROR_NULL_PTR;
-    a->actual_size = static_cast<uint32_t>(count);
-    const size_t n = std::min<size_t>(a->size, count);
-    for (size_t i = 0; i < n; ++i) a->entries[i] = Id{make_handle(tag, static_cast<uint32_t>(i))};
-    return a->size < count ? SONDE_STATUS_ERROR_BUFFER_TOO_SHORT : SONDE_STATUS_SUCCESS;
+    if (a == nullptr || lacks_storage(*a)) return SONDE_STATUS_ERROR_NULL_PTR;
+    return fill_array(*a, count, [tag](size_t i) { return Id{make_handle(tag, static_cast<uint32_t>(i))}; });
 }
 
 // The size of each info struct in 1.1, the release that introduced it: the smallest accepted.
@@ -230,7 +220,7 @@ sonde_status_t api_get_thread_info(sonde_client_id_t client, sonde_thread_id_t t
 sonde_status_t api_get_thread_stack(sonde_client_id_t client, sonde_thread_id_t thread,
                                     sonde_method_array_t *stack) {
     return guarded([&]() -> sonde_status_t {
-        if (stack == nullptr || (stack->entries == nullptr && stack->size > 0)) return SONDE_STATUS_ERROR_NULL_PTR;
+        if (stack == nullptr || lacks_storage(*stack)) return SONDE_STATUS_ERROR_NULL_PTR;
         RegistryLock lock;
         sonde_status_t st = check_client(client);
         if (st != SONDE_STATUS_SUCCESS) return st;
@@ -240,13 +230,11 @@ sonde_status_t api_get_thread_stack(sonde_client_id_t client, sonde_thread_id_t 
         if (t->stack == nullptr) return SONDE_STATUS_ERROR;  // the thread has ended: no stack left
         const uint32_t depth = t->depth.load(std::memory_order_acquire);
         const uint32_t recorded = std::min(depth, kStackCapacity);
-        stack->actual_size = recorded;
-        const uint32_t n = std::min(stack->size, recorded);
-        for (uint32_t i = 0; i < n; ++i) {
+        const sonde_status_t filled = fill_array(*stack, recorded, [&](size_t i) {
             const Method *m = t->stack[recorded - 1 - i].load(std::memory_order_relaxed);
-            stack->entries[i].handle = m != nullptr ? make_handle(kTagMethod, m->index) : 0;
-        }
-        if (stack->size < recorded) return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
+            return sonde_method_id_t{m != nullptr ? make_handle(kTagMethod, m->index) : 0};
+        });
+        if (filled != SONDE_STATUS_SUCCESS) return filled;
         return depth > recorded ? SONDE_STATUS_PARTIAL_INFO : SONDE_STATUS_SUCCESS;
     });
 }

@@ -1,9 +1,12 @@
-// Client concept: the string/array protocol helpers and the client queries behind the C layer.
+// Client concept: the string/array protocol helpers (on core/array_protocol.h) and the client
+// queries behind the C layer.
 #pragma once
 
 #include <string>
 
-#include "sonde/client.h"
+#include <sonde/client.h>
+
+#include "core/array_protocol.h"
 
 namespace sonde::client {
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "core/abi_struct.h"
+#include "core/array_protocol.h"
 #include "core/guarded.h"
 #include "stackdist/handle.h"
 
@@ -44,14 +45,11 @@ sonde_status_t make_config(const sonde_stackdist_options_t *opts, ReuseConfig *c
     return SONDE_STATUS_SUCCESS;
 }
 
-// Array protocol: fill the first `size`, report how many exist.
+// Array protocol (core/array_protocol.h): fill the first `size`, report how many exist.
 template <typename T>
 sonde_status_t deliver(const std::vector<T> &v, T *entries, uint32_t size, uint32_t *actual_size) {
     if (actual_size == nullptr || (entries == nullptr && size > 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
-    const std::size_t n = std::min<std::size_t>(v.size(), size);
-    std::copy(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), entries);
-    *actual_size = static_cast<uint32_t>(std::min<std::size_t>(v.size(), UINT32_MAX));
-    return v.size() > size ? SONDE_STATUS_ERROR_BUFFER_TOO_SHORT : SONDE_STATUS_SUCCESS;
+    return sonde::fill_array(entries, size, actual_size, v.size(), [&v](std::size_t i) { return v[i]; });
 }
 
 sonde_histogram_bin_t make_bin(const Histogram &h, uint64_t first, uint64_t last) {

@@ -2,7 +2,8 @@
 """Every public header compiles alone, as the first include of a translation unit, as C99, C11,
 C++11 and C++17 with warnings as errors (gcc and, when present, clang); C++ helper headers
 (.hpp) as C++11 and C++17 only. C headers include only <stdint.h>, <stddef.h>, <stdbool.h> and
-other sonde/ headers. Usage: check_headers.py INCLUDE_DIR"""
+other sonde/ headers, and sonde/sonde.h includes every other C header. Usage: check_headers.py
+INCLUDE_DIR"""
 import glob
 import os
 import re
@@ -17,6 +18,12 @@ c_compilers = [c for c in ("gcc", "clang") if shutil.which(c)]
 cxx_compilers = [c for c in ("g++", "clang++") if shutil.which(c)]
 allowed = {"stdint.h", "stddef.h", "stdbool.h"}
 failures = checks = 0
+umbrella = open(os.path.join(inc, "sonde", "sonde.h")).read()
+for header in sorted(glob.glob(os.path.join(inc, "sonde", "*.h"))):
+    rel = "sonde/" + os.path.basename(header)
+    if rel != "sonde/sonde.h" and not re.search(r'#\s*include\s*<%s>' % re.escape(rel), umbrella):
+        print("FAIL: sonde/sonde.h does not include <%s>" % rel)
+        failures += 1
 with tempfile.TemporaryDirectory() as tmp:
     for header in sorted(glob.glob(os.path.join(inc, "sonde", "*.h*"))):
         rel = "sonde/" + os.path.basename(header)

@@ -1,12 +1,23 @@
 /* Shared objects for the external-tool loading tests of test_analyzer.c, one per build macro:
  * FIXTURE_GOOD (a working tool counting records), FIXTURE_BAD_SIZE (a table with a struct_size
- * too small), FIXTURE_CREATE_FAILS (sonde_tool_create answers INVALID_ARGUMENT) and
- * FIXTURE_NO_SYMBOL (no entry point at all). */
+ * too small), FIXTURE_CREATE_FAILS (sonde_tool_create answers INVALID_ARGUMENT),
+ * FIXTURE_NO_SYMBOL (no entry point at all) and FIXTURE_FROM_DEPENDENCY (no entry point of its
+ * own, but it links a library built as FIXTURE_GOOD, whose entry point must not be taken). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <sonde/analysis.h>
+
+#ifdef FIXTURE_FROM_DEPENDENCY
+/* Calls its dependency's entry point, so the link keeps the dependency and the dynamic symbol
+ * table of this object holds sonde_tool_create as an undefined reference. */
+sonde_status_t sonde_tool_create(const char *options, const sonde_tool_ops_t **ops, void **data);
+SONDE_EXPORT sonde_status_t fixture_forward(const char *options, const sonde_tool_ops_t **ops, void **data);
+SONDE_EXPORT sonde_status_t fixture_forward(const char *options, const sonde_tool_ops_t **ops, void **data) {
+    return sonde_tool_create(options, ops, data);
+}
+#else
 
 typedef struct fixture_t {
     unsigned long long records;
@@ -57,3 +68,4 @@ SONDE_EXPORT sonde_status_t ENTRY(const char *options, const sonde_tool_ops_t **
     return *data != NULL ? SONDE_STATUS_SUCCESS : SONDE_STATUS_ERROR_OUT_OF_MEMORY;
 #endif
 }
+#endif /* FIXTURE_FROM_DEPENDENCY */

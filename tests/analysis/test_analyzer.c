@@ -450,6 +450,10 @@ static void test_external_tools(void **state) {
     assert_non_null(strstr(sonde_analyzer_error(a), "/nonexistent/tool.so"));
     assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_NO_SYMBOL, NULL), SONDE_STATUS_ERROR_LOAD_FAILED);
     assert_non_null(strstr(sonde_analyzer_error(a), "no symbol sonde_tool_create"));
+    /* An entry point that only a dependency of the object defines is not the tool's. */
+    assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_FROM_DEPENDENCY, NULL), SONDE_STATUS_ERROR_LOAD_FAILED);
+    assert_non_null(strstr(sonde_analyzer_error(a), "not defined in the plugin"));
+    assert_non_null(strstr(sonde_analyzer_error(a), "analyzer_fixture_provider"));
     assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_BAD_SIZE, NULL), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI);
     assert_non_null(strstr(sonde_analyzer_error(a), "struct_size 8"));
     assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_CREATE_FAILS, NULL), SONDE_STATUS_ERROR_TOOL);

@@ -148,6 +148,7 @@ static void test_load_failures(void **state) {
     snprintf(path, sizeof path, "%s/plugin_noentry.so", plugin_dir());
     assert_int_equal(sonde_load_client(path, "", &id), SONDE_STATUS_ERROR_LOAD_FAILED);
     expect_failed(id, SONDE_STATUS_ERROR_LOAD_FAILED, "no entry point");
+    expect_failed(id, SONDE_STATUS_ERROR_LOAD_FAILED, "not defined in the plugin");
 
     snprintf(path, sizeof path, "%s/plugin_needs_v99.so", plugin_dir());
     assert_int_equal(sonde_load_client(path, "", &id), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI);
@@ -204,6 +205,25 @@ static void test_load_failures(void **state) {
     assert_int_equal(sonde_get_client_list(&list), SONDE_STATUS_SUCCESS);
     assert_int_equal(ids[7].handle, id.handle);
     assert_int_equal(sonde_get_client_list(NULL), SONDE_STATUS_ERROR_NULL_POINTER);
+}
+
+/* An optional symbol counts only when the client defines it itself: a
+ * sonde_client_required_abi_version (99) that comes from a library the client links is not the
+ * client's, so it loads as a client that requires nothing. */
+static void test_optional_symbol_from_dependency(void **state) {
+    (void)state;
+    char path[1024], message[1024];
+    sonde_client_id_t id;
+    snprintf(path, sizeof path, "%s/plugin_abi_from_dependency.so", plugin_dir());
+    assert_int_equal(sonde_load_client(path, "", &id), SONDE_STATUS_SUCCESS);
+    sonde_client_info_t info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    info.message = (sonde_string_t){message, sizeof message, 0};
+    assert_int_equal(sonde_get_client_info(id, &info), SONDE_STATUS_ERROR_BUFFER_TOO_SHORT); /* no path storage */
+    assert_int_equal(info.state, SONDE_CLIENT_STATE_ACTIVE);
+    assert_int_equal(info.status, SONDE_STATUS_SUCCESS);
+    assert_string_equal(message, "");
 }
 
 /* ---- two clients with different events and filters ---- */
@@ -726,6 +746,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_phase_before_init),
         cmocka_unit_test(test_load_failures),
+        cmocka_unit_test(test_optional_symbol_from_dependency),
         cmocka_unit_test(test_two_clients),
         cmocka_unit_test(test_registration_errors),
         cmocka_unit_test(test_method_info),
