@@ -452,7 +452,8 @@ typedef sonde_status_t (*sonde_client_instantiate_fn)(const sonde_api_t *api, so
 /**
  * @brief Optional: a client may export `const uint32_t sonde_client_required_abi_version` set
  * to the least client ABI version it needs; Sonde refuses it (INCOMPATIBLE_ABI) when it is
- * newer than the library's, without calling the entry point.
+ * newer than the library's, without calling the entry point. Only a definition in the client's
+ * own object counts: one that comes from a library the client links is ignored.
  */
 #define SONDE_CLIENT_REQUIRED_ABI_NAME "sonde_client_required_abi_version"
 

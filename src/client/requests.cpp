@@ -1,7 +1,6 @@
 // Client concept: the data requests of the api table (method, module and thread information,
 // thread stacks, module and thread lists) and the string/array protocol they share. Each takes
 // Registry::mu; none is on a hot path.
-#include <cstring>
 
 #include "client/registry.h"
 #include "client/requests.h"
