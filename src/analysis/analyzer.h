@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/source.h"
-#include "sonde/analysis.h"
+#include <sonde/analysis.h>
+
+#include "trace/source.h"
 
 namespace sonde::analysis {
 

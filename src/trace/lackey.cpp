@@ -1,11 +1,11 @@
 // Lackey text reader (see lackey.h). Hot path: parse_() walks the decoded text once with a
 // table-driven hex parser; it must not allocate or copy lines.
-#include "analysis/lackey.h"
+#include "trace/lackey.h"
 
 #include <cstring>
 
-#include "analysis/trace_format.h"
-#include "analysis/trace_stream.h"
+#include "trace/trace_format.h"
+#include "trace/trace_stream.h"
 
 namespace sonde::analysis {
 

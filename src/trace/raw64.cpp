@@ -1,10 +1,10 @@
 // Raw 64-bit address reader (see raw64.h). Hot path: a copy of 8 bytes into each record.
-#include "analysis/raw64.h"
+#include "trace/raw64.h"
 
 #include <cstring>
 
-#include "analysis/trace_format.h"
-#include "analysis/trace_stream.h"
+#include "trace/trace_format.h"
+#include "trace/trace_stream.h"
 
 namespace sonde::analysis {
 

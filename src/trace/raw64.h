@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "analysis/source.h"
+#include "trace/source.h"
 
 namespace sonde::analysis {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "sonde/status.h"
-#include "sonde/trace.h"
+#include <sonde/status.h>
+#include <sonde/trace.h>
 
 namespace sonde::analysis {
 

@@ -5,12 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "analysis/source.h"
-#include "analysis/trace_format.h"
-#include "analysis/trace_writer.h"
+#include <sonde/trace.h>
+
 #include "core/abi_struct.h"
 #include "core/guarded.h"
-#include "sonde/trace.h"
+#include "trace/source.h"
+#include "trace/trace_format.h"
+#include "trace/trace_writer.h"
 
 struct sonde_trace_reader_t {
     std::unique_ptr<sonde::analysis::Input> input;

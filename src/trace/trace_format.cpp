@@ -1,5 +1,5 @@
 // Sonde trace format helpers: the checksum and chunk-header coding (see trace_format.h).
-#include "analysis/trace_format.h"
+#include "trace/trace_format.h"
 
 #include <zstd.h>
 

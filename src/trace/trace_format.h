@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "sonde/trace.h"
+#include <sonde/trace.h>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "Sonde trace records are stored in host layout; little-endian hosts only");

@@ -11,11 +11,11 @@
 #include <functional>
 #include <queue>
 
-#include "analysis/lackey.h"
-#include "analysis/raw64.h"
-#include "analysis/source.h"
-#include "analysis/trace_format.h"
-#include "analysis/trace_stream.h"
+#include "trace/lackey.h"
+#include "trace/raw64.h"
+#include "trace/source.h"
+#include "trace/trace_format.h"
+#include "trace/trace_stream.h"
 
 namespace sonde::analysis {
 

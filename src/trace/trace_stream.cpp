@@ -1,5 +1,5 @@
 // ByteStream: plain or zstd file bytes in large blocks (see trace_stream.h).
-#include "analysis/trace_stream.h"
+#include "trace/trace_stream.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <new>
 
-#include "analysis/trace_format.h"
+#include "trace/trace_format.h"
 
 namespace sonde::analysis {
 

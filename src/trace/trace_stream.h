@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "sonde/status.h"
+#include <sonde/status.h>
 
 namespace sonde::analysis {
 

@@ -1,5 +1,5 @@
 // The Sonde trace writer (see trace_writer.h and docs/trace-format.md).
-#include "analysis/trace_writer.h"
+#include "trace/trace_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "analysis/trace_format.h"
+#include "trace/trace_format.h"
 
 namespace sonde::analysis {
 

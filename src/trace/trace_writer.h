@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sonde/status.h"
-#include "sonde/trace.h"
+#include <sonde/status.h>
+#include <sonde/trace.h>
 
 namespace sonde::analysis {
 
