@@ -19,6 +19,10 @@
 
 namespace sonde::analysis {
 
+// The trace readers (src/trace/source.h) that inputs are read through.
+using trace::Input;
+using trace::ShardReader;
+
 // One tool: a copy of its table, its data, and the library it came from (if any).
 struct Tool {
     sonde_tool_ops_t ops{};

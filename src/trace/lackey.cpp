@@ -7,7 +7,7 @@
 #include "trace/trace_format.h"
 #include "trace/trace_stream.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 namespace {
 
@@ -192,4 +192,4 @@ sonde_status_t open_lackey(const std::string &path, std::unique_ptr<Input> *out,
     return SONDE_STATUS_SUCCESS;
 }
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

@@ -4,7 +4,7 @@
 #include "trace/trace_format.h"
 #include "trace/trace_stream.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 namespace {
 
@@ -107,4 +107,4 @@ sonde_status_t open_raw64(const std::string &path, std::unique_ptr<Input> *out, 
     return SONDE_STATUS_SUCCESS;
 }
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

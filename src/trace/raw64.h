@@ -8,8 +8,8 @@
 
 #include "trace/source.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 sonde_status_t open_raw64(const std::string &path, std::unique_ptr<Input> *out, std::string *error);
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

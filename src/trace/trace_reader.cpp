@@ -17,7 +17,7 @@
 #include "trace/trace_format.h"
 #include "trace/trace_stream.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 namespace {
 
@@ -515,4 +515,4 @@ size_t SerialReader::read(sonde_memref_t *out, size_t max) {
     return n;
 }
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

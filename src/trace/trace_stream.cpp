@@ -13,7 +13,7 @@
 
 #include "trace/trace_format.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 ByteStream::~ByteStream() {
     if (fd_ >= 0) ::close(fd_);
@@ -127,4 +127,4 @@ bool ByteWindow::refill() {
     return true;
 }
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

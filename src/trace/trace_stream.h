@@ -10,7 +10,7 @@
 
 #include <sonde/status.h>
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 class ByteStream {
 public:
@@ -88,4 +88,4 @@ private:
     bool eof_ = false;
 };
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

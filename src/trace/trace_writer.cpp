@@ -10,7 +10,7 @@
 
 #include "trace/trace_format.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 TraceWriter::TraceWriter(const std::string &path, int level, uint32_t chunk_records)
     : path_(path), level_(level), chunk_records_(chunk_records) {
@@ -230,4 +230,4 @@ uint64_t TraceWriter::bytes_written() const {
     return offset_;
 }
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace
