@@ -14,8 +14,8 @@
  *
  * A **profile buffer** is the memory the arrays live in: memory Sonde owns, memory the caller
  * provides, or a shared-memory file (a path or a memfd) that another process can map and read
- * while the program runs. Arrays are carved out by Sonde's bump allocator or by a caller
- * allocator (::sonde_profile_allocator_t).
+ * while the program runs (its file layout is in sonde/profile_shared.h, included here). Arrays
+ * are carved out by Sonde's bump allocator or by a caller allocator (::sonde_profile_allocator_t).
  *
  * Hot path: get a ::sonde_profile_view_t once per thread with ::sonde_profile_array_view, then
  * count with the static inline helpers below (a load, an add and a store; no call, no lock).
@@ -27,6 +27,7 @@
 #define SONDE_PROFILE_H
 
 #include <sonde/defs.h>
+#include <sonde/profile_shared.h>
 #include <sonde/status.h>
 
 SONDE_BEGIN_DECLS
@@ -345,46 +346,6 @@ SONDE_API sonde_status_t sonde_profile_buffer_fd(const sonde_profile_buffer_t *p
  */
 SONDE_API sonde_status_t sonde_profile_buffer_num_arrays(const sonde_profile_buffer_t *pb,
                                                          uint32_t *count);
-
-/* ---------------------------------------------------------------------------------------- */
-/* Shared-memory layout (version 1), for readers that map the file without libsonde.         */
-/* All fields little-endian; arrays use the geometry recorded in their directory entry.      */
-/* ---------------------------------------------------------------------------------------- */
-
-/** @brief First 8 bytes of a shared profile buffer: "SONDEPRF" read as a little-endian u64. */
-#define SONDE_PROFILE_SHARED_MAGIC 0x46525045444E4F53ull
-/** @brief Layout version of this header. */
-#define SONDE_PROFILE_SHARED_VERSION 1u
-/** @brief Bytes of header plus directory; the first array starts at or after this offset. */
-#define SONDE_PROFILE_SHARED_HEADER_SIZE 4096u
-/** @brief Directory entries that fit in the header: (4096 - 64) / 64. */
-#define SONDE_PROFILE_SHARED_MAX_ARRAYS 63u
-
-/** @brief The 64-byte header at offset 0 of a shared profile buffer. */
-typedef struct sonde_profile_shared_header_t {
-    uint64_t magic;       /**< SONDE_PROFILE_SHARED_MAGIC. */
-    uint32_t version;     /**< SONDE_PROFILE_SHARED_VERSION. */
-    uint32_t header_size; /**< SONDE_PROFILE_SHARED_HEADER_SIZE. */
-    uint64_t size;        /**< Bytes of the whole region (header included) = the file size. */
-    uint64_t bump;        /**< Next free offset of the bump allocator. */
-    uint32_t max_arrays;  /**< Directory capacity. */
-    uint32_t num_arrays;  /**< Directory entries published (stored with release order last). */
-    uint64_t creator_pid; /**< Process that created the buffer. */
-    uint64_t reserved[2]; /**< 0. */
-} sonde_profile_shared_header_t;
-
-/** @brief One 64-byte directory entry; entry i sits at offset 64 + 64 * i. */
-typedef struct sonde_profile_shared_array_t {
-    uint64_t offset;             /**< Offset of the array (bucket 0, record 0) in the region. */
-    uint64_t size;               /**< chunk_size * num_thread_buckets. */
-    uint32_t record_size;        /**< Bytes per record. */
-    uint32_t num_records;        /**< Records per bucket. */
-    uint32_t num_thread_buckets; /**< Buckets (a power of two). */
-    uint32_t chunk_size;         /**< Bytes per bucket. */
-    uint32_t alignment;          /**< Alignment asked at creation. */
-    uint32_t reserved0;          /**< 0. */
-    uint64_t reserved[3];        /**< 0. */
-} sonde_profile_shared_array_t;
 
 /* ---------------------------------------------------------------------------------------- */
 /* Profile arrays                                                                            */

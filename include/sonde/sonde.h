@@ -11,6 +11,7 @@
 #include <sonde/record.h>
 #include <sonde/buffer.h>
 #include <sonde/profile.h>
+#include <sonde/profile_shared.h>
 #include <sonde/trace.h>
 #include <sonde/analysis.h>
 #include <sonde/stackdist.h>

@@ -15,10 +15,14 @@
 
 #include <sonde/analysis.h>
 
-#include "analysis/source.h"
 #include "core/plugin.h"
+#include "trace/source.h"
 
 namespace sonde::analysis {
+
+// The trace readers (src/trace/source.h) that inputs are read through.
+using trace::Input;
+using trace::ShardReader;
 
 // One tool: a copy of its table, its data, and the library it came from (if any).
 struct Tool {

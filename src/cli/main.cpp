@@ -3,10 +3,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "analysis/convert.h"
+#include <sonde/defs.h>
+
 #include "cli/analyze.h"
+#include "cli/convert.h"
 #include "cli/run.h"
-#include "sonde/defs.h"
 
 namespace {
 

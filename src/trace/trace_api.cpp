@@ -1,27 +1,28 @@
 // The C entry points of sonde/trace.h: argument checks, exception guard, and the opaque
-// reader and writer objects around sonde::analysis::Input, SerialReader and TraceWriter.
+// reader and writer objects around sonde::trace::Input, SerialReader and TraceWriter.
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "analysis/source.h"
-#include "analysis/trace_format.h"
-#include "analysis/trace_writer.h"
+#include <sonde/trace.h>
+
 #include "core/abi_struct.h"
 #include "core/guarded.h"
-#include "sonde/trace.h"
+#include "trace/source.h"
+#include "trace/trace_format.h"
+#include "trace/trace_writer.h"
 
 struct sonde_trace_reader_t {
-    std::unique_ptr<sonde::analysis::Input> input;
-    std::vector<std::unique_ptr<sonde::analysis::ShardReader>> shards;  // opened on first read
-    std::unique_ptr<sonde::analysis::SerialReader> serial;
+    std::unique_ptr<sonde::trace::Input> input;
+    std::vector<std::unique_ptr<sonde::trace::ShardReader>> shards;  // opened on first read
+    std::unique_ptr<sonde::trace::SerialReader> serial;
     std::string error;
     std::string warnings;
 };
 
 struct sonde_trace_writer_t {
-    std::unique_ptr<sonde::analysis::TraceWriter> writer;
+    std::unique_ptr<sonde::trace::TraceWriter> writer;
     std::string error;  // copy returned by sonde_trace_writer_error
 };
 
@@ -47,7 +48,7 @@ SONDE_API sonde_status_t sonde_trace_reader_open(const char *path, uint32_t form
     return sonde::guarded([&]() -> sonde_status_t {
         auto r = std::make_unique<sonde_trace_reader_t>();
         std::string msg;
-        const sonde_status_t s = sonde::analysis::Input::open(path, format, &r->input, &msg);
+        const sonde_status_t s = sonde::trace::Input::open(path, format, &r->input, &msg);
         if (s != SONDE_STATUS_SUCCESS) {
             copy_error(msg, error, error_size);
             return s;
@@ -99,8 +100,8 @@ SONDE_API sonde_status_t sonde_trace_reader_read(sonde_trace_reader_t *reader, s
     if (max == 0) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     return sonde::guarded([&]() -> sonde_status_t {
         if (!reader->serial) {
-            const std::vector<const sonde::analysis::Input *> inputs{reader->input.get()};
-            reader->serial = std::make_unique<sonde::analysis::SerialReader>(inputs);
+            const std::vector<const sonde::trace::Input *> inputs{reader->input.get()};
+            reader->serial = std::make_unique<sonde::trace::SerialReader>(inputs);
         }
         const size_t n = reader->serial->read(memrefs, max);
         if (n == 0 && reader->serial->status() != SONDE_STATUS_SUCCESS) {
@@ -136,13 +137,13 @@ SONDE_API sonde_status_t sonde_trace_writer_create(const char *path, const sonde
         if (s != SONDE_STATUS_SUCCESS) return s;
     }
     if (props.reserved != 0 || props.compression_level < 0 || props.compression_level > 19 ||
-        props.chunk_records > sonde::analysis::fmt::kMaxChunkRecords)
+        props.chunk_records > sonde::trace::fmt::kMaxChunkRecords)
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-    const int level = props.compression_level == 0 ? sonde::analysis::fmt::kDefaultLevel : props.compression_level;
-    const uint32_t chunk = props.chunk_records == 0 ? sonde::analysis::fmt::kDefaultChunkRecords : props.chunk_records;
+    const int level = props.compression_level == 0 ? sonde::trace::fmt::kDefaultLevel : props.compression_level;
+    const uint32_t chunk = props.chunk_records == 0 ? sonde::trace::fmt::kDefaultChunkRecords : props.chunk_records;
     return sonde::guarded([&]() -> sonde_status_t {
         auto w = std::make_unique<sonde_trace_writer_t>();
-        w->writer = std::make_unique<sonde::analysis::TraceWriter>(path, level, chunk);
+        w->writer = std::make_unique<sonde::trace::TraceWriter>(path, level, chunk);
         const sonde_status_t s = w->writer->status();
         if (s != SONDE_STATUS_SUCCESS) return s;
         *out = w.release();
@@ -153,7 +154,7 @@ SONDE_API sonde_status_t sonde_trace_writer_create(const char *path, const sonde
 SONDE_API sonde_status_t sonde_trace_writer_write(sonde_trace_writer_t *writer, uint32_t shard,
                                                   const sonde_memref_t *memrefs, size_t count) {
     if (writer == nullptr || (memrefs == nullptr && count > 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
-    if (shard > sonde::analysis::fmt::kMaxShard) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    if (shard > sonde::trace::fmt::kMaxShard) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     return sonde::guarded([&]() -> sonde_status_t { return writer->writer->write(shard, memrefs, count); });
 }
 

@@ -1,5 +1,5 @@
 // The Sonde trace writer (see trace_writer.h and docs/trace-format.md).
-#include "analysis/trace_writer.h"
+#include "trace/trace_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "analysis/trace_format.h"
+#include "trace/trace_format.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 TraceWriter::TraceWriter(const std::string &path, int level, uint32_t chunk_records)
     : path_(path), level_(level), chunk_records_(chunk_records) {
@@ -230,4 +230,4 @@ uint64_t TraceWriter::bytes_written() const {
     return offset_;
 }
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

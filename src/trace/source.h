@@ -1,4 +1,4 @@
-// Internal reading interface of the analysis concept (owned by trace I/O): an Input is one
+// Internal reading interface of the trace concept (src/trace): an Input is one
 // opened trace (Sonde, lackey text or raw64) made of shards; each shard is read on its own in
 // batches through a ShardReader; SerialReader interleaves the shards of several inputs by
 // timestamp. The analyzer builds on this; the public C reader in sonde/trace.h wraps it.
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "sonde/status.h"
-#include "sonde/trace.h"
+#include <sonde/status.h>
+#include <sonde/trace.h>
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 // Reads one shard in order. Not thread-safe: one thread at a time.
 class ShardReader {
@@ -108,4 +108,4 @@ private:
     std::string error_;
 };
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

@@ -1,7 +1,6 @@
 // `sonde convert`: turns a lackey text trace or raw64 addresses (or a Sonde trace) into a
 // Sonde trace file. It uses only the public API of sonde/trace.h, so it is compiled into the
-// program that calls it (meson: `sonde_convert_dep`, defined in src/analysis/meson.build, plus
-// sonde_dep), not into libsonde.
+// program that calls it (the `sonde` executable, src/cli/meson.build), not into libsonde.
 //
 // How the CLI calls it: when argv[1] is "convert", main() returns
 //     sonde_cli_convert(argc - 1, argv + 1);

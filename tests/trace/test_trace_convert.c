@@ -1,4 +1,4 @@
-/* `sonde convert` (sonde_cli_convert from src/analysis/convert.h): lackey and raw64 inputs to
+/* `sonde convert` (sonde_cli_convert from src/cli/convert.h): lackey and raw64 inputs to
  * Sonde traces that read back identically, and its failures (missing input, bad line, bad
  * options) as exit statuses. */
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 
 #include <sonde/trace.h>
 
-#include "analysis/convert.h"
+#include "cli/convert.h"
 
 static char g_dir[256];
 

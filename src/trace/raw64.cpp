@@ -1,12 +1,10 @@
 // Raw 64-bit address reader (see raw64.h). Hot path: a copy of 8 bytes into each record.
-#include "analysis/raw64.h"
+#include "trace/raw64.h"
 
-#include <cstring>
+#include "trace/trace_format.h"
+#include "trace/trace_stream.h"
 
-#include "analysis/trace_format.h"
-#include "analysis/trace_stream.h"
-
-namespace sonde::analysis {
+namespace sonde::trace {
 
 namespace {
 
@@ -16,52 +14,40 @@ public:
 
     bool start() {
         std::string err;
-        const sonde_status_t s = stream_.open(path_, &err);
+        const sonde_status_t s = win_.open(path_, 1u << 20, 64, &err);
         if (s != SONDE_STATUS_SUCCESS) {
             status_ = s;
             error_ = err;
             return false;
         }
-        const uint64_t guess = stream_.file_size() * (stream_.compressed() ? 32 : 1) + 64;
-        cap_ = guess < (1u << 20) ? static_cast<size_t>(guess) : (1u << 20);
-        buf_.reset(new unsigned char[cap_]);
         return true;
     }
 
     size_t read(sonde_memref_t *out, size_t max) override {
-        if (status_ != SONDE_STATUS_SUCCESS || !buf_) return 0;
+        if (status_ != SONDE_STATUS_SUCCESS || win_.data() == nullptr) return 0;
         size_t n = 0;
         while (n < max) {
-            if (len_ - pos_ < 8) {
-                if (eof_) break;
-                const size_t tail = len_ - pos_;
-                std::memmove(buf_.get(), buf_.get() + pos_, tail);
-                offset_ += pos_;
-                pos_ = 0;
-                len_ = tail;
-                const size_t got = stream_.fill(buf_.get() + len_, cap_ - len_);
-                if (got == 0) {
-                    if (stream_.status() != SONDE_STATUS_SUCCESS) {
-                        status_ = stream_.status();
-                        error_ = stream_.error();
-                        return 0;
-                    }
-                    eof_ = true;
-                    if (tail != 0) {
-                        status_ = SONDE_STATUS_ERROR_FORMAT;
-                        error_ = fmt::at(path_, offset_,
-                                         "raw64 size is not a multiple of 8 (" + std::to_string(tail) +
-                                             " trailing bytes)");
-                        return 0;
-                    }
-                    break;
+            const size_t pos = win_.pos();
+            if (win_.len() - pos < 8) {
+                if (win_.eof()) break;
+                if (win_.refill()) continue;
+                if (win_.status() != SONDE_STATUS_SUCCESS) {
+                    status_ = win_.status();
+                    error_ = win_.error();
+                    return 0;
                 }
-                len_ += got;
-                continue;
+                const size_t tail = win_.len();  // refill() moved the unconsumed bytes to the front
+                if (tail != 0) {
+                    status_ = SONDE_STATUS_ERROR_FORMAT;
+                    error_ = fmt::at(path_, win_.offset(),
+                                     "raw64 size is not a multiple of 8 (" + std::to_string(tail) + " trailing bytes)");
+                    return 0;
+                }
+                break;
             }
-            const size_t avail = (len_ - pos_) / 8;
+            const size_t avail = (win_.len() - pos) / 8;
             const size_t k = avail < max - n ? avail : max - n;
-            const unsigned char *p = buf_.get() + pos_;
+            const unsigned char *p = win_.data() + pos;
             for (size_t i = 0; i < k; ++i) {
                 sonde_memref_t &m = out[n + i];
                 m.address = fmt::load64(p + 8 * i);
@@ -71,7 +57,7 @@ public:
                 m.type = SONDE_MEMREF_READ;
                 m.size = 8;
             }
-            pos_ += 8 * k;
+            win_.set_pos(pos + 8 * k);
             n += k;
         }
         return n;
@@ -80,13 +66,7 @@ public:
 private:
     std::string path_;
     uint32_t shard_id_;
-    ByteStream stream_;
-    std::unique_ptr<unsigned char[]> buf_;  // not zero-filled
-    size_t cap_ = 0;
-    size_t pos_ = 0;
-    size_t len_ = 0;
-    uint64_t offset_ = 0;
-    bool eof_ = false;
+    ByteWindow win_;
 };
 
 class Raw64Input final : public Input {
@@ -127,4 +107,4 @@ sonde_status_t open_raw64(const std::string &path, std::unique_ptr<Input> *out, 
     return SONDE_STATUS_SUCCESS;
 }
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

@@ -11,13 +11,13 @@
 #include <functional>
 #include <queue>
 
-#include "analysis/lackey.h"
-#include "analysis/raw64.h"
-#include "analysis/source.h"
-#include "analysis/trace_format.h"
-#include "analysis/trace_stream.h"
+#include "trace/lackey.h"
+#include "trace/raw64.h"
+#include "trace/source.h"
+#include "trace/trace_format.h"
+#include "trace/trace_stream.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 namespace {
 
@@ -515,4 +515,4 @@ size_t SerialReader::read(sonde_memref_t *out, size_t max) {
     return n;
 }
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

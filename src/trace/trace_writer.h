@@ -10,10 +10,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sonde/status.h"
-#include "sonde/trace.h"
+#include <sonde/status.h>
+#include <sonde/trace.h>
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 class TraceWriter {
 public:
@@ -68,4 +68,4 @@ private:
     std::unordered_map<uint64_t, uint32_t> thread_shards_;
 };
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

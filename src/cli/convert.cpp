@@ -1,13 +1,14 @@
 // `sonde convert` (see convert.h): reads every shard of the input through the public reader
 // of sonde/trace.h and writes them to a Sonde trace through the public writer.
-#include <CLI/CLI.hpp>
+#include "cli/convert.h"
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "analysis/convert.h"
-#include "sonde/trace.h"
+#include <CLI/CLI.hpp>
+
+#include <sonde/trace.h>
 
 extern "C" int sonde_cli_convert(int argc, char **argv) {
     CLI::App app{"Convert a lackey or raw64 memory trace into a Sonde trace", "sonde convert"};

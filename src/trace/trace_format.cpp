@@ -1,9 +1,9 @@
 // Sonde trace format helpers: the checksum and chunk-header coding (see trace_format.h).
-#include "analysis/trace_format.h"
+#include "trace/trace_format.h"
 
 #include <zstd.h>
 
-namespace sonde::analysis::fmt {
+namespace sonde::trace::fmt {
 
 namespace {
 inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
@@ -102,4 +102,4 @@ std::string at(const std::string &path, uint64_t offset, const std::string &what
     return path + ": offset " + std::to_string(offset) + ": " + what;
 }
 
-}  // namespace sonde::analysis::fmt
+}  // namespace sonde::trace::fmt

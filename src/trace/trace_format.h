@@ -8,13 +8,13 @@
 #include <cstring>
 #include <string>
 
-#include "sonde/trace.h"
+#include <sonde/trace.h>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "Sonde trace records are stored in host layout; little-endian hosts only");
 static_assert(sizeof(sonde_memref_t) == 32, "sonde_memref_t must be 32 bytes");
 
-namespace sonde::analysis::fmt {
+namespace sonde::trace::fmt {
 
 constexpr char kFileMagic[8] = {'S', 'O', 'N', 'D', 'E', 'T', 'R', 'C'};
 constexpr char kIndexMagic[8] = {'S', 'O', 'N', 'D', 'E', 'I', 'D', 'X'};
@@ -78,4 +78,4 @@ void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t 
 // "PATH: offset N: what"
 std::string at(const std::string &path, uint64_t offset, const std::string &what);
 
-}  // namespace sonde::analysis::fmt
+}  // namespace sonde::trace::fmt

@@ -1,5 +1,6 @@
-// ByteStream: plain or zstd file bytes in large blocks (see trace_stream.h).
-#include "analysis/trace_stream.h"
+// ByteStream: plain or zstd file bytes in large blocks; ByteWindow: the parsers' window over
+// them (see trace_stream.h).
+#include "trace/trace_stream.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,9 +11,9 @@
 #include <cstring>
 #include <new>
 
-#include "analysis/trace_format.h"
+#include "trace/trace_format.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 ByteStream::~ByteStream() {
     if (fd_ >= 0) ::close(fd_);
@@ -102,4 +103,28 @@ size_t ByteStream::fill(unsigned char *dst, size_t cap) {
     return out.pos;
 }
 
-}  // namespace sonde::analysis
+sonde_status_t ByteWindow::open(const std::string &path, size_t max_size, size_t slack, std::string *error) {
+    const sonde_status_t s = stream_.open(path, error);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    const uint64_t guess = stream_.file_size() * (stream_.compressed() ? 32 : 1) + slack;
+    cap_ = guess < max_size ? static_cast<size_t>(guess) : max_size;
+    buf_.reset(new unsigned char[cap_]);
+    return SONDE_STATUS_SUCCESS;
+}
+
+bool ByteWindow::refill() {
+    const size_t tail = len_ - pos_;
+    std::memmove(buf_.get(), buf_.get() + pos_, tail);
+    offset_ += pos_;
+    pos_ = 0;
+    len_ = tail;
+    const size_t got = stream_.fill(buf_.get() + len_, cap_ - len_);
+    if (got == 0) {
+        if (stream_.status() == SONDE_STATUS_SUCCESS) eof_ = true;
+        return false;
+    }
+    len_ += got;
+    return true;
+}
+
+}  // namespace sonde::trace

@@ -1,13 +1,13 @@
 // Lackey text reader (see lackey.h). Hot path: parse_() walks the decoded text once with a
 // table-driven hex parser; it must not allocate or copy lines.
-#include "analysis/lackey.h"
+#include "trace/lackey.h"
 
 #include <cstring>
 
-#include "analysis/trace_format.h"
-#include "analysis/trace_stream.h"
+#include "trace/trace_format.h"
+#include "trace/trace_stream.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 namespace {
 
@@ -31,28 +31,27 @@ public:
 
     bool start() {
         std::string err;
-        const sonde_status_t s = stream_.open(path_, &err);
+        // kBufferSize, or less for a small file.
+        const sonde_status_t s = win_.open(path_, kBufferSize, 2 * kMaxLine, &err);
         if (s != SONDE_STATUS_SUCCESS) {
             status_ = s;
             error_ = err;
             return false;
         }
-        // kBufferSize, or less for a small file (zstd text expands about 30x).
-        const uint64_t guess = stream_.file_size() * (stream_.compressed() ? 32 : 1) + 2 * kMaxLine;
-        cap_ = guess < kBufferSize ? static_cast<size_t>(guess) : kBufferSize;
-        buf_.reset(new unsigned char[cap_]);
         return true;
     }
 
     size_t read(sonde_memref_t *out, size_t max) override {
-        if (status_ != SONDE_STATUS_SUCCESS || !buf_) return 0;
+        if (status_ != SONDE_STATUS_SUCCESS || win_.data() == nullptr) return 0;
         size_t n = 0;
         while (n < max) {
-            if (pos_ == len_ || (!eof_ && std::memchr(buf_.get() + pos_, '\n', len_ - pos_) == nullptr)) {
-                if (eof_) break;
+            const size_t pos = win_.pos();
+            const size_t len = win_.len();
+            if (pos == len || (!win_.eof() && std::memchr(win_.data() + pos, '\n', len - pos) == nullptr)) {
+                if (win_.eof()) break;
                 if (!refill()) {
                     if (status_ != SONDE_STATUS_SUCCESS) return 0;
-                    if (pos_ == len_) break;
+                    if (win_.pos() == win_.len()) break;
                 }
                 continue;
             }
@@ -63,34 +62,23 @@ public:
     }
 
 private:
-    // Moves the unparsed tail to the front and appends decoded text; false at the end.
+    // Keeps the unparsed tail (at most one line) and appends decoded text; false at the end.
     bool refill() {
-        const size_t tail = len_ - pos_;
-        if (tail > kMaxLine) {
-            fail(text_offset_ + pos_, "line longer than " + std::to_string(kMaxLine) + " bytes");
+        if (win_.len() - win_.pos() > kMaxLine) {
+            fail(win_.offset() + win_.pos(), "line longer than " + std::to_string(kMaxLine) + " bytes");
             return false;
         }
-        std::memmove(buf_.get(), buf_.get() + pos_, tail);
-        text_offset_ += pos_;
-        pos_ = 0;
-        len_ = tail;
-        const size_t got = stream_.fill(buf_.get() + len_, cap_ - len_);
-        if (got == 0) {
-            if (stream_.status() != SONDE_STATUS_SUCCESS) {
-                status_ = stream_.status();
-                error_ = stream_.error();
-                return false;
-            }
-            eof_ = true;
-            return false;
+        if (win_.refill()) return true;
+        if (win_.status() != SONDE_STATUS_SUCCESS) {
+            status_ = win_.status();
+            error_ = win_.error();
         }
-        len_ += got;
-        return true;
+        return false;
     }
 
     void fail(uint64_t offset, const std::string &what) {
         status_ = SONDE_STATUS_ERROR_FORMAT;
-        error_ = fmt::at(path_, offset, what + (stream_.compressed() ? " (offset in the decompressed text)" : ""));
+        error_ = fmt::at(path_, offset, what + (win_.compressed() ? " (offset in the decompressed text)" : ""));
     }
 
     void bad_line(const unsigned char *line, const unsigned char *end) {
@@ -99,19 +87,21 @@ private:
         std::string shown;
         for (size_t i = 0; i < len; ++i)
             shown += (line[i] >= 0x20 && line[i] < 0x7F) ? static_cast<char>(line[i]) : '?';
-        fail(text_offset_ + static_cast<uint64_t>(line - buf_.get()),
+        fail(win_.offset() + static_cast<uint64_t>(line - win_.data()),
              "bad lackey line " + std::to_string(line_ + 1) + ": \"" + shown + "\"");
     }
 
     // Parses complete lines (and at the end the last unterminated one) into out.
     size_t parse_(sonde_memref_t *out, size_t max) {
-        const unsigned char *p = buf_.get() + pos_;
-        const unsigned char *end = buf_.get() + len_;
+        const unsigned char *const base = win_.data();
+        const unsigned char *p = base + win_.pos();
+        const unsigned char *end = base + win_.len();
+        const bool eof = win_.eof();
         size_t n = 0;
         while (n < max && p < end) {
             const unsigned char *nl = static_cast<const unsigned char *>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
             if (nl == nullptr) {
-                if (!eof_) break;
+                if (!eof) break;
                 nl = end;  // the last line has no newline
             }
             const unsigned char *line = p;
@@ -165,20 +155,14 @@ private:
             m.type = type;
             m.size = static_cast<uint16_t>(size);
         }
-        pos_ = static_cast<size_t>(p - buf_.get());
+        win_.set_pos(static_cast<size_t>(p - base));
         return n;
     }
 
     std::string path_;
     uint32_t shard_id_;
-    ByteStream stream_;
-    std::unique_ptr<unsigned char[]> buf_;  // not zero-filled
-    size_t cap_ = 0;
-    size_t pos_ = 0;
-    size_t len_ = 0;
-    bool eof_ = false;
-    uint64_t text_offset_ = 0;  // offset of buf_[0] in the decoded text
-    uint64_t line_ = 0;         // lines consumed
+    ByteWindow win_;
+    uint64_t line_ = 0;  // lines consumed
     uint64_t pc_ = 0;
 };
 
@@ -208,4 +192,4 @@ sonde_status_t open_lackey(const std::string &path, std::unique_ptr<Input> *out,
     return SONDE_STATUS_SUCCESS;
 }
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace

@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "analysis/source.h"
+#include "trace/source.h"
 
-namespace sonde::analysis {
+namespace sonde::trace {
 
 sonde_status_t open_raw64(const std::string &path, std::unique_ptr<Input> *out, std::string *error);
 
-}  // namespace sonde::analysis
+}  // namespace sonde::trace
