@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "sonde/analysis.h"
-#include "sonde/trace.h"
+#include <sonde/analysis.h>
+#include <sonde/trace.h>
 
 namespace {
 

@@ -361,7 +361,7 @@ typedef struct sonde_api_t {
 
     /**
      * @brief Registers (or replaces) the client's observer of one event.
-     * @return SUCCESS; ILLEGAL_ID (client); INVALID_ARGUMENT (unknown event); NULL_PTR
+     * @return SUCCESS; ILLEGAL_ID (client); INVALID_ARGUMENT (unknown event); NULL_POINTER
      * (handler); NOT_SUPPORTED (an item the event cannot provide).
      */
     sonde_status_t (*register_event)(sonde_client_id_t client, uint32_t event, uint64_t data_items,
@@ -370,7 +370,7 @@ typedef struct sonde_api_t {
      * @brief Sets the filter of a group (CALL_GRAPH, THREAD or MODULE); only during
      * instantiation. A thread filtered out sends the client no events at all; a module filtered
      * out sends no MODULE events and no CALL_GRAPH events of its methods.
-     * @return SUCCESS; ILLEGAL_ID; NULL_PTR; NOT_SUPPORTED (another group); PHASE_FAILURE
+     * @return SUCCESS; ILLEGAL_ID; NULL_POINTER; NOT_SUPPORTED (another group); PHASE_FAILURE
      * (after the instantiate function returned).
      */
     sonde_status_t (*set_event_group_filter)(sonde_client_id_t client, uint32_t group,
@@ -379,7 +379,7 @@ typedef struct sonde_api_t {
      * @brief Method information: NAME, CLASS_NAME, FULL_NAME, MANGLED_NAME, MODULE_ID,
      * SOURCE_FILE, SOURCE_LINE, ADDRESS, SIZE, VISIBILITY.
      * @return SUCCESS; PARTIAL_INFO (no symbol, or no DWARF for the source items);
-     * BUFFER_TOO_SHORT (a string; its actual_size is set, other items are filled); NULL_PTR;
+     * BUFFER_TOO_SHORT (a string; its actual_size is set, other items are filled); NULL_POINTER;
      * ILLEGAL_ID; NOT_SUPPORTED (an item methods do not have); PHASE_FAILURE;
      * INCOMPATIBLE_ABI (struct_size smaller than ::SONDE_METHOD_INFO_SIZE_1_1); ERROR.
      */
@@ -403,19 +403,19 @@ typedef struct sonde_api_t {
      * stack, innermost method first. For another running thread it is a snapshot taken while it
      * runs. Methods deeper than the shadow stack's capacity (65,536) are not recorded.
      * @return SUCCESS; PARTIAL_INFO (the stack is deeper than what was recorded);
-     * BUFFER_TOO_SHORT; NULL_PTR; ILLEGAL_ID; PHASE_FAILURE; ERROR (the thread has ended and
+     * BUFFER_TOO_SHORT; NULL_POINTER; ILLEGAL_ID; PHASE_FAILURE; ERROR (the thread has ended and
      * its stack is gone).
      */
     sonde_status_t (*get_thread_stack)(sonde_client_id_t client, sonde_thread_id_t thread,
                                        sonde_method_array_t *stack);
     /**
      * @brief Ids of every module seen, loaded or not, in order of first load.
-     * @return SUCCESS; BUFFER_TOO_SHORT; NULL_PTR; ILLEGAL_ID; PHASE_FAILURE.
+     * @return SUCCESS; BUFFER_TOO_SHORT; NULL_POINTER; ILLEGAL_ID; PHASE_FAILURE.
      */
     sonde_status_t (*get_module_list)(sonde_client_id_t client, sonde_module_array_t *modules);
     /**
      * @brief Ids of every thread seen, alive or not, in order of first event.
-     * @return SUCCESS; BUFFER_TOO_SHORT; NULL_PTR; ILLEGAL_ID; PHASE_FAILURE.
+     * @return SUCCESS; BUFFER_TOO_SHORT; NULL_POINTER; ILLEGAL_ID; PHASE_FAILURE.
      */
     sonde_status_t (*get_thread_list)(sonde_client_id_t client, sonde_thread_array_t *threads);
     /** @brief ::sonde_status_name through the table. */
@@ -427,7 +427,7 @@ typedef struct sonde_api_t {
     /**
      * @brief Sets the client's message (for example why instantiation refuses), retrievable
      * with ::sonde_get_client_info. Copied; at most 1023 bytes are kept.
-     * @return SUCCESS; ILLEGAL_ID; NULL_PTR.
+     * @return SUCCESS; ILLEGAL_ID; NULL_POINTER.
      */
     sonde_status_t (*set_message)(sonde_client_id_t client, const char *message);
 } sonde_api_t;

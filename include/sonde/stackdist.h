@@ -31,14 +31,14 @@ typedef struct sonde_histogram_t sonde_histogram_t;
 #define SONDE_STACKDIST_FLAG_VERIFY 0x1u
 
 /** @brief Sampling modes (sonde_stackdist_options_t::sampling); cross the ABI as uint32_t. */
-enum {
+enum sonde_stackdist_sampling_value {
     SONDE_STACKDIST_SAMPLING_NONE = 0,       /**< Exact distances. */
     SONDE_STACKDIST_SAMPLING_FIXED_RATE = 1, /**< SHARDS with a fixed rate (sample_rate). */
     SONDE_STACKDIST_SAMPLING_FIXED_SIZE = 2  /**< SHARDS keeping at most sample_size lines. */
 };
 
 /** @brief Bin layouts for ::sonde_histogram_get_bins; cross the ABI as uint32_t. */
-enum {
+enum sonde_histogram_bins_value {
     SONDE_HISTOGRAM_BINS_EXACT = 0,  /**< One entry per distance with a non-zero count. */
     SONDE_HISTOGRAM_BINS_LINEAR = 1, /**< Bins [k*w, k*w+w-1] for every k up to the largest. */
     SONDE_HISTOGRAM_BINS_LOG2 = 2    /**< Bins [0,0], [1,1], [2,3], [4,7], ... up to the largest. */

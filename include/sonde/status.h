@@ -48,7 +48,7 @@ enum sonde_status_value {
     SONDE_STATUS_ERROR_LOAD_FAILED = 26,           /**< A plugin could not be loaded (dlopen or entry point). */
     SONDE_STATUS_ERROR_TIMEOUT = 27,               /**< A wait ran out of time. */
     SONDE_STATUS_ERROR_LIMIT = 28,                 /**< A fixed capacity (sessions, buffers, ...) is exhausted. */
-    SONDE_STATUS_ERROR_NULL_PTR = SONDE_STATUS_ERROR_NULL_POINTER, /**< Alias used by the client API. */
+    SONDE_STATUS_ERROR_NULL_PTR = SONDE_STATUS_ERROR_NULL_POINTER, /**< Alias (Martini spelling) kept for 1.x; Sonde itself spells it NULL_POINTER. */
     SONDE_STATUS_LAST = 29                         /**< One past the largest value of this version. */
 };
 

@@ -5,7 +5,7 @@
 
 #include "analysis/analyzer.h"
 #include "core/guarded.h"
-#include "sonde/analysis.h"
+#include <sonde/analysis.h>
 
 struct sonde_analyzer_t {
     sonde::analysis::Analyzer impl;

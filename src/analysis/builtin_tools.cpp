@@ -11,7 +11,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/builtin_tools.h"
-#include "sonde/tool.hpp"
+#include <sonde/tool.hpp>
 
 namespace sonde::analysis {
 

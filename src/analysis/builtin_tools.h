@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "sonde/tool.hpp"
+#include <sonde/tool.hpp>
 
 namespace sonde::analysis {
 

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/builtin_tools.h"
-#include "sonde/tool.hpp"
+#include <sonde/tool.hpp>
 #include "stackdist/reuse.h"
 
 namespace sonde::analysis {

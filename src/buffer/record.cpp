@@ -5,8 +5,8 @@
 #include "buffer/internal.h"
 #include "buffer/table.h"
 #include "core/runtime.h"
-#include "sonde/buffer.h"
-#include "sonde/record.h"
+#include <sonde/buffer.h>
+#include <sonde/record.h>
 
 namespace sonde::buffer {
 namespace {

@@ -19,7 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "sonde/analysis.h"
+#include <sonde/analysis.h>
 
 namespace {
 

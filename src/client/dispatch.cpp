@@ -183,7 +183,7 @@ sonde_status_t api_register_event(sonde_client_id_t client, uint32_t event, uint
     Client *c = find_client(client.handle);
     if (c == nullptr || c->state != SONDE_CLIENT_STATE_ACTIVE) return SONDE_STATUS_ERROR_ILLEGAL_ID;
     if (event >= SONDE_EVENT_COUNT) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-    if (handler == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+    if (handler == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if ((data_items & ~event_items(event)) != 0) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
     c->observers[event] = {handler, user_data, data_items};
     if (!c->instantiating) publish_subs();
@@ -195,7 +195,7 @@ sonde_status_t api_set_event_group_filter(sonde_client_id_t client, uint32_t gro
     RegistryLock lock;
     Client *c = find_client(client.handle);
     if (c == nullptr || c->state != SONDE_CLIENT_STATE_ACTIVE) return SONDE_STATUS_ERROR_ILLEGAL_ID;
-    if (should_notify == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+    if (should_notify == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (group != SONDE_EVENT_GROUP_CALL_GRAPH && group != SONDE_EVENT_GROUP_THREAD &&
         group != SONDE_EVENT_GROUP_MODULE)
         return SONDE_STATUS_ERROR_NOT_SUPPORTED;

@@ -28,7 +28,7 @@ sonde_status_t api_set_message(sonde_client_id_t client, const char *message) {
     RegistryLock lock;
     Client *c = find_client(client.handle);
     if (c == nullptr) return SONDE_STATUS_ERROR_ILLEGAL_ID;
-    if (message == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+    if (message == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     c->message.assign(message, strnlen(message, 1023));
     return SONDE_STATUS_SUCCESS;
 }

@@ -10,7 +10,7 @@
 namespace sonde::client {
 
 sonde_status_t check_string(const sonde_string_t &s) {
-    return lacks_storage(s) ? SONDE_STATUS_ERROR_NULL_PTR : SONDE_STATUS_SUCCESS;
+    return lacks_storage(s) ? SONDE_STATUS_ERROR_NULL_POINTER : SONDE_STATUS_SUCCESS;
 }
 
 bool put_string(sonde_string_t &s, const std::string &v) { return fill_string(s, v); }
@@ -65,7 +65,7 @@ ThreadState *thread_of(sonde_thread_id_t id, sonde_status_t *st) {
 
 template <typename Array, typename Id>
 sonde_status_t put_ids(Array *a, uint64_t tag, size_t count) {
-    if (a == nullptr || lacks_storage(*a)) return SONDE_STATUS_ERROR_NULL_PTR;
+    if (a == nullptr || lacks_storage(*a)) return SONDE_STATUS_ERROR_NULL_POINTER;
     return fill_array(*a, count, [tag](size_t i) { return Id{make_handle(tag, static_cast<uint32_t>(i))}; });
 }
 
@@ -81,7 +81,7 @@ constexpr size_t first_size(const sonde_client_info_t *) { return SONDE_CLIENT_I
 template <typename Info>
 sonde_status_t prologue(sonde_client_id_t client, const Info *info, uint64_t requested, uint64_t allowed,
                         Info *copy) {
-    if (info == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+    if (info == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     sonde_status_t st = check_client(client);
     if (st != SONDE_STATUS_SUCCESS) return st;
     st = read_abi_struct(info, first_size(info), copy, AbiTail::kOutput);
@@ -115,7 +115,7 @@ sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t m
         if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
         for (const sonde_string_t *s :
              {&out.name, &out.class_name, &out.full_name, &out.mangled_name, &out.source_file})
-            if (check_string(*s) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_PTR;
+            if (check_string(*s) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_POINTER;
         Method *m = r.methods[static_cast<size_t>(i)];
         uint64_t valid = 0;
         bool too_short = false, partial = false;
@@ -165,7 +165,7 @@ sonde_status_t api_get_module_info(sonde_client_id_t client, sonde_module_id_t m
         const int64_t i = handle_index(module.handle, kTagModule, r.modules.size());
         if (i < 0) return SONDE_STATUS_ERROR_ILLEGAL_ID;
         if (check_string(out.name) != SONDE_STATUS_SUCCESS || check_string(out.path) != SONDE_STATUS_SUCCESS)
-            return SONDE_STATUS_ERROR_NULL_PTR;
+            return SONDE_STATUS_ERROR_NULL_POINTER;
         const Module *mod = r.modules[static_cast<size_t>(i)];
         uint64_t valid = 0;
         bool too_short = false, partial = false;
@@ -196,7 +196,7 @@ sonde_status_t api_get_thread_info(sonde_client_id_t client, sonde_thread_id_t t
         if (st != SONDE_STATUS_SUCCESS) return st;
         ThreadState *t = thread_of(thread, &st);
         if (t == nullptr) return st;
-        if (check_string(out.name) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_PTR;
+        if (check_string(out.name) != SONDE_STATUS_SUCCESS) return SONDE_STATUS_ERROR_NULL_POINTER;
         uint64_t valid = 0;
         bool too_short = false, partial = false;
         const bool alive = t->alive.load(std::memory_order_acquire);
@@ -219,7 +219,7 @@ sonde_status_t api_get_thread_info(sonde_client_id_t client, sonde_thread_id_t t
 sonde_status_t api_get_thread_stack(sonde_client_id_t client, sonde_thread_id_t thread,
                                     sonde_method_array_t *stack) {
     return guarded([&]() -> sonde_status_t {
-        if (stack == nullptr || lacks_storage(*stack)) return SONDE_STATUS_ERROR_NULL_PTR;
+        if (stack == nullptr || lacks_storage(*stack)) return SONDE_STATUS_ERROR_NULL_POINTER;
         RegistryLock lock;
         sonde_status_t st = check_client(client);
         if (st != SONDE_STATUS_SUCCESS) return st;
@@ -240,7 +240,7 @@ sonde_status_t api_get_thread_stack(sonde_client_id_t client, sonde_thread_id_t 
 
 sonde_status_t api_get_module_list(sonde_client_id_t client, sonde_module_array_t *modules) {
     return guarded([&]() -> sonde_status_t {
-        if (modules == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+        if (modules == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
         RegistryLock lock;
         const sonde_status_t st = check_client(client);
         if (st != SONDE_STATUS_SUCCESS) return st;
@@ -250,7 +250,7 @@ sonde_status_t api_get_module_list(sonde_client_id_t client, sonde_module_array_
 
 sonde_status_t api_get_thread_list(sonde_client_id_t client, sonde_thread_array_t *threads) {
     return guarded([&]() -> sonde_status_t {
-        if (threads == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+        if (threads == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
         RegistryLock lock;
         const sonde_status_t st = check_client(client);
         if (st != SONDE_STATUS_SUCCESS) return st;
@@ -259,7 +259,7 @@ sonde_status_t api_get_thread_list(sonde_client_id_t client, sonde_thread_array_
 }
 
 sonde_status_t client_list(sonde_client_array_t *clients) {
-    if (clients == nullptr) return SONDE_STATUS_ERROR_NULL_PTR;
+    if (clients == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     RegistryLock lock;
     return put_ids<sonde_client_array_t, sonde_client_id_t>(clients, kTagClient, registry().clients.size());
 }

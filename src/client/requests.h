@@ -10,7 +10,7 @@
 
 namespace sonde::client {
 
-// NULL_PTR when a string has storage size but no storage.
+// NULL_POINTER when a string has storage size but no storage.
 sonde_status_t check_string(const sonde_string_t &s);
 // Writes v (truncated, NUL-terminated) and its actual_size; false if it did not fit.
 bool put_string(sonde_string_t &s, const std::string &v);

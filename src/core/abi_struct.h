@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "sonde/status.h"
+#include <sonde/status.h>
 
 namespace sonde {
 

@@ -4,7 +4,7 @@
 
 #include <new>
 
-#include "sonde/status.h"
+#include <sonde/status.h>
 
 namespace sonde {
 

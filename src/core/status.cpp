@@ -1,5 +1,5 @@
 // Status names and sentences. Owns nothing but two tables; callable before initialisation.
-#include "sonde/status.h"
+#include <sonde/status.h>
 
 namespace {
 

@@ -1,5 +1,5 @@
 // sonde_get_version: callable before initialisation.
-#include "sonde/defs.h"
+#include <sonde/defs.h>
 
 extern "C" SONDE_API uint32_t sonde_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch) {
     if (major) *major = SONDE_VERSION_MAJOR;

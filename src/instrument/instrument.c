@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sonde/sonde.h"
+#include <sonde/sonde.h>
 
 #define HOOK __attribute__((visibility("default"), no_instrument_function))
 

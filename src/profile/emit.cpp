@@ -2,9 +2,9 @@
 // u64 counter (per bucket, or summed over buckets), through the public sonde_emit. A slow
 // path meant for periodic collection; it costs one sonde_emit per non-zero counter.
 #include "profile/profile.h"
-#include "sonde/buffer.h"
-#include "sonde/record.h"
-#include "sonde/session.h"
+#include <sonde/buffer.h>
+#include <sonde/record.h>
+#include <sonde/session.h>
 
 namespace sonde::profile {
 

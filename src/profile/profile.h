@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "sonde/profile.h"
+#include <sonde/profile.h>
 
 namespace sonde::profile {
 

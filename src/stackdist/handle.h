@@ -2,7 +2,7 @@
 // shared by api.cpp and the test-only fault hook of tests/stackdist.
 #pragma once
 
-#include "sonde/stackdist.h"
+#include <sonde/stackdist.h>
 #include "stackdist/histogram.h"
 #include "stackdist/reuse.h"
 

@@ -337,15 +337,15 @@ static void test_registration_errors(void **state) {
     assert_int_equal(api->set_event_group_filter(client_b, SONDE_EVENT_GROUP_USER, b_only_alpha, NULL),
                      SONDE_STATUS_ERROR_NOT_SUPPORTED);
     assert_int_equal(api->set_event_group_filter(client_b, SONDE_EVENT_GROUP_THREAD, NULL, NULL),
-                     SONDE_STATUS_ERROR_NULL_PTR);
+                     SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(api->register_event(client_b, SONDE_EVENT_COUNT, 0, record, NULL),
                      SONDE_STATUS_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(api->register_event(client_b, SONDE_EVENT_USER_MARK, 0, NULL, NULL), SONDE_STATUS_ERROR_NULL_PTR);
+    assert_int_equal(api->register_event(client_b, SONDE_EVENT_USER_MARK, 0, NULL, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(api->register_event(client_b, SONDE_EVENT_USER_MARK, SONDE_DATA_ACCESS_TYPE, record, NULL),
                      SONDE_STATUS_ERROR_NOT_SUPPORTED);
     assert_int_equal(api->register_event((sonde_client_id_t){12345}, SONDE_EVENT_USER_MARK, 0, record, NULL),
                      SONDE_STATUS_ERROR_ILLEGAL_ID);
-    assert_int_equal(api->set_message(client_b, NULL), SONDE_STATUS_ERROR_NULL_PTR);
+    assert_int_equal(api->set_message(client_b, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
     /* Registering after instantiation works and takes effect at once. */
     assert_int_equal(api->register_event(client_b, SONDE_EVENT_USER_MARK, SONDE_DATA_NAME, record, &b_mark),
                      SONDE_STATUS_SUCCESS);
@@ -400,11 +400,11 @@ static void test_method_info(void **state) {
                      SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
     assert_int_equal(info.name.actual_size, 6);
     info.name = (sonde_string_t){NULL, 5, 0};
-    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_NAME, &info), SONDE_STATUS_ERROR_NULL_PTR);
+    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_NAME, &info), SONDE_STATUS_ERROR_NULL_POINTER);
     info.name = (sonde_string_t){name, sizeof name, 0};
 
     /* Statuses. */
-    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_NAME, NULL), SONDE_STATUS_ERROR_NULL_PTR);
+    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_NAME, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_ACCESS_TYPE, &info),
                      SONDE_STATUS_ERROR_NOT_SUPPORTED);
     assert_int_equal(api->get_method_info(client_a, (sonde_method_id_t){0}, SONDE_DATA_NAME, &info),
@@ -471,7 +471,7 @@ static void test_module_info(void **state) {
                      SONDE_STATUS_ERROR_NOT_SUPPORTED);
     assert_int_equal(api->get_module_info(client_a, (sonde_module_id_t){alpha_id.handle}, SONDE_DATA_NAME, &info),
                      SONDE_STATUS_ERROR_ILLEGAL_ID);
-    assert_int_equal(api->get_module_info(client_a, mi.module, SONDE_DATA_NAME, NULL), SONDE_STATUS_ERROR_NULL_PTR);
+    assert_int_equal(api->get_module_info(client_a, mi.module, SONDE_DATA_NAME, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
 
     /* The module list in the array protocol: size 0, too small, exact, larger. */
     sonde_module_id_t ids[256];
@@ -491,7 +491,7 @@ static void test_module_info(void **state) {
     for (uint32_t i = 0; i < n; ++i) found |= ids[i].handle == mi.module.handle;
     assert_true(found);
     list = (sonde_module_array_t){NULL, 3, 0};
-    assert_int_equal(api->get_module_list(client_a, &list), SONDE_STATUS_ERROR_NULL_PTR);
+    assert_int_equal(api->get_module_list(client_a, &list), SONDE_STATUS_ERROR_NULL_POINTER);
 
     /* The vdso has a name but no file: asking for its path is PARTIAL_INFO. */
     bool vdso = false;
@@ -596,9 +596,9 @@ static void test_thread_requests(void **state) {
     assert_int_equal(api->get_thread_stack(client_a, other_id, &stack), SONDE_STATUS_ERROR);
 
     /* Statuses. */
-    assert_int_equal(api->get_thread_stack(client_a, other_id, NULL), SONDE_STATUS_ERROR_NULL_PTR);
+    assert_int_equal(api->get_thread_stack(client_a, other_id, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
     sonde_method_array_t bad = {NULL, 4, 0};
-    assert_int_equal(api->get_thread_stack(client_a, other_id, &bad), SONDE_STATUS_ERROR_NULL_PTR);
+    assert_int_equal(api->get_thread_stack(client_a, other_id, &bad), SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(api->get_thread_stack(client_a, (sonde_thread_id_t){alpha_id.handle}, &stack),
                      SONDE_STATUS_ERROR_ILLEGAL_ID);
     assert_int_equal(api->get_thread_info(client_a, other_id, SONDE_DATA_ADDRESS, &ti), SONDE_STATUS_ERROR_NOT_SUPPORTED);
