@@ -14,7 +14,7 @@
 #define RECORDS_PER_THREAD 100000
 
 typedef struct {
-    pthread_mutex_t mu;      /* the callback runs on Sonde's delivery thread or a flusher */
+    pthread_mutex_t mu; /* the callback runs on Sonde's delivery thread or a flusher */
     uint64_t thread_ids[THREADS + 1];
     uint64_t per_thread[THREADS + 1];
     uint64_t custom, spans, losses;
@@ -38,23 +38,20 @@ static void on_records(const sonde_record_header_t *begin, const sonde_record_he
         }
         const void *payload = sonde_record_payload(r, NULL);
         switch (sonde_record_kind(r)) {
-        case SONDE_RECORD_KIND_THREAD: { /* every span starts by naming its thread */
-            uint64_t tid = ((const sonde_thread_record_t *)payload)->thread_id;
-            for (slot = 0; slot < THREADS && s->thread_ids[slot] != tid && s->thread_ids[slot] != 0; ++slot) {
+            case SONDE_RECORD_KIND_THREAD: { /* every span starts by naming its thread */
+                uint64_t tid = ((const sonde_thread_record_t *)payload)->thread_id;
+                for (slot = 0; slot < THREADS && s->thread_ids[slot] != tid && s->thread_ids[slot] != 0;
+                     ++slot) {
+                }
+                if (slot < THREADS) s->thread_ids[slot] = tid;
+                break;
             }
-            if (slot < THREADS) s->thread_ids[slot] = tid;
-            break;
-        }
-        case SONDE_RECORD_KIND_LOSS:
-            s->losses += ((const sonde_loss_record_t *)payload)->count;
-            break;
-        case SONDE_RECORD_KIND_TRACER:
-            s->per_thread[slot]++;
-            memcpy(&s->last, payload, sizeof s->last);
-            break;
-        case KIND_HEARTBEAT:
-            s->custom++;
-            break;
+            case SONDE_RECORD_KIND_LOSS: s->losses += ((const sonde_loss_record_t *)payload)->count; break;
+            case SONDE_RECORD_KIND_TRACER:
+                s->per_thread[slot]++;
+                memcpy(&s->last, payload, sizeof s->last);
+                break;
+            case KIND_HEARTBEAT: s->custom++; break;
         }
         r = next;
     }
@@ -120,8 +117,10 @@ int main(void) {
 
     printf("callback received %" PRIu64 " spans\n", summary.spans);
     for (int i = 0; i < THREADS; ++i)
-        printf("  thread %" PRIu64 ": %" PRIu64 " TRACER records\n", summary.thread_ids[i], summary.per_thread[i]);
-    printf("  %" PRIu64 " heartbeat records (custom kind), %" PRIu64 " reported lost\n", summary.custom, summary.losses);
+        printf("  thread %" PRIu64 ": %" PRIu64 " TRACER records\n", summary.thread_ids[i],
+               summary.per_thread[i]);
+    printf("  %" PRIu64 " heartbeat records (custom kind), %" PRIu64 " reported lost\n", summary.custom,
+           summary.losses);
     printf("  last TRACER: domain %u operation %u correlation %" PRIu64 "\n", summary.last.domain,
            summary.last.operation, summary.last.correlation_id);
     printf("buffer stats: emitted %" PRIu64 ", delivered %" PRIu64 ", dropped %" PRIu64 ", bytes %" PRIu64

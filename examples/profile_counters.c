@@ -65,8 +65,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "profile buffer: %s\n", sonde_status_string(st));
         return 1;
     }
-    st = sonde_profile_array_create(sizeof(category_record_t), NUM_CATEGORIES, NUM_WORKERS, 64,
-                                    &g_counts);
+    st = sonde_profile_array_create(sizeof(category_record_t), NUM_CATEGORIES, NUM_WORKERS, 64, &g_counts);
     if (st == SONDE_STATUS_SUCCESS) st = sonde_profile_array_allocate(g_counts, g_buffer);
     if (st == SONDE_STATUS_SUCCESS) st = sonde_profile_array_initialize(g_counts, g_buffer);
     if (st != SONDE_STATUS_SUCCESS) {
@@ -75,8 +74,7 @@ int main(int argc, char **argv) {
     }
     printf("%u categories x %u buckets, chunk %u bytes, array %llu bytes at offset %llu\n",
            sonde_profile_array_num_records(g_counts), sonde_profile_array_num_thread_buckets(g_counts),
-           sonde_profile_array_chunk_size(g_counts),
-           (unsigned long long)sonde_profile_array_size(g_counts),
+           sonde_profile_array_chunk_size(g_counts), (unsigned long long)sonde_profile_array_size(g_counts),
            (unsigned long long)sonde_profile_array_offset(g_counts));
 
     pthread_t threads[NUM_WORKERS];

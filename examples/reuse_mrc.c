@@ -63,8 +63,8 @@ int main(void) {
     sonde_histogram_summary_t s = {0};
     s.struct_size = sizeof s;
     sonde_histogram_get_summary(r.hist, &s);
-    printf("sum %.0f; %llu accesses, %llu cold (distinct lines)\n", sum,
-           (unsigned long long)s.accesses, (unsigned long long)s.infinite);
+    printf("sum %.0f; %llu accesses, %llu cold (distinct lines)\n", sum, (unsigned long long)s.accesses,
+           (unsigned long long)s.infinite);
 
     /* Array protocol: ask for the size first, then fetch. */
     uint32_t nbins = 0;
@@ -77,8 +77,8 @@ int main(void) {
     }
     printf("stack distance      accesses\n");
     for (uint32_t i = 0; i < nbins; ++i)
-        printf("%6llu..%-8llu %10llu\n", (unsigned long long)bins[i].first,
-               (unsigned long long)bins[i].last, (unsigned long long)bins[i].count);
+        printf("%6llu..%-8llu %10llu\n", (unsigned long long)bins[i].first, (unsigned long long)bins[i].last,
+               (unsigned long long)bins[i].count);
     free(bins);
 
     printf("cache lines   miss ratio\n");

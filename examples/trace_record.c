@@ -49,7 +49,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     sonde_session_id_t session;
-    if (sonde_initialize() != SONDE_STATUS_SUCCESS || sonde_create_session(NULL, &session) != SONDE_STATUS_SUCCESS ||
+    if (sonde_initialize() != SONDE_STATUS_SUCCESS ||
+        sonde_create_session(NULL, &session) != SONDE_STATUS_SUCCESS ||
         sonde_create_buffer(session, 4u << 20, sonde_trace_buffer_consumer, writer, NULL, 0, &g_buffer) !=
             SONDE_STATUS_SUCCESS ||
         sonde_start_session(session) != SONDE_STATUS_SUCCESS) {
@@ -71,7 +72,8 @@ int main(int argc, char **argv) {
 
     char error[512];
     sonde_trace_reader_t *reader = NULL;
-    if (sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, error, sizeof error, &reader) != SONDE_STATUS_SUCCESS) {
+    if (sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, error, sizeof error, &reader) !=
+        SONDE_STATUS_SUCCESS) {
         fprintf(stderr, "%s\n", error);
         return 1;
     }
@@ -87,7 +89,8 @@ int main(int argc, char **argv) {
                 reads += batch[i].type == SONDE_MEMREF_READ;
                 writes += batch[i].type == SONDE_MEMREF_WRITE;
             }
-        printf("shard %u: %llu reads, %llu writes\n", s, (unsigned long long)reads, (unsigned long long)writes);
+        printf("shard %u: %llu reads, %llu writes\n", s, (unsigned long long)reads,
+               (unsigned long long)writes);
         total += reads + writes;
     }
     sonde_trace_reader_close(reader);

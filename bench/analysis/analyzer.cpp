@@ -64,7 +64,9 @@ sonde_tool_ops_t trivial_ops() {
     return o;
 }
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -93,7 +95,8 @@ std::vector<std::vector<sonde_memref_t>> make_records() {
                 m.size = 4;
             } else {
                 m.type = kind < 12 ? SONDE_MEMREF_READ : kind < 15 ? SONDE_MEMREF_WRITE : SONDE_MEMREF_MODIFY;
-                m.address = (kind & 1) ? 0x10000000 + (seq += 8) % (4u << 20) : 0x10000000 + ((x >> 20) % (4u << 20));
+                m.address =
+                    (kind & 1) ? 0x10000000 + (seq += 8) % (4u << 20) : 0x10000000 + ((x >> 20) % (4u << 20));
                 m.size = 8;
             }
         }
@@ -112,7 +115,8 @@ double run(const std::vector<std::vector<sonde_memref_t>> *memory, const std::st
                                            : sonde_analyzer_add_tool_ops(a, &ops, trivial);
     if (memory != nullptr) {
         for (const auto &s : *memory)
-            if (st == SONDE_STATUS_SUCCESS) st = sonde_analyzer_add_memory_shard(a, s.data(), s.size(), nullptr);
+            if (st == SONDE_STATUS_SUCCESS)
+                st = sonde_analyzer_add_memory_shard(a, s.data(), s.size(), nullptr);
     } else if (st == SONDE_STATUS_SUCCESS) {
         st = sonde_analyzer_add_input(a, trace.c_str(), SONDE_TRACE_FORMAT_SONDE);
     }
@@ -127,8 +131,8 @@ double run(const std::vector<std::vector<sonde_memref_t>> *memory, const std::st
     return st == SONDE_STATUS_SUCCESS ? t : -1.0;
 }
 
-double median_rate(double records, const std::vector<std::vector<sonde_memref_t>> *memory, const std::string &trace,
-                   bool parallel, const char *builtin) {
+double median_rate(double records, const std::vector<std::vector<sonde_memref_t>> *memory,
+                   const std::string &trace, bool parallel, const char *builtin) {
     std::vector<double> rates;
     for (int r = 0; r < kReps; ++r) {
         const double t = run(memory, trace, parallel, builtin);
@@ -165,8 +169,8 @@ int main() {
     sonde_trace_writer_t *w = nullptr;
     bool have_trace = fd >= 0 && sonde_trace_writer_create(path, nullptr, &w) == SONDE_STATUS_SUCCESS;
     for (size_t s = 0; have_trace && s < kShards; ++s)
-        have_trace = sonde_trace_writer_write(w, static_cast<uint32_t>(s), records[s].data(), records[s].size()) ==
-                     SONDE_STATUS_SUCCESS;
+        have_trace = sonde_trace_writer_write(w, static_cast<uint32_t>(s), records[s].data(),
+                                              records[s].size()) == SONDE_STATUS_SUCCESS;
     if (w != nullptr && sonde_trace_writer_close(w) != SONDE_STATUS_SUCCESS) have_trace = false;
     struct stat sb = {};
     stat(path, &sb);
@@ -180,20 +184,24 @@ int main() {
     // cache_sim on a real trace held in memory: the gzip lackey trace of the test data.
     std::vector<std::vector<sonde_memref_t>> gzip(1);
     const char *data = std::getenv("SONDE_SHARED_DATA");
-    const std::string gzip_path = std::string(data != nullptr ? data : SONDE_TEST_DATA_DIR) + "/gzip-gpl3.lackey.zst";
+    const std::string gzip_path =
+        std::string(data != nullptr ? data : SONDE_TEST_DATA_DIR) + "/gzip-gpl3.lackey.zst";
     sonde_trace_reader_t *reader = nullptr;
-    if (sonde_trace_reader_open(gzip_path.c_str(), SONDE_TRACE_FORMAT_LACKEY, nullptr, 0, &reader) == SONDE_STATUS_SUCCESS) {
+    if (sonde_trace_reader_open(gzip_path.c_str(), SONDE_TRACE_FORMAT_LACKEY, nullptr, 0, &reader) ==
+        SONDE_STATUS_SUCCESS) {
         std::vector<sonde_memref_t> batch(65536);
         size_t n = 0;
-        while (sonde_trace_reader_read_shard(reader, 0, batch.data(), batch.size(), &n) == SONDE_STATUS_SUCCESS && n > 0)
+        while (sonde_trace_reader_read_shard(reader, 0, batch.data(), batch.size(), &n) ==
+                   SONDE_STATUS_SUCCESS &&
+               n > 0)
             gzip[0].insert(gzip[0].end(), batch.begin(), batch.begin() + static_cast<long>(n));
         sonde_trace_reader_close(reader);
     }
     const double gzip_refs = double(gzip[0].size());
     const double gzip_rate = gzip_refs > 0 ? median_rate(gzip_refs, &gzip, "", false, "cache_sim") : 0;
 
-    std::printf("analyzer benchmark: %zu shards x %zu records (%.0f MiB in memory), median of %d runs\n", kShards,
-                kPerShard, total * sizeof(sonde_memref_t) / 1048576.0, kReps);
+    std::printf("analyzer benchmark: %zu shards x %zu records (%.0f MiB in memory), median of %d runs\n",
+                kShards, kPerShard, total * sizeof(sonde_memref_t) / 1048576.0, kReps);
     std::printf("  anchor: plain scan loop over the records       %8.1f M records/s\n", floor / 1e6);
     std::printf("  trivial tool, serial, memory                   %8.1f M records/s  ratio to scan %.2f\n",
                 serial_mem / 1e6, serial_mem / floor);
@@ -202,22 +210,28 @@ int main() {
     if (have_trace) {
         std::printf("  zstd Sonde trace: %.1f MiB (%.2f bytes/record)\n", double(sb.st_size) / 1048576.0,
                     double(sb.st_size) / total);
-        std::printf("  trivial tool, serial, trace file               %8.1f M records/s  ratio to scan %.2f\n",
-                    serial_file / 1e6, serial_file / floor);
-        std::printf("  trivial tool, parallel 2 workers, trace file   %8.1f M records/s  ratio to serial %.2f, "
-                    "%.1f M records/s per worker\n",
-                    par_file / 1e6, par_file / serial_file, par_file / 2e6);
+        std::printf(
+            "  trivial tool, serial, trace file               %8.1f M records/s  ratio to scan %.2f\n",
+            serial_file / 1e6, serial_file / floor);
+        std::printf(
+            "  trivial tool, parallel 2 workers, trace file   %8.1f M records/s  ratio to serial %.2f, "
+            "%.1f M records/s per worker\n",
+            par_file / 1e6, par_file / serial_file, par_file / 2e6);
     } else {
         std::printf("  trace file: could not be written\n");
     }
     std::printf("  cache_sim (cachegrind hierarchy), serial       %8.1f M refs/s     ratio to scan %.3f\n",
                 cache_serial / 1e6, cache_serial / floor);
-    std::printf("  cache_sim, parallel 2 workers                  %8.1f M refs/s     %.1f M refs/s per worker\n",
-                cache_par / 1e6, cache_par / 2e6);
+    std::printf(
+        "  cache_sim, parallel 2 workers                  %8.1f M refs/s     %.1f M refs/s per worker\n",
+        cache_par / 1e6, cache_par / 2e6);
     if (gzip_refs > 0)
-        std::printf("  cache_sim, serial, gzip lackey trace in memory %8.1f M refs/s     ratio to scan %.3f (%.1f M refs)\n",
-                    gzip_rate / 1e6, gzip_rate / floor, gzip_refs / 1e6);
+        std::printf(
+            "  cache_sim, serial, gzip lackey trace in memory %8.1f M refs/s     ratio to scan %.3f (%.1f M "
+            "refs)\n",
+            gzip_rate / 1e6, gzip_rate / floor, gzip_refs / 1e6);
     else
-        std::printf("  cache_sim on the gzip trace: %s not found (set SONDE_SHARED_DATA)\n", gzip_path.c_str());
+        std::printf("  cache_sim on the gzip trace: %s not found (set SONDE_SHARED_DATA)\n",
+                    gzip_path.c_str());
     return sink == 0xFFFFFFFFFFFFFFFFull ? 1 : 0;
 }

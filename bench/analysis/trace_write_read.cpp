@@ -42,11 +42,13 @@ std::vector<sonde_memref_t> make_records() {
         x ^= x << 17;
         sonde_memref_t &m = v[i];
         const unsigned stream = static_cast<unsigned>(i % 4);
-        m.address = 0x7f0000000000ull + stream * 0x10000000ull + (i / 4) * 8 + ((x & 0xF) == 0 ? (x >> 20) & 0xFFFF0 : 0);
+        m.address = 0x7f0000000000ull + stream * 0x10000000ull + (i / 4) * 8 +
+                    ((x & 0xF) == 0 ? (x >> 20) & 0xFFFF0 : 0);
         m.pc = 0x401000 + (i % 23) * 4;
         m.timestamp = 1000000 + i * 3;
         m.shard = 0;
-        m.type = static_cast<uint16_t>(stream == 3 ? SONDE_MEMREF_WRITE : (stream == 0 ? SONDE_MEMREF_IFETCH : SONDE_MEMREF_READ));
+        m.type = static_cast<uint16_t>(stream == 3 ? SONDE_MEMREF_WRITE
+                                                   : (stream == 0 ? SONDE_MEMREF_IFETCH : SONDE_MEMREF_READ));
         m.size = stream == 0 ? 4 : 8;
     }
     return v;
@@ -95,9 +97,12 @@ int main() {
         std::fclose(f);
     }
     ::unlink(raw.c_str());
-    std::printf("trace write: %.0f MB/s of memrefs (file %.1f MB, ratio %.1fx); anchor write() uncompressed %.0f MB/s; ratio %.2f\n",
-                median(w_trace), static_cast<double>(trace_bytes) / 1e6, mb * 1e6 / static_cast<double>(trace_bytes ? trace_bytes : 1),
-                median(w_raw), median(w_trace) / median(w_raw));
+    std::printf(
+        "trace write: %.0f MB/s of memrefs (file %.1f MB, ratio %.1fx); anchor write() uncompressed %.0f "
+        "MB/s; ratio %.2f\n",
+        median(w_trace), static_cast<double>(trace_bytes) / 1e6,
+        mb * 1e6 / static_cast<double>(trace_bytes ? trace_bytes : 1), median(w_raw),
+        median(w_trace) / median(w_raw));
 
     // 2. Read one shard of the zstd trace vs a copy loop over the records in memory.
     std::vector<sonde_memref_t> batch(65536);
@@ -108,7 +113,8 @@ int main() {
         sonde_trace_reader_t *rd = nullptr;
         sonde_trace_reader_open(trace.c_str(), SONDE_TRACE_FORMAT_SONDE, nullptr, 0, &rd);
         size_t n = 0, total = 0;
-        while (sonde_trace_reader_read_shard(rd, 0, batch.data(), batch.size(), &n) == SONDE_STATUS_SUCCESS && n > 0) {
+        while (sonde_trace_reader_read_shard(rd, 0, batch.data(), batch.size(), &n) == SONDE_STATUS_SUCCESS &&
+               n > 0) {
             total += n;
             sink += batch[n - 1].address;
         }
@@ -123,8 +129,10 @@ int main() {
         r_mem.push_back(static_cast<double>(recs.size()) / seconds_since(t0) / 1e6);
     }
     ::unlink(trace.c_str());
-    std::printf("trace read (one shard, zstd): %.1f M records/s; anchor in-memory copy %.1f M records/s; ratio %.2f (target >= 50 M/s)\n",
-                median(r_trace), median(r_mem), median(r_trace) / median(r_mem));
+    std::printf(
+        "trace read (one shard, zstd): %.1f M records/s; anchor in-memory copy %.1f M records/s; ratio %.2f "
+        "(target >= 50 M/s)\n",
+        median(r_trace), median(r_mem), median(r_trace) / median(r_mem));
 
     // 3. Lackey: parse the real gzip trace vs decompressing it alone.
     const char *data = std::getenv("SONDE_SHARED_DATA");
@@ -137,7 +145,9 @@ int main() {
             sonde_trace_reader_t *rd = nullptr;
             sonde_trace_reader_open(lackey.c_str(), SONDE_TRACE_FORMAT_LACKEY, nullptr, 0, &rd);
             size_t n = 0, total = 0;
-            while (sonde_trace_reader_read_shard(rd, 0, batch.data(), batch.size(), &n) == SONDE_STATUS_SUCCESS && n > 0) {
+            while (sonde_trace_reader_read_shard(rd, 0, batch.data(), batch.size(), &n) ==
+                       SONDE_STATUS_SUCCESS &&
+                   n > 0) {
                 total += n;
                 sink += batch[n - 1].address;
             }
@@ -166,14 +176,17 @@ int main() {
             l_unzstd.push_back(text_mb / t_unzstd);
             if (r == 0) std::printf("lackey: %zu records from %.1f MB of text\n", total, text_mb);
         }
-        std::printf("lackey parse (zstd text): %.0f MB/s of text; anchor zstd decompression alone %.0f MB/s; ratio %.2f\n",
-                    median(l_parse), median(l_unzstd), median(l_parse) / median(l_unzstd));
+        std::printf(
+            "lackey parse (zstd text): %.0f MB/s of text; anchor zstd decompression alone %.0f MB/s; ratio "
+            "%.2f\n",
+            median(l_parse), median(l_unzstd), median(l_parse) / median(l_unzstd));
         // The same references as a Sonde trace: read one shard vs the in-memory copy anchor.
         std::vector<sonde_memref_t> gz;
         sonde_trace_reader_t *rd = nullptr;
         sonde_trace_reader_open(lackey.c_str(), SONDE_TRACE_FORMAT_LACKEY, nullptr, 0, &rd);
         size_t n = 0;
-        while (sonde_trace_reader_read_shard(rd, 0, batch.data(), batch.size(), &n) == SONDE_STATUS_SUCCESS && n > 0)
+        while (sonde_trace_reader_read_shard(rd, 0, batch.data(), batch.size(), &n) == SONDE_STATUS_SUCCESS &&
+               n > 0)
             gz.insert(gz.end(), batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n));
         sonde_trace_reader_close(rd);
         sonde_trace_writer_t *w = nullptr;
@@ -185,7 +198,8 @@ int main() {
                 auto t0 = Clock::now();
                 sonde_trace_reader_open(trace.c_str(), SONDE_TRACE_FORMAT_SONDE, nullptr, 0, &rd);
                 size_t total = 0;
-                while (sonde_trace_reader_read_shard(rd, 0, batch.data(), batch.size(), &n) == SONDE_STATUS_SUCCESS &&
+                while (sonde_trace_reader_read_shard(rd, 0, batch.data(), batch.size(), &n) ==
+                           SONDE_STATUS_SUCCESS &&
                        n > 0) {
                     total += n;
                     sink += batch[n - 1].address;
@@ -201,8 +215,10 @@ int main() {
                 g_mem.push_back(static_cast<double>(gz.size()) / seconds_since(t0) / 1e6);
             }
             ::unlink(trace.c_str());
-            std::printf("trace read (gzip lackey as a Sonde trace): %.1f M records/s; anchor in-memory copy %.1f M records/s; ratio %.2f (target >= 50 M/s)\n",
-                        median(g_read), median(g_mem), median(g_read) / median(g_mem));
+            std::printf(
+                "trace read (gzip lackey as a Sonde trace): %.1f M records/s; anchor in-memory copy %.1f M "
+                "records/s; ratio %.2f (target >= 50 M/s)\n",
+                median(g_read), median(g_mem), median(g_read) / median(g_mem));
         }
     } else {
         std::printf("lackey parse: skipped (%s not found)\n", lackey.c_str());

@@ -84,8 +84,9 @@ double median(std::vector<double> v) {
 
 int main(int argc, char **argv) {
     if (argc < 6) {
-        std::fprintf(stderr, "usage: %s PLAIN INSTRUMENTED LIBSONDE_INSTRUMENT CALL_COUNTER CLASS_FILTER [N] [REPS]\n",
-                     argv[0]);
+        std::fprintf(
+            stderr, "usage: %s PLAIN INSTRUMENTED LIBSONDE_INSTRUMENT CALL_COUNTER CLASS_FILTER [N] [REPS]\n",
+            argv[0]);
         return 2;
     }
     const std::string plain = argv[1], instr = argv[2], lib = argv[3], counter = argv[4], filter = argv[5];
@@ -107,12 +108,20 @@ int main(int argc, char **argv) {
         {"uninstrumented build", {plain, n}, {}, {}},
         {"floor: empty hooks", {instr, n}, {}, {}},
         {"sonde, no client", {instr, n}, {"LD_PRELOAD=" + lib}, {}},
-        {"sonde, one counting client", {instr, n}, {"LD_PRELOAD=" + lib, "SONDE_CLIENTS=" + counter + "=out=/dev/null"}, {}},
-        {"sonde, method filtered out", {instr, n},
-         {"LD_PRELOAD=" + lib, "SONDE_CLIENTS=" + filter + "=class=NoSuchClass,out=/dev/null"}, {}},
+        {"sonde, one counting client",
+         {instr, n},
+         {"LD_PRELOAD=" + lib, "SONDE_CLIENTS=" + counter + "=out=/dev/null"},
+         {}},
+        {"sonde, method filtered out",
+         {instr, n},
+         {"LD_PRELOAD=" + lib, "SONDE_CLIENTS=" + filter + "=class=NoSuchClass,out=/dev/null"},
+         {}},
     };
     if (have_uftrace)
-        v.push_back({"uftrace record --no-libcall", {"uftrace", "record", "--no-libcall", "-d", uft, instr, n}, {}, {}});
+        v.push_back({"uftrace record --no-libcall",
+                     {"uftrace", "record", "--no-libcall", "-d", uft, instr, n},
+                     {},
+                     {}});
     for (int r = 0; r < reps; ++r)
         for (auto &x : v) {
             const Run res = run(x.args, x.env);
@@ -128,7 +137,8 @@ int main(int argc, char **argv) {
 
     const double calls = v[0].calls;
     const double base = median(v[0].ns);
-    std::printf("recursive fib(%s): %.0f calls (each an enter and a leave); medians of %d runs\n", n.c_str(), calls, reps);
+    std::printf("recursive fib(%s): %.0f calls (each an enter and a leave); medians of %d runs\n", n.c_str(),
+                calls, reps);
     std::printf("%-32s %12s %14s\n", "variant", "ms", "ns added/call");
     std::vector<double> added(v.size());
     for (size_t i = 0; i < v.size(); ++i) {
@@ -144,8 +154,8 @@ int main(int argc, char **argv) {
                 per_event <= 3 ? "met" : "missed");
     if (have_uftrace) {
         const double ratio = added[5] / one;
-        std::printf("uftrace: %.2f ns/call added, %.1fx Sonde's one-client overhead (target >= 10x)  %s\n", added[5],
-                    ratio, ratio >= 10 ? "met" : "missed");
+        std::printf("uftrace: %.2f ns/call added, %.1fx Sonde's one-client overhead (target >= 10x)  %s\n",
+                    added[5], ratio, ratio >= 10 ? "met" : "missed");
     } else {
         std::printf("uftrace: not installed, no peer figure\n");
     }

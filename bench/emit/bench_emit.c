@@ -76,7 +76,9 @@ static double floor_run(uint64_t n) {
 static atomic_uint_fast64_t g_bytes;
 static void count_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
                      sonde_buffer_id_t bu, void *u) {
-    (void)s; (void)bu; (void)u;
+    (void)s;
+    (void)bu;
+    (void)u;
     atomic_fetch_add_explicit(&g_bytes, (uint64_t)((const char *)e - (const char *)b), memory_order_relaxed);
 }
 
@@ -90,40 +92,41 @@ static double sonde_run(enum mode m, uint64_t n) {
     const volatile uint64_t *word = sonde_buffer_state_word(g_buffer);
     double t0 = now_s();
     switch (m) {
-    case TIMESTAMPED:
-        for (uint64_t i = 0; i < n; ++i) {
-            p[0] = i;
-            p[1] = i;
-            sonde_emit_timestamped(g_buffer, SONDE_RECORD_KIND_USER, p, 16);
-        }
-        break;
-    case CALLER_TS: /* p[0] stands for a timestamp the caller already took */
-        for (uint64_t i = 0; i < n; ++i) {
-            p[0] = i;
-            p[1] = i;
-            p[2] = i;
-            sonde_emit(g_buffer, SONDE_RECORD_KIND_USER, p, 24);
-        }
-        break;
-    case STOPPED:
-        for (uint64_t i = 0; i < n; ++i) {
-            p[0] = i;
-            sonde_emit(g_buffer, SONDE_RECORD_KIND_USER, p, 24);
-        }
-        break;
-    case EMPTY_CALL: /* anchor: the cost of any call into the library */
-        for (uint64_t i = 0; i < n; ++i) {
-            p[0] += sonde_get_version(NULL, NULL, NULL);
-            __asm__ volatile("" ::"r"(p) : "memory");
-        }
-        break;
-    case STOPPED_INLINE:
-        for (uint64_t i = 0; i < n; ++i) {
-            p[0] = i;
-            if (sonde_buffer_is_recording(word, g_buffer)) sonde_emit(g_buffer, SONDE_RECORD_KIND_USER, p, 24);
-            __asm__ volatile("" ::"r"(p) : "memory");
-        }
-        break;
+        case TIMESTAMPED:
+            for (uint64_t i = 0; i < n; ++i) {
+                p[0] = i;
+                p[1] = i;
+                sonde_emit_timestamped(g_buffer, SONDE_RECORD_KIND_USER, p, 16);
+            }
+            break;
+        case CALLER_TS: /* p[0] stands for a timestamp the caller already took */
+            for (uint64_t i = 0; i < n; ++i) {
+                p[0] = i;
+                p[1] = i;
+                p[2] = i;
+                sonde_emit(g_buffer, SONDE_RECORD_KIND_USER, p, 24);
+            }
+            break;
+        case STOPPED:
+            for (uint64_t i = 0; i < n; ++i) {
+                p[0] = i;
+                sonde_emit(g_buffer, SONDE_RECORD_KIND_USER, p, 24);
+            }
+            break;
+        case EMPTY_CALL: /* anchor: the cost of any call into the library */
+            for (uint64_t i = 0; i < n; ++i) {
+                p[0] += sonde_get_version(NULL, NULL, NULL);
+                __asm__ volatile("" ::"r"(p) : "memory");
+            }
+            break;
+        case STOPPED_INLINE:
+            for (uint64_t i = 0; i < n; ++i) {
+                p[0] = i;
+                if (sonde_buffer_is_recording(word, g_buffer))
+                    sonde_emit(g_buffer, SONDE_RECORD_KIND_USER, p, 24);
+                __asm__ volatile("" ::"r"(p) : "memory");
+            }
+            break;
     }
     return (now_s() - t0) * 1e9 / n;
 }
@@ -209,7 +212,10 @@ static double lttng_run(const char *self, uint64_t n, char *why, size_t whylen) 
     if (sessiond == 0) {
         setenv("LTTNG_HOME", home, 1);
         int devnull = open("/dev/null", 1);
-        if (devnull >= 0) { dup2(devnull, 1); dup2(devnull, 2); }
+        if (devnull >= 0) {
+            dup2(devnull, 1);
+            dup2(devnull, 2);
+        }
         execlp("lttng-sessiond", "lttng-sessiond", "--no-kernel", (char *)NULL);
         _exit(127);
     }
@@ -223,7 +229,9 @@ static double lttng_run(const char *self, uint64_t n, char *why, size_t whylen) 
     if (!ready) {
         snprintf(why, whylen, "lttng-sessiond did not come up");
     } else if (run_cmd(home, cmd) != 0 ||
-               run_cmd(home, "lttng enable-channel --userspace --blocking-timeout=inf --subbuf-size=4M --num-subbuf=8 ch") != 0 ||
+               run_cmd(home,
+                       "lttng enable-channel --userspace --blocking-timeout=inf --subbuf-size=4M "
+                       "--num-subbuf=8 ch") != 0 ||
                run_cmd(home, "lttng enable-event --userspace --channel=ch sonde_bench:record") != 0 ||
                run_cmd(home, "lttng start") != 0) {
         snprintf(why, whylen, "configuring the LTTng session failed");
@@ -272,8 +280,9 @@ int main(int argc, char **argv) {
     (void)argc;
     if (sonde_initialize() != SONDE_STATUS_SUCCESS) return 0;
     sonde_create_session(NULL, &g_session);
-    const sonde_buffer_property_t props[2] = {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, CHUNK},
-                                              {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_LOSSLESS}};
+    const sonde_buffer_property_t props[2] = {
+        {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, CHUNK},
+        {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_LOSSLESS}};
     sonde_create_buffer(g_session, 64u << 20, count_cb, NULL, props, 2, &g_buffer);
     sonde_start_session(g_session);
     sonde_run(TIMESTAMPED, g_records / 4); /* warm up: first chunks, page faults */
@@ -306,20 +315,25 @@ int main(int argc, char **argv) {
            (unsigned long long)g_records, REPS);
     printf("  %-44s %8s %10s %s\n", "figure", "ns", "ratio", "target");
     printf("  %-44s %8.2f %10s %s\n", "floor: rdtsc + 32-byte thread-local store", m_fl, "1.00x", "anchor");
-    printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit_timestamped, 1 thread", m_ts, m_ts / m_fl, "<= 1.15x floor");
+    printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit_timestamped, 1 thread", m_ts, m_ts / m_fl,
+           "<= 1.15x floor");
     printf("  %-44s %8.2f %10s %s\n", "sonde_emit, caller-supplied timestamp", m_caller, "", "<= 3 ns");
-    printf("  %-44s %8.2f %10s %s\n", "anchor: empty call into libsonde", m_call, "", "(any call costs this)");
-    printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit, session stopped", m_stop, m_stop / m_call, "<= 1 ns (ratio: to the empty call)");
+    printf("  %-44s %8.2f %10s %s\n", "anchor: empty call into libsonde", m_call, "",
+           "(any call costs this)");
+    printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit, session stopped", m_stop, m_stop / m_call,
+           "<= 1 ns (ratio: to the empty call)");
     printf("  %-44s %8.2f %10s %s\n", "stopped, inline sonde_buffer_is_recording", m_inl, "", "<= 1 ns");
     printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit_timestamped, 2 threads (wall/rec)", m_two, m_ts / m_two,
            ">= 1.9x one thread's throughput");
     if (m_lttng > 0)
-        printf("  %-44s %8.2f %9.2fx %s\n", "LTTng-UST 2.13, blocking channel (anchor)", m_lttng, m_lttng / m_ts,
-               ">= 7x slower than Sonde timestamped");
+        printf("  %-44s %8.2f %9.2fx %s\n", "LTTng-UST 2.13, blocking channel (anchor)", m_lttng,
+               m_lttng / m_ts, ">= 7x slower than Sonde timestamped");
     else
         printf("  %-44s %8s %10s (%s)\n", "LTTng-UST 2.13, blocking channel (anchor)", "n/a", "", why);
-    printf("  LOSSLESS buffer, counting consumer: emitted %llu, delivered %llu, dropped %llu (target 0 dropped)\n",
-           (unsigned long long)emitted, (unsigned long long)delivered, (unsigned long long)dropped);
+    printf(
+        "  LOSSLESS buffer, counting consumer: emitted %llu, delivered %llu, dropped %llu (target 0 "
+        "dropped)\n",
+        (unsigned long long)emitted, (unsigned long long)delivered, (unsigned long long)dropped);
     printf("  bytes seen by the consumer: %llu\n", (unsigned long long)atomic_load(&g_bytes));
     sonde_destroy_session(g_session);
     sonde_finalize();

@@ -12,11 +12,9 @@
 #include <lttng/tracepoint.h>
 #include <stdint.h>
 
-LTTNG_UST_TRACEPOINT_EVENT(sonde_bench, record,
-    LTTNG_UST_TP_ARGS(uint64_t, a, uint64_t, b),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, a, a)
-        lttng_ust_field_integer(uint64_t, b, b)))
+LTTNG_UST_TRACEPOINT_EVENT(sonde_bench, record, LTTNG_UST_TP_ARGS(uint64_t, a, uint64_t, b),
+                           LTTNG_UST_TP_FIELDS(lttng_ust_field_integer(uint64_t, a, a)
+                                                   lttng_ust_field_integer(uint64_t, b, b)))
 
 #endif
 

@@ -111,7 +111,8 @@ Result run_once(Variant variant, unsigned threads, uint64_t iters) {
 Result median_of(Variant variant, unsigned threads, uint64_t iters) {
     std::vector<Result> rs;
     for (int r = 0; r < kReps; ++r) rs.push_back(run_once(variant, threads, iters));
-    std::sort(rs.begin(), rs.end(), [](const Result &a, const Result &b) { return a.ns_per_incr < b.ns_per_incr; });
+    std::sort(rs.begin(), rs.end(),
+              [](const Result &a, const Result &b) { return a.ns_per_incr < b.ns_per_incr; });
     return rs[rs.size() / 2];
 }
 
@@ -125,16 +126,16 @@ int main() {
         std::fprintf(stderr, "bench_profile: cannot set up the profile array\n");
         return 0;
     }
-    std::printf("bench/profile: ns per counter increment, median of %d runs "
-                "(%llu increments per thread; shared atomic %llu), %u CPUs\n",
-                kReps, static_cast<unsigned long long>(kFastIters),
-                static_cast<unsigned long long>(kAtomicIters), std::thread::hardware_concurrency());
+    std::printf(
+        "bench/profile: ns per counter increment, median of %d runs "
+        "(%llu increments per thread; shared atomic %llu), %u CPUs\n",
+        kReps, static_cast<unsigned long long>(kFastIters), static_cast<unsigned long long>(kAtomicIters),
+        std::thread::hardware_concurrency());
     std::printf("%-34s %8s %12s %16s\n", "variant", "threads", "ns/incr", "Mincr/s (all)");
     Result res[4][2];
     const char *names[4] = {"thread_local via pointer (floor)", "profile view helper",
                             "shared std::atomic fetch_add", "thread_local via %fs each time"};
-    const Variant variants[4] = {Variant::kFloor, Variant::kHelper, Variant::kAtomic,
-                                 Variant::kTlsDirect};
+    const Variant variants[4] = {Variant::kFloor, Variant::kHelper, Variant::kAtomic, Variant::kTlsDirect};
     for (int v = 0; v < 4; ++v)
         for (unsigned t = 1; t <= 2; ++t) {
             res[v][t - 1] = median_of(variants[v], t, v == 2 ? kAtomicIters : kFastIters);
@@ -145,10 +146,10 @@ int main() {
     uint64_t sum = 0;
     sonde_profile_array_sum_u64(g_arr, g_pb, 1, 8, &sum);
     const uint64_t expect = static_cast<uint64_t>(kReps) * kFastIters * 3;
-    std::printf("helper increments counted: %llu (expected %llu)\n",
-                static_cast<unsigned long long>(sum), static_cast<unsigned long long>(expect));
-    const Result &f1 = res[0][0], &f2 = res[0][1], &h1 = res[1][0], &h2 = res[1][1],
-                 &a2 = res[2][1], &a1 = res[2][0];
+    std::printf("helper increments counted: %llu (expected %llu)\n", static_cast<unsigned long long>(sum),
+                static_cast<unsigned long long>(expect));
+    const Result &f1 = res[0][0], &f2 = res[0][1], &h1 = res[1][0], &h2 = res[1][1], &a2 = res[2][1],
+                 &a1 = res[2][0];
     std::printf("ratio helper / floor, 1 thread:            %6.2fx  (target <= 1.5x)\n",
                 h1.ns_per_incr / f1.ns_per_incr);
     std::printf("ratio helper / floor, 2 threads:           %6.2fx  (target <= 1.5x)\n",

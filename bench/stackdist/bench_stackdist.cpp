@@ -34,7 +34,8 @@ static void *counted_alloc(std::size_t n) {
     *static_cast<std::size_t *>(p) = n;
     const std::size_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
     std::size_t peak = g_peak.load(std::memory_order_relaxed);
-    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
+    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
     return static_cast<char *>(p) + 16;
 }
 static void counted_free(void *q) noexcept {
@@ -52,7 +53,8 @@ static void *counted_alloc_aligned(std::size_t n, std::align_val_t al) {
     reinterpret_cast<std::size_t *>(q)[-1] = n;
     const std::size_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
     std::size_t peak = g_peak.load(std::memory_order_relaxed);
-    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
+    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
     return q;
 }
 static void counted_free_aligned(void *q, std::align_val_t al) noexcept {
@@ -87,7 +89,8 @@ struct Reference {
     uint64_t infinite = 0, now = 0;
     explicit Reference(std::size_t n) : fen(n + 1) {}
     void add(uint64_t i, int32_t v) {
-        for (++i; i < fen.size(); i += i & (~i + 1)) fen[i] = static_cast<uint32_t>(static_cast<int32_t>(fen[i]) + v);
+        for (++i; i < fen.size(); i += i & (~i + 1))
+            fen[i] = static_cast<uint32_t>(static_cast<int32_t>(fen[i]) + v);
     }
     uint64_t prefix(uint64_t i) const {  // live times < i
         uint64_t s = 0;
@@ -112,9 +115,9 @@ struct Reference {
 };
 
 struct Result {
-    double rate;       // accesses per second (median)
-    double bytes;      // peak bytes per distinct line
-    double mae = -1;   // SHARDS only
+    double rate;      // accesses per second (median)
+    double bytes;     // peak bytes per distinct line
+    double mae = -1;  // SHARDS only
 };
 
 double median(std::vector<double> v) {
@@ -145,8 +148,8 @@ Result measure(std::size_t n, uint64_t distinct, int reps, F &&body) {
     return Result{median(rates), median(bytes)};
 }
 
-sonde_histogram_t *run_sonde(const uint64_t *lines, const uint8_t *w, std::size_t n,
-                             uint32_t sampling, double rate, uint32_t workers, uint64_t seed = 0) {
+sonde_histogram_t *run_sonde(const uint64_t *lines, const uint8_t *w, std::size_t n, uint32_t sampling,
+                             double rate, uint32_t workers, uint64_t seed = 0) {
     sonde_stackdist_options_t o{};
     o.struct_size = sizeof o;
     o.sampling = sampling;
@@ -155,7 +158,8 @@ sonde_histogram_t *run_sonde(const uint64_t *lines, const uint8_t *w, std::size_
     o.seed = seed;
     sonde_stackdist_t *sd = nullptr;
     sonde_histogram_t *h = nullptr;
-    if (sonde_stackdist_create(&o, &sd) != SONDE_STATUS_SUCCESS || sonde_histogram_create(&h) != SONDE_STATUS_SUCCESS) {
+    if (sonde_stackdist_create(&o, &sd) != SONDE_STATUS_SUCCESS ||
+        sonde_histogram_create(&h) != SONDE_STATUS_SUCCESS) {
         std::fprintf(stderr, "create failed\n");
         std::exit(0);
     }
@@ -237,9 +241,9 @@ void bench_trace(const char *name, const uint64_t *lines, const uint8_t *w, std:
         ref_check = r.infinite;
     });
 
-    std::printf("\n%s: %zu accesses, %llu distinct lines (reference infinite %llu, sonde %llu)\n",
-                name, n, static_cast<unsigned long long>(distinct),
-                static_cast<unsigned long long>(ref_check), static_cast<unsigned long long>(s.infinite));
+    std::printf("\n%s: %zu accesses, %llu distinct lines (reference infinite %llu, sonde %llu)\n", name, n,
+                static_cast<unsigned long long>(distinct), static_cast<unsigned long long>(ref_check),
+                static_cast<unsigned long long>(s.infinite));
     std::printf("  %-22s %12s %14s %10s\n", "", "M accesses/s", "bytes/line", "vs ref");
     auto row = [&](const char *what, const Result &r) {
         std::printf("  %-22s %12.1f %14.1f %9.1fx", what, r.rate / 1e6, r.bytes, r.rate / f.ref.rate);
@@ -252,8 +256,7 @@ void bench_trace(const char *name, const uint64_t *lines, const uint8_t *w, std:
     row("sonde exact", f.ex);
     row("sonde 2 workers", f.par);
     row("sonde SHARDS R=0.01", f.sr);
-    std::printf("  2 workers / exact: %.2fx   SHARDS / exact: %.1fx\n", f.par_ratio,
-                f.sr.rate / f.ex.rate);
+    std::printf("  2 workers / exact: %.2fx   SHARDS / exact: %.1fx\n", f.par_ratio, f.sr.rate / f.ex.rate);
     g_figures.push_back(f);
     sonde_histogram_destroy(exact);
     sonde_histogram_destroy(sh);
@@ -284,8 +287,7 @@ void summary() {
 std::string sort_trace(const std::string &dir) {
     const std::string zst = dir + "/sort-20k.lackey.zst";
     if (access(zst.c_str(), R_OK) == 0) return zst;
-    if (std::system("(command -v valgrind && command -v sort && command -v zstd) >/dev/null") != 0)
-        return "";
+    if (std::system("(command -v valgrind && command -v sort && command -v zstd) >/dev/null") != 0) return "";
     const std::string input = dir + "/sort-20k.txt", part = zst + ".part";
     std::vector<unsigned> v(20000);
     for (unsigned i = 0; i < v.size(); ++i) v[i] = i + 1;
@@ -298,8 +300,7 @@ std::string sort_trace(const std::string &dir) {
     std::printf("recording sort -n of 20,000 numbers with valgrind lackey (once, a few minutes)\n");
     std::fflush(stdout);
     const std::string cmd = "valgrind --tool=lackey --trace-mem=yes --log-fd=9 sort -n '" + input +
-                            "' -o /dev/null 9>&1 >/dev/null 2>/dev/null | zstd -1 -q -f -o '" +
-                            part + "'";
+                            "' -o /dev/null 9>&1 >/dev/null 2>/dev/null | zstd -1 -q -f -o '" + part + "'";
     if (std::system(cmd.c_str()) != 0 || std::rename(part.c_str(), zst.c_str()) != 0) return "";
     return zst;
 }
@@ -322,8 +323,8 @@ int main(int argc, char **argv) {
     const std::size_t slash = self.rfind('/');
     const std::string sorted = sort_trace(slash == std::string::npos ? "." : self.substr(0, slash));
     if (!sorted.empty() && lackey_load(sorted.c_str(), 6, &t) == 0) {
-        bench_trace("(a2) sort -n of 20,000 numbers, lackey, 64-byte lines", t.lines, t.is_write, t.n,
-                    reps, true, false);
+        bench_trace("(a2) sort -n of 20,000 numbers, lackey, 64-byte lines", t.lines, t.is_write, t.n, reps,
+                    true, false);
         lackey_free(&t);
     } else {
         std::printf("\n(a2) skipped: needs valgrind, sort and zstd to record the trace\n");

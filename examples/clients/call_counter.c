@@ -80,9 +80,10 @@ static void method_name(sonde_method_id_t id, char *out, size_t size) {
     info.name.size = sizeof name;
     info.class_name.entries = cls;
     info.class_name.size = sizeof cls;
-    const sonde_status_t st = api->get_method_info(self, id, SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME |
-                                                              SONDE_DATA_ADDRESS, &info);
-    if ((st == SONDE_STATUS_SUCCESS || st == SONDE_STATUS_PARTIAL_INFO) && (info.valid_items & SONDE_DATA_NAME)) {
+    const sonde_status_t st =
+        api->get_method_info(self, id, SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME | SONDE_DATA_ADDRESS, &info);
+    if ((st == SONDE_STATUS_SUCCESS || st == SONDE_STATUS_PARTIAL_INFO) &&
+        (info.valid_items & SONDE_DATA_NAME)) {
         if ((info.valid_items & SONDE_DATA_CLASS_NAME) && cls[0] != '\0')
             snprintf(out, size, "%s::%s", cls, name);
         else
@@ -126,15 +127,19 @@ static void on_shutdown(const sonde_event_data_t *d, void *user_data) {
     if (atomic_load(&overflow) != 0)
         fprintf(f, "%llu\t[more than %u methods]\n", (unsigned long long)atomic_load(&overflow), MAX_METHODS);
     free(rows);
-    if (f != stdout) fclose(f);
-    else fflush(f);
+    if (f != stdout)
+        fclose(f);
+    else
+        fflush(f);
 }
 
-SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *a, sonde_client_id_t id, const char *options) {
+SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *a, sonde_client_id_t id,
+                                                     const char *options) {
     if (a->abi_version < 1) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
     api = a;
     self = id;
-    if (strncmp(options, "out=", 4) == 0) snprintf(out_path, sizeof out_path, "%s", options + 4);
+    if (strncmp(options, "out=", 4) == 0)
+        snprintf(out_path, sizeof out_path, "%s", options + 4);
     else if (options[0] != '\0') {
         a->set_message(id, "unknown option (expected out=PATH)");
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;

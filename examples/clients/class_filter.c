@@ -50,7 +50,8 @@ static void on_shutdown(const sonde_event_data_t *d, void *user_data) {
         info.name = (sonde_string_t){name, sizeof name, 0};
         info.class_name = (sonde_string_t){cls, sizeof cls, 0};
         sonde_method_id_t id = {atomic_load(&handles[i])};
-        if (api->get_method_info(self, id, SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME, &info) == SONDE_STATUS_SUCCESS)
+        if (api->get_method_info(self, id, SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME, &info) ==
+            SONDE_STATUS_SUCCESS)
             fprintf(f, "%llu\t%s::%s\n", (unsigned long long)c, cls, name);
     }
     if (f != stdout) fclose(f);
@@ -61,14 +62,18 @@ static int parse(const char *options) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", options);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        if (strncmp(tok, "class=", 6) == 0) snprintf(wanted, sizeof wanted, "%s", tok + 6);
-        else if (strncmp(tok, "out=", 4) == 0) snprintf(out_path, sizeof out_path, "%s", tok + 4);
-        else return -1;
+        if (strncmp(tok, "class=", 6) == 0)
+            snprintf(wanted, sizeof wanted, "%s", tok + 6);
+        else if (strncmp(tok, "out=", 4) == 0)
+            snprintf(out_path, sizeof out_path, "%s", tok + 4);
+        else
+            return -1;
     }
     return wanted[0] != '\0' ? 0 : -1;
 }
 
-SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *a, sonde_client_id_t id, const char *options) {
+SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *a, sonde_client_id_t id,
+                                                     const char *options) {
     if (a->abi_version < 1) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
     api = a;
     self = id;

@@ -28,17 +28,18 @@ static void log_line(const char *what, uint32_t index, const char *text) {
 
 static void on_thread(const sonde_event_data_t *d, void *user_data) {
     (void)user_data;
-    log_line(d->event == SONDE_EVENT_THREAD_START ? "thread-start" : "thread-end", sonde_thread_index(d->thread),
-             d->name);
+    log_line(d->event == SONDE_EVENT_THREAD_START ? "thread-start" : "thread-end",
+             sonde_thread_index(d->thread), d->name);
 }
 
 static void on_module(const sonde_event_data_t *d, void *user_data) {
     (void)user_data;
-    log_line(d->event == SONDE_EVENT_MODULE_LOAD ? "module-load" : "module-unload", sonde_module_index(d->module),
-             d->name);
+    log_line(d->event == SONDE_EVENT_MODULE_LOAD ? "module-load" : "module-unload",
+             sonde_module_index(d->module), d->name);
 }
 
-SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id, const char *options) {
+SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id,
+                                                     const char *options) {
     if (api->abi_version < 1) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
     out = stderr;
     if (strncmp(options, "out=", 4) == 0) {
@@ -51,8 +52,10 @@ SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, son
     const uint64_t thread_items = SONDE_DATA_THREAD_ID | SONDE_DATA_NAME;
     const uint64_t module_items = SONDE_DATA_MODULE_ID | SONDE_DATA_PATH;
     sonde_status_t st = api->register_event(id, SONDE_EVENT_THREAD_START, thread_items, on_thread, NULL);
-    if (st == SONDE_STATUS_SUCCESS) st = api->register_event(id, SONDE_EVENT_THREAD_END, thread_items, on_thread, NULL);
-    if (st == SONDE_STATUS_SUCCESS) st = api->register_event(id, SONDE_EVENT_MODULE_LOAD, module_items, on_module, NULL);
+    if (st == SONDE_STATUS_SUCCESS)
+        st = api->register_event(id, SONDE_EVENT_THREAD_END, thread_items, on_thread, NULL);
+    if (st == SONDE_STATUS_SUCCESS)
+        st = api->register_event(id, SONDE_EVENT_MODULE_LOAD, module_items, on_module, NULL);
     if (st == SONDE_STATUS_SUCCESS)
         st = api->register_event(id, SONDE_EVENT_MODULE_UNLOAD, module_items, on_module, NULL);
     return st;

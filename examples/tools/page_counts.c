@@ -29,8 +29,8 @@ typedef struct table_t {
 
 typedef struct page_tool_t {
     unsigned page_bits;
-    table_t total;           /* serial mode, and the merged result of parallel mode */
-    pthread_mutex_t lock;    /* guards `total` while parallel shards merge into it */
+    table_t total;        /* serial mode, and the merged result of parallel mode */
+    pthread_mutex_t lock; /* guards `total` while parallel shards merge into it */
     char error[128];
     char *json;
 } page_tool_t;
@@ -133,9 +133,11 @@ static bool pt_print_results(void *data, void *stream) {
     page_tool_t *tool = data;
     page_t *pages = sorted_pages(tool);
     if (pages == NULL) return false;
-    fprintf(stream, "page_counts: %zu pages of %u bytes touched; busiest:\n", tool->total.used, 1u << tool->page_bits);
+    fprintf(stream, "page_counts: %zu pages of %u bytes touched; busiest:\n", tool->total.used,
+            1u << tool->page_bits);
     for (size_t i = 0; i < tool->total.used && i < 5; ++i)
-        fprintf(stream, "  0x%" PRIx64 "  %" PRIu64 " accesses\n", (pages[i].page - 1) << tool->page_bits, pages[i].count);
+        fprintf(stream, "  0x%" PRIx64 "  %" PRIu64 " accesses\n", (pages[i].page - 1) << tool->page_bits,
+                pages[i].count);
     free(pages);
     return true;
 }
@@ -152,8 +154,8 @@ static const char *pt_results_json(void *data) {
     int len = sprintf(tool->json, "{\"page_size\": %u, \"pages\": %zu, \"busiest\": [", 1u << tool->page_bits,
                       tool->total.used);
     for (size_t i = 0; i < tool->total.used && i < 5; ++i)
-        len += sprintf(tool->json + len, "%s{\"page\": %" PRIu64 ", \"accesses\": %" PRIu64 "}", i ? ", " : "",
-                       (pages[i].page - 1) << tool->page_bits, pages[i].count);
+        len += sprintf(tool->json + len, "%s{\"page\": %" PRIu64 ", \"accesses\": %" PRIu64 "}",
+                       i ? ", " : "", (pages[i].page - 1) << tool->page_bits, pages[i].count);
     sprintf(tool->json + len, "]}");
     free(pages);
     return tool->json;
@@ -169,7 +171,8 @@ static void pt_destroy(void *data) {
 
 SONDE_EXPORT sonde_status_t sonde_tool_create(const char *options, const sonde_tool_ops_t **ops, void **data);
 
-SONDE_EXPORT sonde_status_t sonde_tool_create(const char *options, const sonde_tool_ops_t **ops, void **data) {
+SONDE_EXPORT sonde_status_t sonde_tool_create(const char *options, const sonde_tool_ops_t **ops,
+                                              void **data) {
     static const sonde_tool_ops_t table = {
         .struct_size = sizeof(sonde_tool_ops_t),
         .name = "page_counts",
@@ -188,7 +191,8 @@ SONDE_EXPORT sonde_status_t sonde_tool_create(const char *options, const sonde_t
     };
     unsigned long page_size = 4096;
     if (options != NULL && options[0] != '\0') {
-        if (sscanf(options, "page_size=%lu", &page_size) != 1 || page_size == 0 || (page_size & (page_size - 1)) != 0)
+        if (sscanf(options, "page_size=%lu", &page_size) != 1 || page_size == 0 ||
+            (page_size & (page_size - 1)) != 0)
             return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
     page_tool_t *tool = calloc(1, sizeof *tool);

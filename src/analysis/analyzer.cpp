@@ -20,7 +20,7 @@ Tool::~Tool() {
 
 namespace {
 
-constexpr size_t kBatch = 4096;          // records read from a file shard per call
+constexpr size_t kBatch = 4096;           // records read from a file shard per call
 constexpr size_t kMemorySpan = 1u << 16;  // records of a memory shard handed out per span
 
 const char *nonnull(const char *s) { return s != nullptr ? s : ""; }
@@ -94,8 +94,8 @@ sonde_status_t Analyzer::adopt(std::unique_ptr<Tool> tool) {
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
     tool->name = o.name;
-    if (o.process_memref == nullptr && o.process_memrefs == nullptr &&
-        o.parallel_shard_memref == nullptr && o.parallel_shard_memrefs == nullptr) {
+    if (o.process_memref == nullptr && o.process_memrefs == nullptr && o.parallel_shard_memref == nullptr &&
+        o.parallel_shard_memrefs == nullptr) {
         error = tool->name + ": no memref function";
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
@@ -117,8 +117,8 @@ static sonde_status_t copy_ops(const sonde_tool_ops_t *ops, Tool *tool, std::str
         *error = st == SONDE_STATUS_ERROR_INCOMPATIBLE_ABI
                      ? "tool table struct_size " + std::to_string(ops->struct_size) + " is smaller than " +
                            std::to_string(SONDE_TOOL_OPS_MIN_SIZE)
-                     : "tool table has unknown non-zero fields beyond " + std::to_string(sizeof(sonde_tool_ops_t)) +
-                           " bytes";
+                     : "tool table has unknown non-zero fields beyond " +
+                           std::to_string(sizeof(sonde_tool_ops_t)) + " bytes";
         if (ops->struct_size >= offsetof(sonde_tool_ops_t, destroy) + sizeof(ops->destroy) &&
             ops->destroy != nullptr)
             tool->ops.destroy = ops->destroy;
@@ -216,7 +216,8 @@ sonde_status_t Analyzer::run() {
     ran = true;
     bool can_parallel = parallel;
     for (const auto &t : tools_) {
-        const bool ok = t->ops.parallel_shard_supported != nullptr && t->ops.parallel_shard_supported(t->data) &&
+        const bool ok = t->ops.parallel_shard_supported != nullptr &&
+                        t->ops.parallel_shard_supported(t->data) &&
                         (t->ops.parallel_shard_memref != nullptr || t->ops.parallel_shard_memrefs != nullptr);
         if (!ok) can_parallel = false;
     }
@@ -229,7 +230,8 @@ sonde_status_t Analyzer::run() {
         }
     }
     for (const auto &t : tools_) {
-        if (t->ops.initialize != nullptr && !t->ops.initialize(t->data, static_cast<uint32_t>(shards_.size()))) {
+        if (t->ops.initialize != nullptr &&
+            !t->ops.initialize(t->data, static_cast<uint32_t>(shards_.size()))) {
             error = tool_message(*t, "initialize", global_error(*t));
             return SONDE_STATUS_ERROR_TOOL;
         }
@@ -257,8 +259,11 @@ sonde_status_t Analyzer::run_serial() {
         bool done = false;
     };
     std::vector<State> st(shards_.size());
-    for (size_t i = 0; i < shards_.size(); ++i) st[i].cursor = std::make_unique<Cursor>(shards_[i], static_cast<uint32_t>(i));
-    auto eff = [](const State &s, const sonde_memref_t &m) { return m.timestamp != 0 ? m.timestamp : s.last_ts; };
+    for (size_t i = 0; i < shards_.size(); ++i)
+        st[i].cursor = std::make_unique<Cursor>(shards_[i], static_cast<uint32_t>(i));
+    auto eff = [](const State &s, const sonde_memref_t &m) {
+        return m.timestamp != 0 ? m.timestamp : s.last_ts;
+    };
     for (;;) {
         size_t best = SIZE_MAX;
         uint64_t best_ts = 0;
@@ -332,21 +337,26 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
         size_t inited = 0;
         for (; inited < nt; ++inited) {
             Tool &t = *tools_[inited];
-            if (t.ops.parallel_worker_init != nullptr && !t.ops.parallel_worker_init(t.data, w, &wdata[inited])) {
-                failure.set(SONDE_STATUS_ERROR_TOOL, tool_message(t, "parallel_worker_init", global_error(t)));
+            if (t.ops.parallel_worker_init != nullptr &&
+                !t.ops.parallel_worker_init(t.data, w, &wdata[inited])) {
+                failure.set(SONDE_STATUS_ERROR_TOOL,
+                            tool_message(t, "parallel_worker_init", global_error(t)));
                 break;
             }
         }
         std::vector<void *> sdata(nt, nullptr);
-        for (size_t s = w; inited == nt && s < shards_.size() && !failure.stop.load(std::memory_order_relaxed);
+        for (size_t s = w;
+             inited == nt && s < shards_.size() && !failure.stop.load(std::memory_order_relaxed);
              s += nworkers) {
             size_t sinit = 0;
             for (; sinit < nt; ++sinit) {
                 Tool &t = *tools_[sinit];
                 sdata[sinit] = nullptr;
                 if (t.ops.parallel_shard_init != nullptr &&
-                    !t.ops.parallel_shard_init(t.data, static_cast<uint32_t>(s), wdata[sinit], &sdata[sinit])) {
-                    failure.set(SONDE_STATUS_ERROR_TOOL, tool_message(t, "parallel_shard_init", global_error(t)));
+                    !t.ops.parallel_shard_init(t.data, static_cast<uint32_t>(s), wdata[sinit],
+                                               &sdata[sinit])) {
+                    failure.set(SONDE_STATUS_ERROR_TOOL,
+                                tool_message(t, "parallel_shard_init", global_error(t)));
                     break;
                 }
             }
@@ -361,10 +371,13 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
                         if (t.ops.parallel_shard_memrefs != nullptr) {
                             ok = t.ops.parallel_shard_memrefs(t.data, sdata[ti], p, n);
                         } else {
-                            for (size_t k = 0; k < n && ok; ++k) ok = t.ops.parallel_shard_memref(t.data, sdata[ti], &p[k]);
+                            for (size_t k = 0; k < n && ok; ++k)
+                                ok = t.ops.parallel_shard_memref(t.data, sdata[ti], &p[k]);
                         }
                         if (!ok) {
-                            const char *m = t.ops.parallel_shard_error != nullptr ? t.ops.parallel_shard_error(t.data, sdata[ti]) : nullptr;
+                            const char *m = t.ops.parallel_shard_error != nullptr
+                                                ? t.ops.parallel_shard_error(t.data, sdata[ti])
+                                                : nullptr;
                             failure.set(SONDE_STATUS_ERROR_TOOL, tool_message(t, "parallel_shard_memref", m));
                             break;
                         }
@@ -375,7 +388,9 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
             for (size_t ti = 0; ti < sinit; ++ti) {
                 Tool &t = *tools_[ti];
                 if (t.ops.parallel_shard_exit != nullptr && !t.ops.parallel_shard_exit(t.data, sdata[ti])) {
-                    const char *m = t.ops.parallel_shard_error != nullptr ? t.ops.parallel_shard_error(t.data, sdata[ti]) : nullptr;
+                    const char *m = t.ops.parallel_shard_error != nullptr
+                                        ? t.ops.parallel_shard_error(t.data, sdata[ti])
+                                        : nullptr;
                     failure.set(SONDE_STATUS_ERROR_TOOL, tool_message(t, "parallel_shard_exit", m));
                 }
             }
@@ -383,7 +398,8 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
         for (size_t ti = 0; ti < inited; ++ti) {
             Tool &t = *tools_[ti];
             if (t.ops.parallel_worker_exit != nullptr && !t.ops.parallel_worker_exit(t.data, wdata[ti]))
-                failure.set(SONDE_STATUS_ERROR_TOOL, tool_message(t, "parallel_worker_exit", global_error(t)));
+                failure.set(SONDE_STATUS_ERROR_TOOL,
+                            tool_message(t, "parallel_worker_exit", global_error(t)));
         }
     };
     std::vector<std::thread> threads;

@@ -40,13 +40,16 @@ SONDE_API sonde_status_t sonde_analyzer_destroy(sonde_analyzer_t *analyzer) {
     return SONDE_STATUS_SUCCESS;
 }
 
-SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, const char *name, const char *options) {
+SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, const char *name,
+                                                 const char *options) {
     if (analyzer == nullptr || name == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (const sonde_status_t st = before_run(analyzer)) return st;
-    return sonde::guarded([&] { return analyzer->impl.add_builtin(name, options != nullptr ? options : ""); });
+    return sonde::guarded(
+        [&] { return analyzer->impl.add_builtin(name, options != nullptr ? options : ""); });
 }
 
-SONDE_API sonde_status_t sonde_analyzer_load_tool(sonde_analyzer_t *analyzer, const char *path, const char *options) {
+SONDE_API sonde_status_t sonde_analyzer_load_tool(sonde_analyzer_t *analyzer, const char *path,
+                                                  const char *options) {
     if (analyzer == nullptr || path == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (const sonde_status_t st = before_run(analyzer)) return st;
     return sonde::guarded([&] { return analyzer->impl.load(path, options != nullptr ? options : ""); });
@@ -77,14 +80,16 @@ SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, 
     return SONDE_STATUS_SUCCESS;
 }
 
-SONDE_API sonde_status_t sonde_analyzer_add_input(sonde_analyzer_t *analyzer, const char *path, uint32_t format) {
+SONDE_API sonde_status_t sonde_analyzer_add_input(sonde_analyzer_t *analyzer, const char *path,
+                                                  uint32_t format) {
     if (analyzer == nullptr || path == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (const sonde_status_t st = before_run(analyzer)) return st;
     return sonde::guarded([&] { return analyzer->impl.add_input(path, format); });
 }
 
-SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analyzer, const sonde_memref_t *memrefs,
-                                                         size_t count, uint32_t *shard) {
+SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analyzer,
+                                                         const sonde_memref_t *memrefs, size_t count,
+                                                         uint32_t *shard) {
     if (analyzer == nullptr || (memrefs == nullptr && count != 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (const sonde_status_t st = before_run(analyzer)) return st;
     return sonde::guarded([&]() -> sonde_status_t {
@@ -104,7 +109,8 @@ SONDE_API const char *sonde_analyzer_error(const sonde_analyzer_t *analyzer) {
     return analyzer != nullptr ? analyzer->impl.error.c_str() : "";
 }
 
-SONDE_API sonde_status_t sonde_analyzer_run_info(const sonde_analyzer_t *analyzer, bool *parallel, uint32_t *workers) {
+SONDE_API sonde_status_t sonde_analyzer_run_info(const sonde_analyzer_t *analyzer, bool *parallel,
+                                                 uint32_t *workers) {
     if (analyzer == nullptr || parallel == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (!analyzer->impl.ran) return SONDE_STATUS_ERROR_PHASE_FAILURE;
     *parallel = analyzer->impl.ran_parallel;

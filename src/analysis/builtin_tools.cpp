@@ -27,7 +27,8 @@ public:
     explicit BasicCounts(const std::string &options) {
         if (!options.empty()) {
             const std::string key = "line_size=";
-            if (options.compare(0, key.size(), key) != 0) throw std::invalid_argument("unknown option '" + options + "'");
+            if (options.compare(0, key.size(), key) != 0)
+                throw std::invalid_argument("unknown option '" + options + "'");
             const unsigned long v = std::stoul(options.substr(key.size()));
             if (v == 0 || (v & (v - 1)) != 0 || v > (1u << 20))
                 throw std::invalid_argument("line_size must be a power of two up to 1M");
@@ -63,7 +64,8 @@ public:
         std::fprintf(f, "basic_counts: %zu shard(s)\n", shards_.size());
         print_line(f, "total", t);
         if (shards_.size() > 1)
-            for (size_t i = 0; i < shards_.size(); ++i) print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i]);
+            for (size_t i = 0; i < shards_.size(); ++i)
+                print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i]);
         return true;
     }
     std::string results_json() override {
@@ -83,11 +85,14 @@ private:
     };
     void count(Counts *c, const sonde_memref_t &m) const {
         switch (m.type) {
-        case SONDE_MEMREF_READ: ++c->reads; break;
-        case SONDE_MEMREF_WRITE: ++c->writes; break;
-        case SONDE_MEMREF_MODIFY: ++c->reads; ++c->writes; break;
-        case SONDE_MEMREF_IFETCH: ++c->ifetches; break;
-        default: ++c->markers; return;
+            case SONDE_MEMREF_READ: ++c->reads; break;
+            case SONDE_MEMREF_WRITE: ++c->writes; break;
+            case SONDE_MEMREF_MODIFY:
+                ++c->reads;
+                ++c->writes;
+                break;
+            case SONDE_MEMREF_IFETCH: ++c->ifetches; break;
+            default: ++c->markers; return;
         }
         ++c->total;
         const uint64_t first = m.address >> line_bits_;
@@ -107,14 +112,16 @@ private:
         return t;
     }
     static nlohmann::json as_json(const Counts &c) {
-        return {{"reads", c.reads}, {"writes", c.writes}, {"ifetches", c.ifetches}, {"markers", c.markers},
-                {"total", c.total}, {"distinct_lines", c.lines.size()}};
+        return {{"reads", c.reads},     {"writes", c.writes}, {"ifetches", c.ifetches},
+                {"markers", c.markers}, {"total", c.total},   {"distinct_lines", c.lines.size()}};
     }
     static void print_line(FILE *f, const char *label, const Counts &c) {
-        std::fprintf(f, "  %-10s reads %llu, writes %llu, ifetches %llu, markers %llu, total %llu, distinct lines %zu\n",
-                     label, static_cast<unsigned long long>(c.reads), static_cast<unsigned long long>(c.writes),
-                     static_cast<unsigned long long>(c.ifetches), static_cast<unsigned long long>(c.markers),
-                     static_cast<unsigned long long>(c.total), c.lines.size());
+        std::fprintf(
+            f,
+            "  %-10s reads %llu, writes %llu, ifetches %llu, markers %llu, total %llu, distinct lines %zu\n",
+            label, static_cast<unsigned long long>(c.reads), static_cast<unsigned long long>(c.writes),
+            static_cast<unsigned long long>(c.ifetches), static_cast<unsigned long long>(c.markers),
+            static_cast<unsigned long long>(c.total), c.lines.size());
     }
 
     uint64_t line_size_ = 64;
@@ -131,15 +138,16 @@ struct Builtin {
 
 // The registry: one line per built-in tool.
 const Builtin kBuiltins[] = {
-    {"basic_counts", [](const std::string &o) -> std::unique_ptr<sonde::tool> { return std::make_unique<BasicCounts>(o); }},
+    {"basic_counts",
+     [](const std::string &o) -> std::unique_ptr<sonde::tool> { return std::make_unique<BasicCounts>(o); }},
     {"cache_sim", make_cache_sim},
     {"reuse_distance", make_reuse_distance},
 };
 
 }  // namespace
 
-sonde_status_t create_builtin_tool(const std::string &name, const std::string &options, const sonde_tool_ops_t **ops,
-                                   void **data, std::string *error) {
+sonde_status_t create_builtin_tool(const std::string &name, const std::string &options,
+                                   const sonde_tool_ops_t **ops, void **data, std::string *error) {
     for (const Builtin &b : kBuiltins) {
         if (name != b.name) continue;
         std::unique_ptr<sonde::tool> tool;

@@ -55,10 +55,14 @@ uint64_t parse_number(const std::string &text, bool allow_suffix, const std::str
     uint64_t scale = 1;
     if (allow_suffix && rest.size() == 1) {
         const char c = rest[0];
-        scale = (c == 'K' || c == 'k') ? 1024 : (c == 'M' || c == 'm') ? 1024 * 1024 : (c == 'G' || c == 'g') ? 1024ull << 20 : 0;
+        scale = (c == 'K' || c == 'k')   ? 1024
+                : (c == 'M' || c == 'm') ? 1024 * 1024
+                : (c == 'G' || c == 'g') ? 1024ull << 20
+                                         : 0;
         if (scale != 0) rest.clear();
     }
-    if (!rest.empty() || text.empty() || text[0] == '-') throw std::invalid_argument(what + " '" + text + "' is not valid");
+    if (!rest.empty() || text.empty() || text[0] == '-')
+        throw std::invalid_argument(what + " '" + text + "' is not valid");
     return v * scale;
 }
 
@@ -85,17 +89,25 @@ std::vector<LevelConfig> parse_config(const std::string &text) {
         c.ways = static_cast<uint32_t>(parse_number(f[2], false, c.name + " ways"));
         c.line = static_cast<uint32_t>(parse_number(f[3], false, c.name + " line size"));
         if (f.size() == 5) {
-            if (f[4] == "lru") c.policy = Policy::lru;
-            else if (f[4] == "fifo") c.policy = Policy::fifo;
-            else if (f[4] == "random") c.policy = Policy::random;
-            else throw std::invalid_argument(c.name + ": unknown policy '" + f[4] + "' (lru, fifo, random)");
+            if (f[4] == "lru")
+                c.policy = Policy::lru;
+            else if (f[4] == "fifo")
+                c.policy = Policy::fifo;
+            else if (f[4] == "random")
+                c.policy = Policy::random;
+            else
+                throw std::invalid_argument(c.name + ": unknown policy '" + f[4] + "' (lru, fifo, random)");
         }
-        if (!is_pow2(c.line) || c.line > (1u << 16)) throw std::invalid_argument(c.name + ": line size must be a power of two up to 64K");
+        if (!is_pow2(c.line) || c.line > (1u << 16))
+            throw std::invalid_argument(c.name + ": line size must be a power of two up to 64K");
         if (c.ways == 0 || c.ways > 1024) throw std::invalid_argument(c.name + ": ways must be 1..1024");
         if (c.size == 0 || c.size % (uint64_t(c.line) * c.ways) != 0 || !is_pow2(c.size / c.line / c.ways))
-            throw std::invalid_argument(c.name + ": size / (ways * line) must be a power-of-two number of sets");
+            throw std::invalid_argument(c.name +
+                                        ": size / (ways * line) must be a power-of-two number of sets");
         const char first = c.name.front(), last = c.name.back();
-        c.role = (first == 'I' || last == 'I') ? Role::instruction : (first == 'D' || last == 'D') ? Role::data : Role::unified;
+        c.role = (first == 'I' || last == 'I')   ? Role::instruction
+                 : (first == 'D' || last == 'D') ? Role::data
+                                                 : Role::unified;
         levels.push_back(c);
         if (levels.size() > 16) throw std::invalid_argument("at most 16 cache levels");
         start = end + 1;
@@ -203,27 +215,27 @@ private:
             return false;
         }
         switch (policy_) {
-        case Policy::lru:
-            for (uint32_t j = ways_ - 1; j > 0; --j) t[j] = t[j - 1];
-            t[0] = block;
-            break;
-        case Policy::fifo:
-            t[next_[set]] = block;
-            next_[set] = (next_[set] + 1) % ways_;
-            break;
-        case Policy::random: {
-            uint32_t way = ways_;
-            for (uint32_t i = 0; i < ways_ && way == ways_; ++i)
-                if (t[i] == kEmpty) way = i;
-            if (way == ways_) {
-                rng_ ^= rng_ << 13;
-                rng_ ^= rng_ >> 7;
-                rng_ ^= rng_ << 17;
-                way = static_cast<uint32_t>(rng_ % ways_);
+            case Policy::lru:
+                for (uint32_t j = ways_ - 1; j > 0; --j) t[j] = t[j - 1];
+                t[0] = block;
+                break;
+            case Policy::fifo:
+                t[next_[set]] = block;
+                next_[set] = (next_[set] + 1) % ways_;
+                break;
+            case Policy::random: {
+                uint32_t way = ways_;
+                for (uint32_t i = 0; i < ways_ && way == ways_; ++i)
+                    if (t[i] == kEmpty) way = i;
+                if (way == ways_) {
+                    rng_ ^= rng_ << 13;
+                    rng_ ^= rng_ >> 7;
+                    rng_ ^= rng_ << 17;
+                    way = static_cast<uint32_t>(rng_ % ways_);
+                }
+                t[way] = block;
+                break;
             }
-            t[way] = block;
-            break;
-        }
         }
         return true;
     }
@@ -250,7 +262,8 @@ class CacheSim final : public sonde::tool {
 public:
     explicit CacheSim(const std::string &options)
         : levels_(parse_config(options.empty() ? "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64" : options)) {
-        if (levels_[0].role == Role::unified) nfirst_ = 1;
+        if (levels_[0].role == Role::unified)
+            nfirst_ = 1;
         else
             while (nfirst_ < levels_.size() && levels_[nfirst_].role != Role::unified) ++nfirst_;
     }
@@ -284,10 +297,13 @@ public:
         FILE *f = static_cast<FILE *>(stream);
         std::fprintf(f, "cache_sim:\n");
         for (const Totals &t : totals()) {
-            std::fprintf(f, "  %-4s accesses %s, hits %s, misses %s (%.4f%%; instruction %s, data %s), compulsory %s\n",
-                         t.name.c_str(), grouped(t.accesses).c_str(), grouped(t.accesses - t.misses).c_str(),
-                         grouped(t.misses).c_str(), t.accesses ? 100.0 * double(t.misses) / double(t.accesses) : 0.0,
-                         grouped(t.ifetch_misses).c_str(), grouped(t.data_misses).c_str(), grouped(t.compulsory).c_str());
+            std::fprintf(
+                f,
+                "  %-4s accesses %s, hits %s, misses %s (%.4f%%; instruction %s, data %s), compulsory %s\n",
+                t.name.c_str(), grouped(t.accesses).c_str(), grouped(t.accesses - t.misses).c_str(),
+                grouped(t.misses).c_str(), t.accesses ? 100.0 * double(t.misses) / double(t.accesses) : 0.0,
+                grouped(t.ifetch_misses).c_str(), grouped(t.data_misses).c_str(),
+                grouped(t.compulsory).c_str());
         }
         return true;
     }
@@ -365,6 +381,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<sonde::tool> make_cache_sim(const std::string &options) { return std::make_unique<CacheSim>(options); }
+std::unique_ptr<sonde::tool> make_cache_sim(const std::string &options) {
+    return std::make_unique<CacheSim>(options);
+}
 
 }  // namespace sonde::analysis

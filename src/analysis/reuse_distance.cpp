@@ -64,7 +64,8 @@ Options parse(const std::string &text) {
                 o.cfg.mode = stackdist::Mode::kFixedSize;
             } else if (key == "jobs") {
                 o.cfg.workers = static_cast<unsigned>(std::stoul(value));
-                if (o.cfg.workers == 0 || o.cfg.workers > 1024) throw std::invalid_argument("jobs must be 1..1024");
+                if (o.cfg.workers == 0 || o.cfg.workers > 1024)
+                    throw std::invalid_argument("jobs must be 1..1024");
             } else if (key == "per_shard") {
                 o.per_shard = value == "1" || value == "true";
             } else {
@@ -97,14 +98,16 @@ public:
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
         for (size_t i = 0; i < n; ++i) {
             const uint16_t type = m[i].type;
-            if (type != SONDE_MEMREF_READ && type != SONDE_MEMREF_WRITE && type != SONDE_MEMREF_MODIFY) continue;
+            if (type != SONDE_MEMREF_READ && type != SONDE_MEMREF_WRITE && type != SONDE_MEMREF_MODIFY)
+                continue;
             const uint64_t line = m[i].address >> line_bits_;
             const uint8_t w = type != SONDE_MEMREF_READ;
             lines_.push_back(line);
             writes_.push_back(w);
             if (opt_.per_shard) {
                 if (m[i].shard >= shards_.size())
-                    return set_error("memref of shard " + std::to_string(m[i].shard) + " beyond the shards announced");
+                    return set_error("memref of shard " + std::to_string(m[i].shard) +
+                                     " beyond the shards announced");
                 Shard &s = *shards_[m[i].shard];
                 s.lines.push_back(line);
                 s.writes.push_back(w);
@@ -120,10 +123,11 @@ public:
         FILE *f = static_cast<FILE *>(stream);
         const ReuseResult r = global_.result();
         std::fprintf(f, "reuse_distance: line size %llu, %llu accesses, %llu cold (infinite)%s\n",
-                     static_cast<unsigned long long>(opt_.line_size), static_cast<unsigned long long>(r.accesses),
-                     static_cast<unsigned long long>(r.infinite),
+                     static_cast<unsigned long long>(opt_.line_size),
+                     static_cast<unsigned long long>(r.accesses), static_cast<unsigned long long>(r.infinite),
                      r.sampled ? (" [SHARDS, rate " + std::to_string(r.sample_rate) + "]").c_str() : "");
-        std::fprintf(f, "  %zu distinct distances; LRU miss ratio by fully associative cache size:\n", r.histogram.size());
+        std::fprintf(f, "  %zu distinct distances; LRU miss ratio by fully associative cache size:\n",
+                     r.histogram.size());
         // A few points of the curve: powers of two up to the largest finite distance.
         size_t k = 0;
         for (uint64_t lines = 1; k < r.mrc.size(); lines <<= 1) {

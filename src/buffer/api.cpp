@@ -14,9 +14,7 @@ using namespace sonde::buffer;
 
 namespace {
 
-sonde_status_t first_error(sonde_status_t a, sonde_status_t b) {
-    return a != SONDE_STATUS_SUCCESS ? a : b;
-}
+sonde_status_t first_error(sonde_status_t a, sonde_status_t b) { return a != SONDE_STATUS_SUCCESS ? a : b; }
 
 }  // namespace
 
@@ -32,8 +30,8 @@ SONDE_API sonde_status_t sonde_create_buffer(sonde_session_id_t session, uint64_
             return SONDE_STATUS_ERROR_NULL_POINTER;
         if (!core::session_exists(session.handle)) return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;
         std::shared_ptr<Buffer> b;
-        sonde_status_t st = create_buffer(session.handle, size, callback, user_data, properties,
-                                          num_properties, b);
+        sonde_status_t st =
+            create_buffer(session.handle, size, callback, user_data, properties, num_properties, b);
         if (st != SONDE_STATUS_SUCCESS) return st;
         // Entered in the table atomically with respect to the session's start and stop.
         st = core::with_session(session.handle, [&](bool active) { return insert(b, active); });
@@ -50,8 +48,7 @@ SONDE_API sonde_status_t sonde_flush_data(sonde_session_id_t session, sonde_buff
         if (in_callback()) return SONDE_STATUS_ERROR_IN_CALLBACK;
         std::vector<std::shared_ptr<Buffer>> bufs;
         if (buffer.handle == 0) {
-            if (!core::session_exists(session.handle))
-                return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;
+            if (!core::session_exists(session.handle)) return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;
             bufs = buffers_of(session.handle);
         } else {
             sonde_status_t st = SONDE_STATUS_SUCCESS;

@@ -34,8 +34,7 @@ void barrier_init() {
         } else {
             // Changing a locked page's protection makes the kernel shoot down its TLB entry
             // on every CPU running this process, which serialises them: a full barrier.
-            g_barrier_page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
-                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            g_barrier_page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (g_barrier_page != MAP_FAILED) mlock(g_barrier_page, 4096);
         }
     });
@@ -47,14 +46,13 @@ void process_barrier() {
     (void)g_barrier_mu;
 #else
     switch (g_barrier) {
-    case BarrierKind::kPrivateExpedited:
-        if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
-        break;
-    case BarrierKind::kGlobal:
-        if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
-        break;
-    case BarrierKind::kMprotect:
-        break;
+        case BarrierKind::kPrivateExpedited:
+            if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+            break;
+        case BarrierKind::kGlobal:
+            if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
+            break;
+        case BarrierKind::kMprotect: break;
     }
     std::lock_guard<std::mutex> g(g_barrier_mu);
     if (g_barrier_page && g_barrier_page != MAP_FAILED) {

@@ -29,27 +29,25 @@ sonde_status_t create_buffer(uint64_t session_handle, uint64_t size, sonde_buffe
             return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
         seen[p.kind] = true;
         switch (p.kind) {
-        case SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH:
-            if (p.value != 0 && p.value < 100000) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-            b->interval_ns = p.value;
-            break;
-        case SONDE_BUFFER_PROPERTY_KIND_POLICY:
-            if (p.value != SONDE_BUFFER_POLICY_LOSSLESS && p.value != SONDE_BUFFER_POLICY_DISCARD)
-                return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-            b->policy = static_cast<uint32_t>(p.value);
-            break;
-        case SONDE_BUFFER_PROPERTY_KIND_WATERMARK:
-            b->watermark = p.value;
-            have_watermark = true;
-            break;
-        case SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT:
-            b->lossless_timeout_ns = p.value;
-            break;
-        case SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE:
-            if (p.value < 4096 || p.value > (64u << 20) || (p.value & (p.value - 1)) != 0)
-                return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-            chunk_size = p.value;
-            break;
+            case SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH:
+                if (p.value != 0 && p.value < 100000) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+                b->interval_ns = p.value;
+                break;
+            case SONDE_BUFFER_PROPERTY_KIND_POLICY:
+                if (p.value != SONDE_BUFFER_POLICY_LOSSLESS && p.value != SONDE_BUFFER_POLICY_DISCARD)
+                    return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+                b->policy = static_cast<uint32_t>(p.value);
+                break;
+            case SONDE_BUFFER_PROPERTY_KIND_WATERMARK:
+                b->watermark = p.value;
+                have_watermark = true;
+                break;
+            case SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT: b->lossless_timeout_ns = p.value; break;
+            case SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE:
+                if (p.value < 4096 || p.value > (64u << 20) || (p.value & (p.value - 1)) != 0)
+                    return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+                chunk_size = p.value;
+                break;
         }
     }
     if (size < 8192 || size > (uint64_t{1} << 40)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;

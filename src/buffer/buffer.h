@@ -81,8 +81,8 @@ struct Chunk {
     uint32_t delivered_records = 0;   // delivery (deliver_mu)
     uint64_t thread_id = 0;           // set by the producer that takes the chunk (Buffer::mu)
     uint64_t os_tid = 0;
-    Chunk *next = nullptr;            // free list / sealed list link (Buffer::mu)
-    char *data = nullptr;             // capacity bytes, then an 8-byte guard word
+    Chunk *next = nullptr;  // free list / sealed list link (Buffer::mu)
+    char *data = nullptr;   // capacity bytes, then an 8-byte guard word
 };
 
 struct Writer {
@@ -123,8 +123,8 @@ struct Buffer {
     uint32_t policy = SONDE_BUFFER_POLICY_LOSSLESS;
     uint64_t watermark = 0;
     uint64_t lossless_timeout_ns = 1000000000ull;
-    uint32_t chunk_size = 0;   // bytes per chunk including the guard word
-    uint32_t capacity = 0;     // usable bytes per chunk
+    uint32_t chunk_size = 0;  // bytes per chunk including the guard word
+    uint32_t capacity = 0;    // usable bytes per chunk
     uint32_t chunk_count = 0;
     // memory
     void *mapping = nullptr;
@@ -137,10 +137,10 @@ struct Buffer {
     uint64_t sealed_bytes = 0;
     Writer *writers = nullptr;
     uint64_t retired_emitted = 0, retired_dropped = 0;  // of writers that detached
-    bool dead = false;                 // set by destroy (under mu and deliver_mu)
+    bool dead = false;                                  // set by destroy (under mu and deliver_mu)
 
     std::mutex deliver_mu;
-    std::vector<char> staging;         // partial spans get a THREAD marker copied in front
+    std::vector<char> staging;  // partial spans get a THREAD marker copied in front
     std::atomic<uint64_t> delivered{0}, bytes_delivered{0}, callbacks{0}, failures{0};
     std::atomic<bool> drain_requested{false};
     uint64_t next_interval_flush = 0;  // delivery thread only
@@ -149,9 +149,8 @@ struct Buffer {
 };
 
 // Creation (buffer.cpp; no lock held): validates the properties and maps the chunks.
-sonde_status_t create_buffer(uint64_t session_handle, uint64_t size,
-                             sonde_buffer_callback_t cb, void *user_data,
-                             const sonde_buffer_property_t *props, uint32_t n,
+sonde_status_t create_buffer(uint64_t session_handle, uint64_t size, sonde_buffer_callback_t cb,
+                             void *user_data, const sonde_buffer_property_t *props, uint32_t n,
                              std::shared_ptr<Buffer> &out);
 // Teardown (consumer.cpp; no lock held, the buffer already retired from the table): waits for
 // producers in progress, delivers everything and detaches every writer.

@@ -22,8 +22,8 @@ sonde_status_t invoke(Buffer &b, const char *begin, const char *end) {
     sonde_status_t st = SONDE_STATUS_SUCCESS;
     try {
         b.callback(reinterpret_cast<const sonde_record_header_t *>(begin),
-                   reinterpret_cast<const sonde_record_header_t *>(end),
-                   sonde_session_id_t{b.session_handle}, sonde_buffer_id_t{b.handle}, b.user_data);
+                   reinterpret_cast<const sonde_record_header_t *>(end), sonde_session_id_t{b.session_handle},
+                   sonde_buffer_id_t{b.handle}, b.user_data);
     } catch (...) {
         b.failures.fetch_add(1, std::memory_order_relaxed);
         st = SONDE_STATUS_ERROR_CALLBACK_FAILED;

@@ -35,10 +35,14 @@ inline uint64_t load_state(uint32_t slot) {
 #endif
 }
 
-constexpr uint32_t kMinPayload[7] = {
-    UINT32_MAX, UINT32_MAX, UINT32_MAX,  // NONE, THREAD, LOSS: not for producers
-    sizeof(sonde_tracer_record_t), sizeof(sonde_profiler_record_t),
-    sizeof(sonde_memref_record_t), sizeof(sonde_call_record_t)};
+// Smallest payload of each Sonde kind; NONE, THREAD and LOSS are not for producers.
+constexpr uint32_t kMinPayload[7] = {UINT32_MAX,
+                                     UINT32_MAX,
+                                     UINT32_MAX,
+                                     sizeof(sonde_tracer_record_t),
+                                     sizeof(sonde_profiler_record_t),
+                                     sizeof(sonde_memref_record_t),
+                                     sizeof(sonde_call_record_t)};
 
 inline bool valid_kind(uint32_t kind, uint32_t size) {
     if (SONDE_LIKELY(kind - SONDE_RECORD_KIND_USER <= 0x7FFFu)) return true;
@@ -66,7 +70,8 @@ inline sonde_status_t check_accepting(uint64_t h, uint32_t kind, uint32_t size) 
         if (state == stopped_state(h)) return SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE;
         return not_accepting(h);
     }
-    if (!valid_kind(kind, size) || size > SONDE_RECORD_MAX_PAYLOAD) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    if (!valid_kind(kind, size) || size > SONDE_RECORD_MAX_PAYLOAD)
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     return SONDE_STATUS_SUCCESS;
 }
 
@@ -107,7 +112,8 @@ inline sonde_status_t begin_record(uint64_t h, uint32_t slot, uint32_t need, Wri
     busy_enter(w);
     if (SONDE_UNLIKELY(load_state(slot) != active_state(h))) {
         if (w->reserve_need == 0) busy_exit(w);
-        return w->reserve_need ? static_cast<sonde_status_t>(SONDE_STATUS_ERROR_PHASE_FAILURE) : not_accepting(h);
+        return w->reserve_need ? static_cast<sonde_status_t>(SONDE_STATUS_ERROR_PHASE_FAILURE)
+                               : not_accepting(h);
     }
     if (SONDE_UNLIKELY(static_cast<size_t>(w->end - w->pos) < need)) {
         const sonde_status_t st = refill(w, need);
@@ -123,13 +129,12 @@ inline sonde_status_t begin_record(uint64_t h, uint32_t slot, uint32_t need, Wri
 __attribute__((always_inline)) inline void publish(Writer *w, char *new_pos) {
     w->pos = new_pos;
     const uint32_t recs = ++w->records;
-    w->chunk->commit.store(static_cast<uint64_t>(recs) << 32 |
-                               static_cast<uint32_t>(new_pos - w->base),
+    w->chunk->commit.store(static_cast<uint64_t>(recs) << 32 | static_cast<uint32_t>(new_pos - w->base),
                            std::memory_order_release);
 }
 
-__attribute__((always_inline)) inline void write_record(Writer *w, uint32_t kind, const void *payload, uint32_t size,
-                         uint32_t need, bool timestamp) {
+__attribute__((always_inline)) inline void write_record(Writer *w, uint32_t kind, const void *payload,
+                                                        uint32_t size, uint32_t need, bool timestamp) {
     char *p = w->pos;
     store64(p, need | static_cast<uint64_t>(kind) << 32 |
                    static_cast<uint64_t>(timestamp ? SONDE_RECORD_FLAG_TIMESTAMP : 0) << 48);
@@ -146,7 +151,7 @@ __attribute__((always_inline)) inline void write_record(Writer *w, uint32_t kind
 // large payloads, races with stop/destroy.
 template <bool kTimestamp>
 __attribute__((noinline)) sonde_status_t emit_slow(uint64_t h, uint32_t kind, const void *payload,
-                                                    uint32_t size) {
+                                                   uint32_t size) {
     const uint32_t slot = static_cast<uint32_t>(h);
     const sonde_status_t accepting = check_accepting(h, kind, size);
     if (accepting != SONDE_STATUS_SUCCESS) return accepting;
@@ -169,11 +174,11 @@ __attribute__((noinline)) sonde_status_t emit_slow(uint64_t h, uint32_t kind, co
 // unusual case goes to emit_slow, which checks everything again.
 template <bool kTimestamp>
 __attribute__((noinline)) sonde_status_t emit_active(uint64_t h, uint32_t kind, const void *payload,
-                                                      uint32_t size) {
+                                                     uint32_t size) {
     const uint32_t slot = static_cast<uint32_t>(h);
     ThreadState *t = tls_thread;
-    if (SONDE_UNLIKELY(t == nullptr || kind - SONDE_RECORD_KIND_USER > 0x7FFFu ||
-                       size > 128 || (payload == nullptr && size != 0)))
+    if (SONDE_UNLIKELY(t == nullptr || kind - SONDE_RECORD_KIND_USER > 0x7FFFu || size > 128 ||
+                       (payload == nullptr && size != 0)))
         return emit_slow<kTimestamp>(h, kind, payload, size);
     Writer *w = t->writers[slot];
     const uint32_t need = 8 + (kTimestamp ? 8 : 0) + ((size + 7) & ~7u);
@@ -215,8 +220,8 @@ SONDE_API sonde_status_t sonde_emit(sonde_buffer_id_t buffer, uint32_t kind, con
     return emit_impl<false>(buffer.handle, kind, payload, size);
 }
 
-SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32_t kind,
-                                                const void *payload, uint32_t size) {
+SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32_t kind, const void *payload,
+                                                uint32_t size) {
     return emit_impl<true>(buffer.handle, kind, payload, size);
 }
 

@@ -103,10 +103,13 @@ bool seal_locked(Buffer &b, Writer *w) {
     if (!c) return false;
     c->next = nullptr;
     // The chunk's records move from the commit word into the writer's running count.
-    w->emitted.store(w->emitted.load(std::memory_order_relaxed) +
-                         (c->commit.load(std::memory_order_relaxed) >> 32),
-                     std::memory_order_relaxed);
-    if (w->sealed_tail) w->sealed_tail->next = c; else w->sealed_head = c;
+    w->emitted.store(
+        w->emitted.load(std::memory_order_relaxed) + (c->commit.load(std::memory_order_relaxed) >> 32),
+        std::memory_order_relaxed);
+    if (w->sealed_tail)
+        w->sealed_tail->next = c;
+    else
+        w->sealed_head = c;
     w->sealed_tail = c;
     b.sealed_bytes += static_cast<uint32_t>(c->commit.load(std::memory_order_relaxed));
     w->chunk = nullptr;
@@ -154,10 +157,9 @@ sonde_status_t refill(Writer *w, uint32_t need) {
     if (b.dead) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
     wake = seal_locked(b, w);
     Chunk *c = b.free_head;
-    if (!c && b.policy == SONDE_BUFFER_POLICY_LOSSLESS && b.lossless_timeout_ns > 0 &&
-        !in_callback_of(b)) {
-        const auto deadline = std::chrono::steady_clock::now() +
-                              std::chrono::nanoseconds(b.lossless_timeout_ns);
+    if (!c && b.policy == SONDE_BUFFER_POLICY_LOSSLESS && b.lossless_timeout_ns > 0 && !in_callback_of(b)) {
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::nanoseconds(b.lossless_timeout_ns);
         while (!(c = b.free_head) && !b.dead) {
             b.drain_requested.store(true, std::memory_order_release);
             lk.unlock();

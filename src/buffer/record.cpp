@@ -13,13 +13,13 @@ namespace {
 
 uint32_t min_payload(uint32_t kind) {
     switch (kind) {
-    case SONDE_RECORD_KIND_THREAD: return sizeof(sonde_thread_record_t);
-    case SONDE_RECORD_KIND_LOSS: return sizeof(sonde_loss_record_t);
-    case SONDE_RECORD_KIND_TRACER: return sizeof(sonde_tracer_record_t);
-    case SONDE_RECORD_KIND_PROFILER: return sizeof(sonde_profiler_record_t);
-    case SONDE_RECORD_KIND_MEMREF: return sizeof(sonde_memref_record_t);
-    case SONDE_RECORD_KIND_CALL: return sizeof(sonde_call_record_t);
-    default: return 0;
+        case SONDE_RECORD_KIND_THREAD: return sizeof(sonde_thread_record_t);
+        case SONDE_RECORD_KIND_LOSS: return sizeof(sonde_loss_record_t);
+        case SONDE_RECORD_KIND_TRACER: return sizeof(sonde_tracer_record_t);
+        case SONDE_RECORD_KIND_PROFILER: return sizeof(sonde_profiler_record_t);
+        case SONDE_RECORD_KIND_MEMREF: return sizeof(sonde_memref_record_t);
+        case SONDE_RECORD_KIND_CALL: return sizeof(sonde_call_record_t);
+        default: return 0;
     }
 }
 
@@ -52,8 +52,7 @@ SONDE_API uint32_t sonde_record_kind(const sonde_record_header_t *record) {
     return record ? static_cast<uint32_t>(record->kind) : static_cast<uint32_t>(SONDE_RECORD_KIND_NONE);
 }
 
-SONDE_API const void *sonde_record_payload(const sonde_record_header_t *record,
-                                           uint32_t *payload_size) {
+SONDE_API const void *sonde_record_payload(const sonde_record_header_t *record, uint32_t *payload_size) {
     if (payload_size) *payload_size = 0;
     if (record == nullptr) return nullptr;
     const uint32_t fixed = (record->flags & SONDE_RECORD_FLAG_TIMESTAMP) ? 16u : 8u;
@@ -62,8 +61,7 @@ SONDE_API const void *sonde_record_payload(const sonde_record_header_t *record,
     return reinterpret_cast<const char *>(record) + fixed;
 }
 
-SONDE_API sonde_status_t sonde_record_timestamp(const sonde_record_header_t *record,
-                                                uint64_t *timestamp_ns) {
+SONDE_API sonde_status_t sonde_record_timestamp(const sonde_record_header_t *record, uint64_t *timestamp_ns) {
     if (record == nullptr || timestamp_ns == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (!(record->flags & SONDE_RECORD_FLAG_TIMESTAMP) || record->size < 16)
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
@@ -72,8 +70,8 @@ SONDE_API sonde_status_t sonde_record_timestamp(const sonde_record_header_t *rec
 }
 
 SONDE_API sonde_status_t sonde_next_record(const sonde_record_header_t *record,
-                                           const sonde_record_header_t **next,
-                                           sonde_session_id_t session, sonde_buffer_id_t buffer) {
+                                           const sonde_record_header_t **next, sonde_session_id_t session,
+                                           sonde_buffer_id_t buffer) {
     if (next == nullptr || record == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     *next = nullptr;
     const Span *span = tls_span;

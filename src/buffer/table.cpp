@@ -101,9 +101,7 @@ std::vector<std::shared_ptr<Buffer>> retire_all(uint64_t session) {
 // ---- the session hooks ---------------------------------------------------------------------
 namespace {
 
-sonde_status_t first_error(sonde_status_t a, sonde_status_t b) {
-    return a != SONDE_STATUS_SUCCESS ? a : b;
-}
+sonde_status_t first_error(sonde_status_t a, sonde_status_t b) { return a != SONDE_STATUS_SUCCESS ? a : b; }
 
 sonde_status_t start_runtime() {
     barrier_init();

@@ -71,10 +71,11 @@ private:
         std::unique_lock<std::mutex> lock(mutex_);
         if (cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) return;
         do {
-            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double secs =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             const double n = static_cast<double>(progress_->records.load(std::memory_order_relaxed));
-            std::fprintf(stderr, "\rsonde analyze: %.1f M records, %.1f s, %.1f M records/s   ", n / 1e6, secs,
-                         n / 1e6 / secs);
+            std::fprintf(stderr, "\rsonde analyze: %.1f M records, %.1f s, %.1f M records/s   ", n / 1e6,
+                         secs, n / 1e6 / secs);
             std::fflush(stderr);
             printed_ = true;
         } while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; }));
@@ -96,7 +97,8 @@ uint32_t format_value(const std::string &f) {
 }
 
 int fail(const char *what, sonde_status_t st, sonde_analyzer_t *a) {
-    std::fprintf(stderr, "sonde analyze: %s: %s (%s)\n", what, sonde_analyzer_error(a), sonde_status_name(st));
+    std::fprintf(stderr, "sonde analyze: %s: %s (%s)\n", what, sonde_analyzer_error(a),
+                 sonde_status_name(st));
     sonde_analyzer_destroy(a);
     return 1;
 }
@@ -121,15 +123,19 @@ int sonde_cli_analyze(int argc, char **argv) {
         ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64"}))
         ->capture_default_str();
     app.add_option("--tool", tools,
-                   "Tools, comma-separated: basic_counts, cache_sim, reuse_distance, or the path of a tool shared object")
+                   "Tools, comma-separated: basic_counts, cache_sim, reuse_distance, or the path of a tool "
+                   "shared object")
         ->delimiter(',');
-    app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")->check(CLI::Range(1u, 1024u));
+    app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")
+        ->check(CLI::Range(1u, 1024u));
     app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
     app.add_option("--cache", cache, "cache_sim levels NAME:SIZE:WAYS:LINE[:POLICY],... (lru, fifo, random)");
     app.add_option("--line-size", line_size, "Line size of basic_counts and reuse_distance (default 64)");
-    auto *rate = app.add_option("--sample-rate", sample_rate, "reuse_distance: SHARDS fixed-rate sampling, 0 < R <= 1")
-                     ->check(CLI::Range(1e-9, 1.0));
-    app.add_option("--sample-size", sample_size, "reuse_distance: SHARDS fixed-size sampling, most lines kept")
+    auto *rate =
+        app.add_option("--sample-rate", sample_rate, "reuse_distance: SHARDS fixed-rate sampling, 0 < R <= 1")
+            ->check(CLI::Range(1e-9, 1.0));
+    app.add_option("--sample-size", sample_size,
+                   "reuse_distance: SHARDS fixed-size sampling, most lines kept")
         ->check(CLI::Range(uint64_t{1}, UINT64_MAX))
         ->excludes(rate);
     app.add_flag("--per-shard", per_shard, "reuse_distance: also one stack per shard (\"shards\" in JSON)");

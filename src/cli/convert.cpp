@@ -49,7 +49,8 @@ extern "C" int sonde_cli_convert(int argc, char **argv) {
     sonde_trace_writer_t *writer = nullptr;
     s = sonde_trace_writer_create(output.c_str(), &props, &writer);
     if (s != SONDE_STATUS_SUCCESS) {
-        std::fprintf(stderr, "sonde convert: %s: cannot create (%s)\n", output.c_str(), sonde_status_string(s));
+        std::fprintf(stderr, "sonde convert: %s: cannot create (%s)\n", output.c_str(),
+                     sonde_status_string(s));
         sonde_trace_reader_close(reader);
         return 1;
     }

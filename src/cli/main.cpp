@@ -12,18 +12,19 @@
 namespace {
 
 void usage(FILE *f) {
-    std::fprintf(f,
-                 "usage: sonde COMMAND [OPTIONS]\n"
-                 "\n"
-                 "commands:\n"
-                 "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
-                 "  convert INPUT      turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
-                 "  run --client C -- PROGRAM ARGS\n"
-                 "                     run a program under client plugins (sonde run --help)\n"
-                 "\n"
-                 "options:\n"
-                 "  -h, --help         this help\n"
-                 "  --version          the library version\n");
+    std::fprintf(
+        f,
+        "usage: sonde COMMAND [OPTIONS]\n"
+        "\n"
+        "commands:\n"
+        "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
+        "  convert INPUT      turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
+        "  run --client C -- PROGRAM ARGS\n"
+        "                     run a program under client plugins (sonde run --help)\n"
+        "\n"
+        "options:\n"
+        "  -h, --help         this help\n"
+        "  --version          the library version\n");
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ std::string instrument_library() {
     const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     const std::string self = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
     const std::string build_root = SONDE_BUILD_ROOT;
-    if (self.compare(0, build_root.size() + 1, build_root + "/") == 0 && readable(SONDE_INSTRUMENT_BUILD_PATH))
+    if (self.compare(0, build_root.size() + 1, build_root + "/") == 0 &&
+        readable(SONDE_INSTRUMENT_BUILD_PATH))
         return SONDE_INSTRUMENT_BUILD_PATH;
     if (readable(SONDE_INSTRUMENT_INSTALL_PATH)) return SONDE_INSTRUMENT_INSTALL_PATH;
     return "";
@@ -56,9 +57,10 @@ int sonde_cli_run(int argc, char **argv) {
             split = i;
             break;
         }
-    CLI::App app{"Run a program built with -finstrument-functions under Sonde clients.\n"
-                 "usage: sonde run --client PATH[=OPTIONS] ... -- PROGRAM [ARGS...]",
-                 "sonde run"};
+    CLI::App app{
+        "Run a program built with -finstrument-functions under Sonde clients.\n"
+        "usage: sonde run --client PATH[=OPTIONS] ... -- PROGRAM [ARGS...]",
+        "sonde run"};
     std::vector<std::string> clients;
     app.add_option("--client", clients, "client plugin (shared object) and its options; repeatable")
         ->required()

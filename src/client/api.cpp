@@ -10,22 +10,24 @@
 
 using namespace sonde::client;
 
-extern "C" SONDE_API sonde_status_t sonde_load_client(const char *path, const char *options, sonde_client_id_t *out) {
+extern "C" SONDE_API sonde_status_t sonde_load_client(const char *path, const char *options,
+                                                      sonde_client_id_t *out) {
     if (path == nullptr || out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     out->handle = 0;
     if (t_registry_depth > 0) return SONDE_STATUS_ERROR_IN_CALLBACK;
     return sonde::guarded([&] { return load_client(path, options, nullptr, out); });
 }
 
-extern "C" SONDE_API sonde_status_t sonde_register_client(sonde_client_instantiate_fn instantiate, const char *options,
-                                                          sonde_client_id_t *out) {
+extern "C" SONDE_API sonde_status_t sonde_register_client(sonde_client_instantiate_fn instantiate,
+                                                          const char *options, sonde_client_id_t *out) {
     if (instantiate == nullptr || out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     out->handle = 0;
     if (t_registry_depth > 0) return SONDE_STATUS_ERROR_IN_CALLBACK;
     return sonde::guarded([&] { return load_client(nullptr, options, instantiate, out); });
 }
 
-extern "C" SONDE_API sonde_status_t sonde_get_client_info(sonde_client_id_t client, sonde_client_info_t *info) {
+extern "C" SONDE_API sonde_status_t sonde_get_client_info(sonde_client_id_t client,
+                                                          sonde_client_info_t *info) {
     return sonde::guarded([&] { return client_info(client, info); });
 }
 

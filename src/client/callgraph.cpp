@@ -80,8 +80,10 @@ __attribute__((noinline)) Method *insert_method(ThreadState *t, uint64_t fn) {
 // hot path reaches it with a tail call.
 __attribute__((noinline)) void deliver_call(uint32_t event, const Subs *s, ThreadState *t, const Method *m,
                                             const void *call_site) {
-    const uint64_t mask = s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
-    const uint32_t depth = t->depth.load(std::memory_order_relaxed) - (event == SONDE_EVENT_METHOD_ENTER ? 1 : 0);
+    const uint64_t mask =
+        s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
+    const uint32_t depth =
+        t->depth.load(std::memory_order_relaxed) - (event == SONDE_EVENT_METHOD_ENTER ? 1 : 0);
     ++t->in_hook;
     sonde_event_data_t d;
     std::memset(&d, 0, sizeof d);
@@ -141,7 +143,8 @@ __attribute__((noinline)) void leave_slow(ThreadState *t, uint64_t fn, const voi
     t->depth.store(at, std::memory_order_release);
     const Subs *s = g_subs[SONDE_EVENT_METHOD_LEAVE].load(std::memory_order_acquire);
     if (s == nullptr) return;
-    const uint64_t mask = s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
+    const uint64_t mask =
+        s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
     if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, s, t, m, call_site);
 }
 
@@ -178,7 +181,8 @@ __attribute__((always_inline)) inline void enter_known(ThreadState *t, Method *m
     t->depth.store(d + 1, std::memory_order_release);
     const Subs *s = g_subs[SONDE_EVENT_METHOD_ENTER].load(std::memory_order_acquire);
     if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
-    const uint64_t mask = s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
+    const uint64_t mask =
+        s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
     if (mask != 0) deliver_call(SONDE_EVENT_METHOD_ENTER, s, t, m, call_site);
 }
 
@@ -225,6 +229,7 @@ extern "C" SONDE_API void sonde_method_leave(const void *function, const void *c
     t->depth.store(d - 1, std::memory_order_release);
     const Subs *s = g_subs[SONDE_EVENT_METHOD_LEAVE].load(std::memory_order_acquire);
     if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
-    const uint64_t mask = s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
+    const uint64_t mask =
+        s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
     if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, s, t, m, call_site);
 }

@@ -34,33 +34,27 @@ constexpr uint64_t kLifecycleItems = SONDE_DATA_THREAD_ID | SONDE_DATA_TIMESTAMP
 
 uint64_t event_items(uint32_t event) {
     switch (event) {
-    case SONDE_EVENT_RUNTIME_INIT:
-    case SONDE_EVENT_SHUTDOWN:
-        return kLifecycleItems;
-    case SONDE_EVENT_SESSION_START:
-    case SONDE_EVENT_SESSION_STOP:
-        return kLifecycleItems | SONDE_DATA_SESSION_ID;
-    case SONDE_EVENT_THREAD_START:
-    case SONDE_EVENT_THREAD_END:
-        return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_OS_THREAD_ID;
-    case SONDE_EVENT_MODULE_LOAD:
-    case SONDE_EVENT_MODULE_UNLOAD:
-        return kLifecycleItems | SONDE_DATA_MODULE_ID | SONDE_DATA_NAME | SONDE_DATA_PATH |
-               SONDE_DATA_ADDRESS | SONDE_DATA_SIZE;
-    case SONDE_EVENT_METHOD_ENTER:
-    case SONDE_EVENT_METHOD_LEAVE:
-        return kLifecycleItems | SONDE_DATA_METHOD_ID | SONDE_DATA_MODULE_ID | SONDE_DATA_CALL_SITE |
-               SONDE_DATA_STACK_DEPTH | SONDE_DATA_ADDRESS;
-    case SONDE_EVENT_MEMORY_ACCESS:
-        return kLifecycleItems | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_ACCESS_TYPE |
-               SONDE_DATA_METHOD_ID | SONDE_DATA_STACK_DEPTH;
-    case SONDE_EVENT_USER_MARK:
-        return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_USER_PAYLOAD;
-    case SONDE_EVENT_USER_RANGE_PUSH:
-    case SONDE_EVENT_USER_RANGE_POP:
-        return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_STACK_DEPTH;
-    default:
-        return 0;
+        case SONDE_EVENT_RUNTIME_INIT:
+        case SONDE_EVENT_SHUTDOWN: return kLifecycleItems;
+        case SONDE_EVENT_SESSION_START:
+        case SONDE_EVENT_SESSION_STOP: return kLifecycleItems | SONDE_DATA_SESSION_ID;
+        case SONDE_EVENT_THREAD_START:
+        case SONDE_EVENT_THREAD_END: return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_OS_THREAD_ID;
+        case SONDE_EVENT_MODULE_LOAD:
+        case SONDE_EVENT_MODULE_UNLOAD:
+            return kLifecycleItems | SONDE_DATA_MODULE_ID | SONDE_DATA_NAME | SONDE_DATA_PATH |
+                   SONDE_DATA_ADDRESS | SONDE_DATA_SIZE;
+        case SONDE_EVENT_METHOD_ENTER:
+        case SONDE_EVENT_METHOD_LEAVE:
+            return kLifecycleItems | SONDE_DATA_METHOD_ID | SONDE_DATA_MODULE_ID | SONDE_DATA_CALL_SITE |
+                   SONDE_DATA_STACK_DEPTH | SONDE_DATA_ADDRESS;
+        case SONDE_EVENT_MEMORY_ACCESS:
+            return kLifecycleItems | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_ACCESS_TYPE |
+                   SONDE_DATA_METHOD_ID | SONDE_DATA_STACK_DEPTH;
+        case SONDE_EVENT_USER_MARK: return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_USER_PAYLOAD;
+        case SONDE_EVENT_USER_RANGE_PUSH:
+        case SONDE_EVENT_USER_RANGE_POP: return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_STACK_DEPTH;
+        default: return 0;
     }
 }
 

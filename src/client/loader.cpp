@@ -47,20 +47,10 @@ sonde_status_t api_get_thread_list(sonde_client_id_t, sonde_thread_array_t *);
 
 const sonde_api_t *api_table() {
     static const sonde_api_t table = {
-        sizeof(sonde_api_t),
-        SONDE_CLIENT_ABI_VERSION,
-        api_register_event,
-        api_set_event_group_filter,
-        api_get_method_info,
-        api_get_module_info,
-        api_get_thread_info,
-        api_get_thread_stack,
-        api_get_module_list,
-        api_get_thread_list,
-        sonde_status_name,
-        sonde_status_string,
-        api_get_timestamp,
-        api_set_message,
+        sizeof(sonde_api_t), SONDE_CLIENT_ABI_VERSION, api_register_event,  api_set_event_group_filter,
+        api_get_method_info, api_get_module_info,      api_get_thread_info, api_get_thread_stack,
+        api_get_module_list, api_get_thread_list,      sonde_status_name,   sonde_status_string,
+        api_get_timestamp,   api_set_message,
     };
     return &table;
 }
@@ -162,8 +152,9 @@ sonde_status_t load_client(const char *path, const char *options, sonde_client_i
             // Nothing of this client was published; it can go.
             for (auto &o : c->observers) o = Observer{};
             for (auto &f : c->filters) f = Filter{};
-            fail(c, st, c->message.empty() ? std::string("the entry point returned ") + sonde_status_name(st)
-                                           : std::string());
+            fail(c, st,
+                 c->message.empty() ? std::string("the entry point returned ") + sonde_status_name(st)
+                                    : std::string());
             c->dl = nullptr;
             plugin.close();
             return st;

@@ -142,21 +142,26 @@ void split_name(const std::string &full, std::string *scope, std::string *name) 
         int depth = 0;
         size_t i = close + 1;
         while (i-- > 0) {
-            if (s[i] == ')') ++depth;
-            else if (s[i] == '(' && --depth == 0) break;
+            if (s[i] == ')')
+                ++depth;
+            else if (s[i] == '(' && --depth == 0)
+                break;
         }
         if (i != static_cast<size_t>(-1) && i > 0) end = i;
     }
     s = s.substr(0, end);
     // operator names contain brackets of their own: keep "operator..." whole.
     size_t op = s.rfind("operator");
-    const size_t limit = op != std::string::npos && (op == 0 || s[op - 1] == ':' || s[op - 1] == ' ') ? op : s.size();
+    const size_t limit =
+        op != std::string::npos && (op == 0 || s[op - 1] == ':' || s[op - 1] == ' ') ? op : s.size();
     int depth = 0;
     size_t last_scope = std::string::npos, last_space = std::string::npos;
     for (size_t i = 0; i < limit; ++i) {
         const char ch = s[i];
-        if (ch == '<' || ch == '(' || ch == '{' || ch == '[') ++depth;
-        else if (ch == '>' || ch == ')' || ch == '}' || ch == ']') --depth;
+        if (ch == '<' || ch == '(' || ch == '{' || ch == '[')
+            ++depth;
+        else if (ch == '>' || ch == ')' || ch == '}' || ch == ']')
+            --depth;
         else if (depth == 0 && ch == ':' && i + 1 < limit && s[i + 1] == ':') {
             last_scope = i;
             ++i;

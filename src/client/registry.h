@@ -68,10 +68,10 @@ struct Symbol {
 
 struct Module {
     uint32_t index = 0;
-    std::string path;  // "" if no file (vdso)
-    std::string name;  // file name part of path (or the loader's name)
-    uint64_t bias = 0;  // dlpi_addr
-    uint64_t lo = 0, hi = 0;  // span of PT_LOAD segments in the process
+    std::string path;                                     // "" if no file (vdso)
+    std::string name;                                     // file name part of path (or the loader's name)
+    uint64_t bias = 0;                                    // dlpi_addr
+    uint64_t lo = 0, hi = 0;                              // span of PT_LOAD segments in the process
     std::vector<std::pair<uint64_t, uint64_t>> segments;  // [start, end) in the process
     std::atomic<bool> loaded{true};
     std::atomic<uint64_t> accept{~0ull};  // clients whose MODULE filter accepts it
@@ -94,7 +94,7 @@ struct Module {
 // ---- methods (callgraph.cpp) ----
 
 struct Method {
-    uint64_t fn = 0;      // entry address in the process (hash key)
+    uint64_t fn = 0;  // entry address in the process (hash key)
     uint32_t index = 0;
     std::atomic<uint64_t> notify{0};  // clients that want this method's CALL_GRAPH events
     Module *module = nullptr;
@@ -131,16 +131,16 @@ struct ThreadState {
     // Hot fields, written only by the owning thread (depth and stack entries are atomics so
     // that get_thread_stack on another thread may read them).
     std::atomic<uint32_t> depth{0};
-    uint32_t in_hook = 0;                // > 0 while Sonde runs on this thread: hooks return at once
+    uint32_t in_hook = 0;                    // > 0 while Sonde runs on this thread: hooks return at once
     std::atomic<Method *> *stack = nullptr;  // kStackCapacity entries, mmap'd
-    std::atomic<uint64_t> notify{~0ull};  // clients whose THREAD filter accepts this thread
+    std::atomic<uint64_t> notify{~0ull};     // clients whose THREAD filter accepts this thread
     uint32_t index = 0;
     // Cold.
     uint64_t os_tid = 0;
     unsigned long pthread = 0;  // pthread_t
     std::atomic<bool> alive{true};
-    std::mutex stack_mu;  // guards `stack` against being unmapped while another thread reads it
-    std::string end_name;  // name at thread end (Registry::mu held)
+    std::mutex stack_mu;              // guards `stack` against being unmapped while another thread reads it
+    std::string end_name;             // name at thread end (Registry::mu held)
     std::vector<std::string> ranges;  // USER range texts (owner only); reserved kMaxRangeDepth
 };
 
@@ -189,7 +189,7 @@ struct Registry {
     std::recursive_mutex mu;
     bool env_loaded = false;
 
-    std::vector<Client *> clients;  // index order; never shrinks
+    std::vector<Client *> clients;                // index order; never shrinks
     std::vector<std::unique_ptr<Subs>> all_subs;  // owner of every Subs ever published
     std::vector<std::unique_ptr<MethodTable>> all_tables;
     std::vector<Method *> methods;
@@ -222,7 +222,7 @@ sonde_status_t load_client(const char *path, const char *options, sonde_client_i
 void load_env_clients();
 
 // dispatch.cpp
-void publish_subs();  // mu held
+void publish_subs();                   // mu held
 Client *find_client(uint64_t handle);  // mu held; nullptr if invalid
 // Delivers `full` (filled with the union of items) to the observers of `event` whose bit is in
 // `mask`; each gets only its items. Called with no lock held.
@@ -243,9 +243,9 @@ void deliver_lifecycle(uint32_t event, uint64_t session, uint64_t only_clients);
 
 // modules.cpp
 void scan_modules(std::vector<Module *> *loaded, std::vector<Module *> *unloaded);  // mu held
-Module *module_of(uint64_t addr);  // mu held
-void symbolise(Method *m);         // mu held
-bool source_position(Method *m);   // mu held; false if no DWARF line
+Module *module_of(uint64_t addr);                                                   // mu held
+void symbolise(Method *m);                                                          // mu held
+bool source_position(Method *m);  // mu held; false if no DWARF line
 void split_name(const std::string &full, std::string *scope, std::string *name);
 sonde_filter_element_t module_element(const Module *mod);
 sonde_status_t refresh_modules();

@@ -21,7 +21,8 @@ namespace {
 sonde_status_t check_client(sonde_client_id_t client) {
     Client *c = find_client(client.handle);
     if (c == nullptr || c->state != SONDE_CLIENT_STATE_ACTIVE) return SONDE_STATUS_ERROR_ILLEGAL_ID;
-    if (!c->initialized || !g_running.load(std::memory_order_acquire)) return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    if (!c->initialized || !g_running.load(std::memory_order_acquire))
+        return SONDE_STATUS_ERROR_PHASE_FAILURE;
     return SONDE_STATUS_SUCCESS;
 }
 
@@ -103,9 +104,9 @@ sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t m
                                    sonde_method_info_t *info) {
     return guarded([&]() -> sonde_status_t {
         constexpr uint64_t kAllowed = SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME | SONDE_DATA_FULL_NAME |
-                                      SONDE_DATA_MANGLED_NAME | SONDE_DATA_MODULE_ID | SONDE_DATA_SOURCE_FILE |
-                                      SONDE_DATA_SOURCE_LINE | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE |
-                                      SONDE_DATA_VISIBILITY;
+                                      SONDE_DATA_MANGLED_NAME | SONDE_DATA_MODULE_ID |
+                                      SONDE_DATA_SOURCE_FILE | SONDE_DATA_SOURCE_LINE | SONDE_DATA_ADDRESS |
+                                      SONDE_DATA_SIZE | SONDE_DATA_VISIBILITY;
         Registry &r = registry();
         RegistryLock lock;
         sonde_method_info_t out;
@@ -132,7 +133,8 @@ sonde_status_t api_get_method_info(sonde_client_id_t client, sonde_method_id_t m
         }
         if (requested & (SONDE_DATA_SOURCE_FILE | SONDE_DATA_SOURCE_LINE)) {
             if (source_position(m)) {
-                put_item(requested, SONDE_DATA_SOURCE_FILE, out.source_file, m->source_file, &valid, &too_short);
+                put_item(requested, SONDE_DATA_SOURCE_FILE, out.source_file, m->source_file, &valid,
+                         &too_short);
                 put_value(requested, SONDE_DATA_SOURCE_LINE, out.source_line, m->source_line, &valid);
             } else {
                 partial = true;
@@ -244,7 +246,8 @@ sonde_status_t api_get_module_list(sonde_client_id_t client, sonde_module_array_
         RegistryLock lock;
         const sonde_status_t st = check_client(client);
         if (st != SONDE_STATUS_SUCCESS) return st;
-        return put_ids<sonde_module_array_t, sonde_module_id_t>(modules, kTagModule, registry().modules.size());
+        return put_ids<sonde_module_array_t, sonde_module_id_t>(modules, kTagModule,
+                                                                registry().modules.size());
     });
 }
 
@@ -254,7 +257,8 @@ sonde_status_t api_get_thread_list(sonde_client_id_t client, sonde_thread_array_
         RegistryLock lock;
         const sonde_status_t st = check_client(client);
         if (st != SONDE_STATUS_SUCCESS) return st;
-        return put_ids<sonde_thread_array_t, sonde_thread_id_t>(threads, kTagThread, registry().threads.size());
+        return put_ids<sonde_thread_array_t, sonde_thread_id_t>(threads, kTagThread,
+                                                                registry().threads.size());
     });
 }
 

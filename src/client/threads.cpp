@@ -48,7 +48,8 @@ ThreadExit::~ThreadExit() {
     t_thread = &g_busy;
     t->alive.store(false, std::memory_order_release);
     std::lock_guard<std::mutex> g(t->stack_mu);
-    if (t->stack != nullptr) munmap(static_cast<void *>(t->stack), sizeof(std::atomic<Method *>) * kStackCapacity);
+    if (t->stack != nullptr)
+        munmap(static_cast<void *>(t->stack), sizeof(std::atomic<Method *>) * kStackCapacity);
     t->stack = nullptr;
 }
 

@@ -35,8 +35,8 @@ sonde_status_t event_thread(ThreadState **out) {
     return SONDE_STATUS_SUCCESS;
 }
 
-void deliver_user(uint32_t event, ThreadState *t, const char *text, const void *payload, uint64_t payload_size,
-                  uint32_t depth) {
+void deliver_user(uint32_t event, ThreadState *t, const char *text, const void *payload,
+                  uint64_t payload_size, uint32_t depth) {
     const Subs *s = subs_of(event);
     if (s == nullptr) return;
     const uint64_t mask = s->mask & t->notify.load(std::memory_order_relaxed);
@@ -76,7 +76,8 @@ extern "C" SONDE_API void sonde_memory_access(const void *address, uint64_t size
     --t->in_hook;
 }
 
-extern "C" SONDE_API sonde_status_t sonde_user_mark(const char *text, const void *payload, uint64_t payload_size) {
+extern "C" SONDE_API sonde_status_t sonde_user_mark(const char *text, const void *payload,
+                                                    uint64_t payload_size) {
     if (text == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     ThreadState *t = nullptr;
     const sonde_status_t st = event_thread(&t);
@@ -96,7 +97,8 @@ extern "C" SONDE_API sonde_status_t sonde_user_range_push(const char *text) {
     } catch (...) {
         return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
     }
-    deliver_user(SONDE_EVENT_USER_RANGE_PUSH, t, text, nullptr, 0, static_cast<uint32_t>(t->ranges.size() - 1));
+    deliver_user(SONDE_EVENT_USER_RANGE_PUSH, t, text, nullptr, 0,
+                 static_cast<uint32_t>(t->ranges.size() - 1));
     return SONDE_STATUS_SUCCESS;
 }
 

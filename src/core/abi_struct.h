@@ -58,8 +58,7 @@ sonde_status_t write_abi_struct(const T &value, std::size_t min_size, T *dst) {
     if (size < min_size) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
     const std::size_t n = size < sizeof(T) ? size : sizeof(T);
     std::memcpy(reinterpret_cast<unsigned char *>(dst) + sizeof(uint32_t),
-                reinterpret_cast<const unsigned char *>(&value) + sizeof(uint32_t),
-                n - sizeof(uint32_t));
+                reinterpret_cast<const unsigned char *>(&value) + sizeof(uint32_t), n - sizeof(uint32_t));
     return SONDE_STATUS_SUCCESS;
 }
 

@@ -49,8 +49,7 @@ void do_calibrate() {
     }
     sample(tsc_b, ns_b);
     if (tsc_b <= tsc_a || ns_b <= ns_a) return;
-    const u128 mult =
-        (static_cast<u128>(ns_b - ns_a) << 32) / (tsc_b - tsc_a);
+    const u128 mult = (static_cast<u128>(ns_b - ns_a) << 32) / (tsc_b - tsc_a);
     g_params.tsc0 = tsc_b;
     g_params.ns0 = ns_b;
     g_params.mult = static_cast<uint64_t>(mult);

@@ -22,7 +22,7 @@ struct Params {
     uint64_t mult;  // ns per tick << 32
 };
 
-extern Params g_params;            // written once before g_use_tsc is published
+extern Params g_params;  // written once before g_use_tsc is published
 extern std::atomic<bool> g_use_tsc;
 
 void calibrate();  // idempotent, thread-safe

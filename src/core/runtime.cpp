@@ -65,9 +65,7 @@ sonde_status_t set_session_state(uint64_t handle, bool active) {
     return g_resources->stopped(handle);
 }
 
-sonde_status_t first_error(sonde_status_t a, sonde_status_t b) {
-    return a != SONDE_STATUS_SUCCESS ? a : b;
-}
+sonde_status_t first_error(sonde_status_t a, sonde_status_t b) { return a != SONDE_STATUS_SUCCESS ? a : b; }
 
 }  // namespace
 
@@ -111,8 +109,7 @@ SONDE_API sonde_status_t sonde_initialize(void) {
         Runtime &r = runtime();
         {
             std::lock_guard<std::mutex> g(r.mu);
-            if (r.initialized.load(std::memory_order_relaxed))
-                return SONDE_STATUS_ERROR_ALREADY_INITIALIZED;
+            if (r.initialized.load(std::memory_order_relaxed)) return SONDE_STATUS_ERROR_ALREADY_INITIALIZED;
             clock::calibrate();
             const sonde_status_t st = core::g_resources->start_runtime();
             if (st != SONDE_STATUS_SUCCESS) return st;

@@ -21,8 +21,7 @@ sonde_status_t check_pair(const sonde_profile_array_t *arr, const sonde_profile_
 
 // Checks a record range of one bucket.
 bool range_ok(const Array &a, uint32_t first, uint32_t count, uint32_t bucket) {
-    return count != 0 && first < a.num_records && count <= a.num_records - first &&
-           bucket < a.num_buckets;
+    return count != 0 && first < a.num_records && count <= a.num_records - first && bucket < a.num_buckets;
 }
 
 // Checks the arguments of read and write.
@@ -72,8 +71,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_from_memory(void *memory, u
 }
 
 SONDE_API sonde_status_t sonde_profile_buffer_create_with_allocator(
-    void *memory, uint64_t size, const sonde_profile_allocator_t *allocator,
-    sonde_profile_buffer_t **out) {
+    void *memory, uint64_t size, const sonde_profile_allocator_t *allocator, sonde_profile_buffer_t **out) {
     if (allocator == nullptr || out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     return guarded([&] {
         sonde_profile_allocator_t copy;
@@ -101,8 +99,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_shared(const char *path, ui
     });
 }
 
-SONDE_API sonde_status_t sonde_profile_buffer_open_shared(const char *path,
-                                                          sonde_profile_buffer_t **out) {
+SONDE_API sonde_status_t sonde_profile_buffer_open_shared(const char *path, sonde_profile_buffer_t **out) {
     if (path == nullptr || out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     return guarded([&] {
         Buffer *pb = nullptr;
@@ -134,8 +131,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_fd(const sonde_profile_buffer_t *p
     return SONDE_STATUS_SUCCESS;
 }
 
-SONDE_API sonde_status_t sonde_profile_buffer_num_arrays(const sonde_profile_buffer_t *pb,
-                                                         uint32_t *count) {
+SONDE_API sonde_status_t sonde_profile_buffer_num_arrays(const sonde_profile_buffer_t *pb, uint32_t *count) {
     if (pb == nullptr || count == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (!is_buffer(pb)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     if (!as_buffer(pb)->shared()) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
@@ -144,16 +140,14 @@ SONDE_API sonde_status_t sonde_profile_buffer_num_arrays(const sonde_profile_buf
 }
 
 SONDE_API sonde_status_t sonde_profile_array_create(uint32_t record_size, uint32_t num_records,
-                                                    uint32_t num_thread_buckets,
-                                                    uint32_t alignment,
+                                                    uint32_t num_thread_buckets, uint32_t alignment,
                                                     sonde_profile_array_t **out) {
     if (out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     return guarded([&] {
         Array arr;
         const sonde_status_t status =
             make_array(record_size, num_records, num_thread_buckets, alignment, &arr);
-        if (status == SONDE_STATUS_SUCCESS)
-            *out = reinterpret_cast<sonde_profile_array_t *>(new Array(arr));
+        if (status == SONDE_STATUS_SUCCESS) *out = reinterpret_cast<sonde_profile_array_t *>(new Array(arr));
         return status;
     });
 }
@@ -166,8 +160,7 @@ SONDE_API sonde_status_t sonde_profile_array_open(sonde_profile_buffer_t *pb, ui
     return guarded([&] {
         Array arr;
         const sonde_status_t status = open_array(*as_buffer(pb), index, &arr);
-        if (status == SONDE_STATUS_SUCCESS)
-            *out = reinterpret_cast<sonde_profile_array_t *>(new Array(arr));
+        if (status == SONDE_STATUS_SUCCESS) *out = reinterpret_cast<sonde_profile_array_t *>(new Array(arr));
         return status;
     });
 }
@@ -194,31 +187,27 @@ SONDE_API sonde_status_t sonde_profile_array_initialize(const sonde_profile_arra
 }
 
 SONDE_API sonde_status_t sonde_profile_array_read(const sonde_profile_array_t *arr,
-                                                  const sonde_profile_buffer_t *pb,
-                                                  void *records, uint32_t first_record,
-                                                  uint32_t num_records, uint32_t thread_bucket) {
-    const sonde_status_t status =
-        check_records(arr, pb, records, first_record, num_records, thread_bucket);
+                                                  const sonde_profile_buffer_t *pb, void *records,
+                                                  uint32_t first_record, uint32_t num_records,
+                                                  uint32_t thread_bucket) {
+    const sonde_status_t status = check_records(arr, pb, records, first_record, num_records, thread_bucket);
     if (status != SONDE_STATUS_SUCCESS) return status;
     read_records(*as_array(arr), *as_buffer(pb), records, first_record, num_records, thread_bucket);
     return SONDE_STATUS_SUCCESS;
 }
 
 SONDE_API sonde_status_t sonde_profile_array_write(const sonde_profile_array_t *arr,
-                                                   sonde_profile_buffer_t *pb,
-                                                   const void *records, uint32_t first_record,
-                                                   uint32_t num_records, uint32_t thread_bucket) {
-    const sonde_status_t status =
-        check_records(arr, pb, records, first_record, num_records, thread_bucket);
+                                                   sonde_profile_buffer_t *pb, const void *records,
+                                                   uint32_t first_record, uint32_t num_records,
+                                                   uint32_t thread_bucket) {
+    const sonde_status_t status = check_records(arr, pb, records, first_record, num_records, thread_bucket);
     if (status != SONDE_STATUS_SUCCESS) return status;
     write_records(*as_array(arr), *as_buffer(pb), records, first_record, num_records, thread_bucket);
     return SONDE_STATUS_SUCCESS;
 }
 
-SONDE_API sonde_status_t sonde_profile_array_record_offset(const sonde_profile_array_t *arr,
-                                                           uint32_t record,
-                                                           uint32_t thread_bucket,
-                                                           uint64_t *offset) {
+SONDE_API sonde_status_t sonde_profile_array_record_offset(const sonde_profile_array_t *arr, uint32_t record,
+                                                           uint32_t thread_bucket, uint64_t *offset) {
     if (arr == nullptr || offset == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (!is_array(arr)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     const Array &a = *as_array(arr);
@@ -263,8 +252,8 @@ SONDE_API uint32_t sonde_profile_array_thread_bucket(const sonde_profile_array_t
 }
 
 SONDE_API sonde_status_t sonde_profile_array_thread_record(const sonde_profile_array_t *arr,
-                                                           sonde_profile_buffer_t *pb,
-                                                           uint32_t record, void **record_ptr) {
+                                                           sonde_profile_buffer_t *pb, uint32_t record,
+                                                           void **record_ptr) {
     if (record_ptr == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     const sonde_status_t status = check_pair(arr, pb);
     if (status != SONDE_STATUS_SUCCESS) return status;
@@ -275,8 +264,7 @@ SONDE_API sonde_status_t sonde_profile_array_thread_record(const sonde_profile_a
 }
 
 SONDE_API sonde_status_t sonde_profile_array_view(const sonde_profile_array_t *arr,
-                                                  sonde_profile_buffer_t *pb,
-                                                  sonde_profile_view_t *view) {
+                                                  sonde_profile_buffer_t *pb, sonde_profile_view_t *view) {
     if (view == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     const sonde_status_t status = check_pair(arr, pb);
     if (status != SONDE_STATUS_SUCCESS) return status;
@@ -295,15 +283,13 @@ SONDE_API sonde_status_t sonde_profile_array_view(const sonde_profile_array_t *a
 }
 
 SONDE_API sonde_status_t sonde_profile_array_sum_u64(const sonde_profile_array_t *arr,
-                                                     const sonde_profile_buffer_t *pb,
-                                                     uint32_t record, uint32_t field_offset,
-                                                     uint64_t *sum) {
+                                                     const sonde_profile_buffer_t *pb, uint32_t record,
+                                                     uint32_t field_offset, uint64_t *sum) {
     if (sum == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     const sonde_status_t status = check_pair(arr, pb);
     if (status != SONDE_STATUS_SUCCESS) return status;
     const Array &a = *as_array(arr);
-    if (record >= a.num_records || field_offset > a.record_size ||
-        a.record_size - field_offset < 8)
+    if (record >= a.num_records || field_offset > a.record_size || a.record_size - field_offset < 8)
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     // chunk_size is a multiple of 64, so the field has the same alignment in every bucket.
     if (reinterpret_cast<uintptr_t>(record_address(a, *as_buffer(pb), record, 0) + field_offset) % 8 != 0)
@@ -313,8 +299,8 @@ SONDE_API sonde_status_t sonde_profile_array_sum_u64(const sonde_profile_array_t
 }
 
 SONDE_API sonde_status_t sonde_profile_array_snapshot(const sonde_profile_array_t *arr,
-                                                      const sonde_profile_buffer_t *pb,
-                                                      void *dst, uint64_t dst_size) {
+                                                      const sonde_profile_buffer_t *pb, void *dst,
+                                                      uint64_t dst_size) {
     if (dst == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     const sonde_status_t status = check_pair(arr, pb);
     if (status != SONDE_STATUS_SUCCESS) return status;
@@ -324,9 +310,8 @@ SONDE_API sonde_status_t sonde_profile_array_snapshot(const sonde_profile_array_
 }
 
 SONDE_API sonde_status_t sonde_profile_array_emit(const sonde_profile_array_t *arr,
-                                                  const sonde_profile_buffer_t *pb,
-                                                  sonde_buffer_id_t buffer, uint32_t flags,
-                                                  uint64_t *emitted) {
+                                                  const sonde_profile_buffer_t *pb, sonde_buffer_id_t buffer,
+                                                  uint32_t flags, uint64_t *emitted) {
     if (emitted != nullptr) *emitted = 0;
     const sonde_status_t status = check_pair(arr, pb);
     if (status != SONDE_STATUS_SUCCESS) return status;

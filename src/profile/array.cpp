@@ -63,8 +63,8 @@ sonde_status_t make_array(uint32_t record_size, uint32_t num_records, uint32_t n
     arr.num_records = num_records;
     arr.num_buckets = next_power_of_two(num_buckets);
     arr.alignment = alignment;
-    const uint64_t chunk = round_up(static_cast<uint64_t>(record_size) * num_records,
-                                    arr.effective_alignment());
+    const uint64_t chunk =
+        round_up(static_cast<uint64_t>(record_size) * num_records, arr.effective_alignment());
     if (chunk > UINT32_MAX) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     arr.chunk_size = static_cast<uint32_t>(chunk);
     *out = arr;
@@ -96,10 +96,9 @@ void read_records(const Array &arr, const Buffer &pb, void *dst, uint32_t first,
                      static_cast<uint64_t>(count) * arr.record_size);
 }
 
-void write_records(const Array &arr, const Buffer &pb, const void *src, uint32_t first,
-                   uint32_t count, uint32_t bucket) {
-    move_words<false>(record_address(arr, pb, first, bucket),
-                      static_cast<uint8_t *>(const_cast<void *>(src)),
+void write_records(const Array &arr, const Buffer &pb, const void *src, uint32_t first, uint32_t count,
+                   uint32_t bucket) {
+    move_words<false>(record_address(arr, pb, first, bucket), static_cast<uint8_t *>(const_cast<void *>(src)),
                       static_cast<uint64_t>(count) * arr.record_size);
 }
 

@@ -23,8 +23,7 @@ constexpr uint64_t kPage = 4096;
 uint64_t round_up(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align - 1); }
 
 sonde_profile_shared_array_t *directory(const Buffer &pb) {
-    return reinterpret_cast<sonde_profile_shared_array_t *>(pb.base +
-                                                            sizeof(sonde_profile_shared_header_t));
+    return reinterpret_cast<sonde_profile_shared_array_t *>(pb.base + sizeof(sonde_profile_shared_header_t));
 }
 
 // Maps `length` bytes of fd shared read-write; nullptr on failure.
@@ -61,8 +60,8 @@ Buffer::~Buffer() {
 sonde_status_t create_owned(uint64_t size, Buffer **out) {
     if (size == 0 || size > kMaxBufferSize) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     auto *pb = new Buffer();
-    void *p = mmap(nullptr, round_up(size, kPage), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p =
+        mmap(nullptr, round_up(size, kPage), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         delete pb;
         return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
@@ -166,9 +165,9 @@ sonde_status_t open_array(const Buffer &pb, uint32_t index, Array *out) {
     Array arr;
     if (make_array(e.record_size, e.num_records, e.num_thread_buckets, e.alignment, &arr) !=
             SONDE_STATUS_SUCCESS ||
-        arr.num_buckets != e.num_thread_buckets || arr.chunk_size != e.chunk_size ||
-        arr.size() != e.size || e.offset < pb.data_begin || e.offset > pb.region_size ||
-        e.size > pb.region_size - e.offset || e.offset % arr.effective_alignment() != 0)
+        arr.num_buckets != e.num_thread_buckets || arr.chunk_size != e.chunk_size || arr.size() != e.size ||
+        e.offset < pb.data_begin || e.offset > pb.region_size || e.size > pb.region_size - e.offset ||
+        e.offset % arr.effective_alignment() != 0)
         return SONDE_STATUS_ERROR_FORMAT;
     arr.offset = e.offset;
     arr.buffer_serial = pb.serial;
@@ -181,8 +180,7 @@ sonde_status_t allocate(Array &arr, Buffer &pb) {
     if (pb.backing == Backing::kSharedOpened) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
     std::lock_guard<std::mutex> lock(pb.mu);
     sonde_profile_shared_header_t *h = pb.shared() ? pb.header() : nullptr;
-    if (h != nullptr && h->num_arrays >= SONDE_PROFILE_SHARED_MAX_ARRAYS)
-        return SONDE_STATUS_ERROR_LIMIT;
+    if (h != nullptr && h->num_arrays >= SONDE_PROFILE_SHARED_MAX_ARRAYS) return SONDE_STATUS_ERROR_LIMIT;
     const uint64_t align = arr.effective_alignment();
     const uint64_t size = arr.size();
     uint64_t offset = 0;

@@ -12,8 +12,7 @@ namespace {
 
 constexpr uint32_t kMaxWords = 1u << 16;  // word index is 16 bits of the counter id
 
-const uint64_t *word_at(const Array &arr, const Buffer &pb, uint32_t bucket, uint32_t record,
-                        uint32_t word) {
+const uint64_t *word_at(const Array &arr, const Buffer &pb, uint32_t bucket, uint32_t record, uint32_t word) {
     return reinterpret_cast<const uint64_t *>(record_address(arr, pb, record, bucket)) + word;
 }
 

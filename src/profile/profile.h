@@ -26,23 +26,21 @@ enum class Backing { kOwned, kCaller, kSharedCreated, kSharedOpened };
 
 struct Buffer {
     uint64_t magic = kBufferMagic;
-    uint64_t serial = 0;       // unique per Buffer object in this process
+    uint64_t serial = 0;  // unique per Buffer object in this process
     Backing backing = Backing::kOwned;
     uint8_t *base = nullptr;   // offset 0
     uint64_t region_size = 0;  // bytes addressable from base (shared: header included)
     uint64_t data_begin = 0;   // first offset arrays may use
     int fd = -1;
-    std::mutex mu;             // guards bump, allocator calls and the shared directory
-    uint64_t bump = 0;         // next free offset (non-shared); shared buffers use header->bump
+    std::mutex mu;      // guards bump, allocator calls and the shared directory
+    uint64_t bump = 0;  // next free offset (non-shared); shared buffers use header->bump
     bool has_allocator = false;
     sonde_profile_allocator_t allocator{};
 
     sonde_profile_shared_header_t *header() const {
         return reinterpret_cast<sonde_profile_shared_header_t *>(base);
     }
-    bool shared() const {
-        return backing == Backing::kSharedCreated || backing == Backing::kSharedOpened;
-    }
+    bool shared() const { return backing == Backing::kSharedCreated || backing == Backing::kSharedOpened; }
     ~Buffer();
 };
 
@@ -51,7 +49,7 @@ struct Array {
     uint32_t record_size = 0;
     uint32_t num_records = 0;
     uint32_t num_buckets = 0;
-    uint32_t alignment = 0;      // as asked
+    uint32_t alignment = 0;  // as asked
     uint32_t chunk_size = 0;
     uint64_t offset = SONDE_PROFILE_OFFSET_NONE;
     uint64_t buffer_serial = 0;  // the Buffer it was allocated in
@@ -59,8 +57,7 @@ struct Array {
     bool allocated() const { return offset != SONDE_PROFILE_OFFSET_NONE; }
     uint64_t size() const { return static_cast<uint64_t>(chunk_size) * num_buckets; }
     uint64_t effective_alignment() const {
-        return alignment > SONDE_PROFILE_MIN_CHUNK_ALIGNMENT ? alignment
-                                                             : SONDE_PROFILE_MIN_CHUNK_ALIGNMENT;
+        return alignment > SONDE_PROFILE_MIN_CHUNK_ALIGNMENT ? alignment : SONDE_PROFILE_MIN_CHUNK_ALIGNMENT;
     }
 };
 
@@ -101,8 +98,8 @@ uint8_t *record_address(const Array &arr, const Buffer &pb, uint32_t record, uin
 void initialize(const Array &arr, const Buffer &pb);
 void read_records(const Array &arr, const Buffer &pb, void *dst, uint32_t first, uint32_t count,
                   uint32_t bucket);
-void write_records(const Array &arr, const Buffer &pb, const void *src, uint32_t first,
-                   uint32_t count, uint32_t bucket);
+void write_records(const Array &arr, const Buffer &pb, const void *src, uint32_t first, uint32_t count,
+                   uint32_t bucket);
 uint64_t sum_u64(const Array &arr, const Buffer &pb, uint32_t record, uint32_t field_offset);
 void snapshot(const Array &arr, const Buffer &pb, void *dst);
 // Copies `bytes` from src to dst, moving every 8-byte-aligned (in src) u64 whole.

@@ -25,21 +25,18 @@ sonde_status_t make_config(const sonde_stackdist_options_t *opts, ReuseConfig *c
     cfg->workers = o.workers == 0 ? 1 : o.workers;
     cfg->seed = o.seed;
     switch (o.sampling) {
-    case SONDE_STACKDIST_SAMPLING_NONE:
-        cfg->mode = Mode::kExact;
-        break;
-    case SONDE_STACKDIST_SAMPLING_FIXED_RATE:
-        if (!(o.sample_rate > 0.0 && o.sample_rate <= 1.0)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-        cfg->mode = Mode::kFixedRate;
-        cfg->sample_rate = o.sample_rate;
-        break;
-    case SONDE_STACKDIST_SAMPLING_FIXED_SIZE:
-        if (o.sample_size == 0) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-        cfg->mode = Mode::kFixedSize;
-        cfg->sample_size = o.sample_size;
-        break;
-    default:
-        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+        case SONDE_STACKDIST_SAMPLING_NONE: cfg->mode = Mode::kExact; break;
+        case SONDE_STACKDIST_SAMPLING_FIXED_RATE:
+            if (!(o.sample_rate > 0.0 && o.sample_rate <= 1.0)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+            cfg->mode = Mode::kFixedRate;
+            cfg->sample_rate = o.sample_rate;
+            break;
+        case SONDE_STACKDIST_SAMPLING_FIXED_SIZE:
+            if (o.sample_size == 0) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+            cfg->mode = Mode::kFixedSize;
+            cfg->sample_size = o.sample_size;
+            break;
+        default: return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
     if (cfg->verify && cfg->mode != Mode::kExact) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
     return SONDE_STATUS_SUCCESS;
@@ -135,8 +132,7 @@ SONDE_API sonde_status_t sonde_stackdist_calc(sonde_stackdist_t *sd, uint64_t ad
 }
 
 SONDE_API sonde_status_t sonde_stackdist_batch(sonde_stackdist_t *sd, const uint64_t *addrs,
-                                               const uint8_t *is_write, size_t n,
-                                               sonde_histogram_t *hist) {
+                                               const uint8_t *is_write, size_t n, sonde_histogram_t *hist) {
     if (sd == nullptr || hist == nullptr || (addrs == nullptr && n > 0))
         return SONDE_STATUS_ERROR_NULL_POINTER;
     return sonde::guarded([&]() -> sonde_status_t {
@@ -208,12 +204,13 @@ SONDE_API sonde_status_t sonde_histogram_get_bins(const sonde_histogram_t *hist,
     if (binning > SONDE_HISTOGRAM_BINS_LOG2) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     if (binning == SONDE_HISTOGRAM_BINS_LINEAR && width == 0) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     if (entries == nullptr && size > 0) return SONDE_STATUS_ERROR_NULL_POINTER;
-    return sonde::guarded([&]() -> sonde_status_t { return deliver(bins(hist->h, binning, width), entries, size, actual_size); });
+    return sonde::guarded([&]() -> sonde_status_t {
+        return deliver(bins(hist->h, binning, width), entries, size, actual_size);
+    });
 }
 
-SONDE_API sonde_status_t sonde_histogram_get_mrc(const sonde_histogram_t *hist,
-                                                 sonde_mrc_point_t *entries, uint32_t size,
-                                                 uint32_t *actual_size) {
+SONDE_API sonde_status_t sonde_histogram_get_mrc(const sonde_histogram_t *hist, sonde_mrc_point_t *entries,
+                                                 uint32_t size, uint32_t *actual_size) {
     if (hist == nullptr || actual_size == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (entries == nullptr && size > 0) return SONDE_STATUS_ERROR_NULL_POINTER;
     return sonde::guarded([&]() -> sonde_status_t {
@@ -223,8 +220,8 @@ SONDE_API sonde_status_t sonde_histogram_get_mrc(const sonde_histogram_t *hist,
     });
 }
 
-SONDE_API sonde_status_t sonde_histogram_miss_ratio(const sonde_histogram_t *hist,
-                                                    uint64_t cache_lines, double *miss_ratio) {
+SONDE_API sonde_status_t sonde_histogram_miss_ratio(const sonde_histogram_t *hist, uint64_t cache_lines,
+                                                    double *miss_ratio) {
     if (hist == nullptr || miss_ratio == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     *miss_ratio = hist->h.miss_ratio(cache_lines);
     return SONDE_STATUS_SUCCESS;

@@ -56,9 +56,7 @@ void Histogram::set_adjustment() {
     adjust = std::max(-at(weights[0], 0), static_cast<double>(accesses) - sample_weight);
 }
 
-uint64_t Histogram::num_distances() const {
-    return std::max(units[0].size(), weights[0].size());
-}
+uint64_t Histogram::num_distances() const { return std::max(units[0].size(), weights[0].size()); }
 
 double Histogram::reads_at(uint64_t d) const {
     return at(units[0], d) + at(weights[0], d) + (d == 0 ? adjust : 0.0);

@@ -61,8 +61,8 @@ struct Histogram {
     void clear();
     void set_adjustment();
 
-    uint64_t num_distances() const;  // one past the largest distance with storage
-    double reads_at(uint64_t d) const;   // includes the SHARDS_adj correction at distance 0
+    uint64_t num_distances() const;     // one past the largest distance with storage
+    double reads_at(uint64_t d) const;  // includes the SHARDS_adj correction at distance 0
     double writes_at(uint64_t d) const;
     double count_at(uint64_t d) const { return reads_at(d) + writes_at(d); }
     double total() const;  // all weights, infinite included

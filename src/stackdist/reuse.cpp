@@ -32,9 +32,7 @@ inline uint64_t mix64(uint64_t z) {
 
 uint64_t shards_key(uint64_t seed) { return mix64(seed + 0x9E3779B97F4A7C15ull); }
 
-uint32_t shards_hash(uint64_t line, uint64_t key) {
-    return static_cast<uint32_t>(mix64(line ^ key) >> 32);
-}
+uint32_t shards_hash(uint64_t line, uint64_t key) { return static_cast<uint32_t>(mix64(line ^ key) >> 32); }
 
 Reuse::Reuse(const ReuseConfig &cfg)
     : cfg_(cfg), stack_(cfg.initial_capacity, cfg.verify), key_(shards_key(cfg.seed)) {
@@ -53,19 +51,15 @@ bool Reuse::add(const uint64_t *lines, const uint8_t *is_write, std::size_t n, H
     h.accesses += n;
     bool ok = true;
     switch (cfg_.mode) {
-    case Mode::kExact:
-        if (!cfg_.verify && cfg_.workers > 1 && n >= kMinParallelChunk * cfg_.workers)
-            add_parallel(lines, is_write, n, h);
-        else
-            ok = add_exact(lines, is_write, n, h);
-        h.sampled += n;
-        break;
-    case Mode::kFixedRate:
-        add_fixed_rate(lines, is_write, n, h);
-        break;
-    case Mode::kFixedSize:
-        add_fixed_size(lines, is_write, n, h);
-        break;
+        case Mode::kExact:
+            if (!cfg_.verify && cfg_.workers > 1 && n >= kMinParallelChunk * cfg_.workers)
+                add_parallel(lines, is_write, n, h);
+            else
+                ok = add_exact(lines, is_write, n, h);
+            h.sampled += n;
+            break;
+        case Mode::kFixedRate: add_fixed_rate(lines, is_write, n, h); break;
+        case Mode::kFixedSize: add_fixed_size(lines, is_write, n, h); break;
     }
     h.sampling = cfg_.mode != Mode::kExact;
     h.sample_rate = sample_rate();
@@ -83,8 +77,7 @@ bool Reuse::add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_
     return true;
 }
 
-void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
-                         Histogram &h) {
+void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     // Chunk 0 runs on this thread against the global stack; chunk c > 0 runs on worker c with a
     // private stack, resolving every access whose previous access lies inside the chunk (that
     // distance is the same globally) and listing the rest - the first access of each of its
@@ -101,8 +94,7 @@ void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::si
                            std::min(piece, n - off), h);
 }
 
-void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
-                               Histogram &h) {
+void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     const unsigned k = cfg_.workers;
     struct Part {
         Histogram hist;
@@ -138,18 +130,16 @@ void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, s
         p.old.resize(m);
         const unsigned helpers = m >= kMinParallelMerge ? k : 1;
         pool_->run(helpers, [&](unsigned i) {
-            stack_.merge_probe(cl, p.firsts.data(), p.rank.data(), m * i / helpers,
-                               m * (i + 1) / helpers, base, p.old.data());
+            stack_.merge_probe(cl, p.firsts.data(), p.rank.data(), m * i / helpers, m * (i + 1) / helpers,
+                               base, p.old.data());
         });
-        stack_.merge_resolve(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), p.old.data(),
-                             m, base, h);
+        stack_.merge_resolve(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), p.old.data(), m, base, h);
         h.merge(p.hist);
         p = Part();
     }
 }
 
-void Reuse::add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
-                           Histogram &h) {
+void Reuse::add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     // SHARDS fixed rate: a line is sampled iff its hash is below R * 2^32; a sampled distance d
     // estimates d / R in the full trace and each sample stands for 1 / R accesses.
     const uint64_t thr = threshold_;
@@ -161,14 +151,13 @@ void Reuse::add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::
         const uint64_t d = stack_.access(lines[i]);
         ++taken;
         h.add_weight(d == kInfinity ? d : static_cast<uint64_t>(static_cast<double>(d) * inv),
-              type_of(is_write, i), inv);
+                     type_of(is_write, i), inv);
     }
     h.sampled += taken;
     h.sample_weight += static_cast<double>(taken) * inv;
 }
 
-void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
-                           Histogram &h) {
+void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     // SHARDS fixed size: keep at most sample_size lines; when a new line overflows the set, the
     // threshold drops to the largest hash kept and every line at or above it is evicted.
     const uint64_t key = key_;
@@ -181,7 +170,7 @@ void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::
         ++h.sampled;
         h.sample_weight += inv;
         h.add_weight(d == kInfinity ? d : static_cast<uint64_t>(static_cast<double>(d) * inv),
-              type_of(is_write, i), inv);
+                     type_of(is_write, i), inv);
         if (d != kInfinity) continue;
         heap_.emplace(hv, lines[i]);
         if (stack_.size() <= cap) continue;

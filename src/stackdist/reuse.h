@@ -28,12 +28,12 @@ enum class Mode { kExact, kFixedRate, kFixedSize };
 
 struct ReuseConfig {
     Mode mode = Mode::kExact;
-    double sample_rate = 1.0;    // kFixedRate: 0 < R <= 1
-    uint64_t sample_size = 0;    // kFixedSize: most sampled lines kept (>= 1)
-    unsigned workers = 1;        // kExact: > 1 runs batches in parallel chunks
-    uint64_t seed = 0;           // SHARDS hash seed
+    double sample_rate = 1.0;  // kFixedRate: 0 < R <= 1
+    uint64_t sample_size = 0;  // kFixedSize: most sampled lines kept (>= 1)
+    unsigned workers = 1;      // kExact: > 1 runs batches in parallel chunks
+    uint64_t seed = 0;         // SHARDS hash seed
     uint64_t initial_capacity = 0;
-    bool verify = false;         // check every answer against a naive stack (serial only)
+    bool verify = false;  // check every answer against a naive stack (serial only)
 };
 
 // What the tool's JSON needs.
@@ -41,7 +41,7 @@ struct ReuseResult {
     uint64_t accesses = 0;
     uint64_t infinite = 0;
     std::vector<std::pair<uint64_t, uint64_t>> histogram;  // ascending, no zero counts
-    std::vector<std::pair<uint64_t, double>> mrc;         // [cache_lines, miss_ratio]
+    std::vector<std::pair<uint64_t, double>> mrc;          // [cache_lines, miss_ratio]
     bool sampled = false;
     double sample_rate = 1.0;
 };
@@ -70,8 +70,7 @@ public:
 private:
     bool add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
     void add_parallel(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
-    void add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
-                            Histogram &h);
+    void add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
     void add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
     void add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
 

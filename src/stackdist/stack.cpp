@@ -164,8 +164,7 @@ SONDE_STACK_HOT uint64_t Stack::distance_of(uint64_t t) const {
     const uint64_t last = (now_ - 1) >> 6;
     if (last - w <= 8) {
         uint64_t d = popcount<kHw>(words_[w] & ~mask_le(t & 63));
-        for (uint64_t i = w + 1; i <= last; ++i)
-            d += popcount<kHw>(words_[i]);
+        for (uint64_t i = w + 1; i <= last; ++i) d += popcount<kHw>(words_[i]);
         return d;
     }
     return live_ - rank_le<kHw>(t);
@@ -227,8 +226,7 @@ SONDE_STACK_HOT void Stack::compact_impl(uint64_t room) {
     auto renumber = [&](uint64_t val) SONDE_STACK_LAMBDA {
         const uint64_t t = val >> 1;
         const uint64_t w = t >> 6;
-        const uint64_t below =
-            (t & 63) ? popcount<kHw>(words_[w] & ((1ull << (t & 63)) - 1)) : 0;
+        const uint64_t below = (t & 63) ? popcount<kHw>(words_[w] & ((1ull << (t & 63)) - 1)) : 0;
         return ((base[w] + below) << 1) | (val & 1);
     };
     for (Slot &s : table_)
@@ -282,9 +280,8 @@ uint64_t Stack::access(uint64_t addr) { return access_hot(addr); }
 // prefetched a few accesses ahead once the table outgrows the L2 cache. `firsts` null: count
 // every access; otherwise first accesses are not counted but their offsets listed.
 template <bool kHw>
-SONDE_STACK_HOT void Stack::batch_loop(const uint64_t *lines, const uint8_t *is_write,
-                                       std::size_t n, Histogram &h,
-                                       std::vector<uint32_t> *firsts) {
+SONDE_STACK_HOT void Stack::batch_loop(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
+                                       Histogram &h, std::vector<uint32_t> *firsts) {
     constexpr std::size_t kAhead = 12;
     constexpr uint64_t kPrefetchSlots = (256u << 10) / sizeof(Slot);
     for (std::size_t i = 0; i < n; ++i) {
@@ -303,8 +300,7 @@ SONDE_STACK_HOT void Stack::batch_loop(const uint64_t *lines, const uint8_t *is_
     }
 }
 
-void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
-                        Histogram &h) {
+void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     if (verify_) {
         for (std::size_t i = 0; i < n; ++i)
             h.add_unit(access(lines[i]), is_write != nullptr && is_write[i] != 0 ? 1u : 0u);
@@ -318,8 +314,8 @@ void Stack::access_many(const uint64_t *lines, const uint8_t *is_write, std::siz
     });
 }
 
-void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
-                         Histogram &h, std::vector<uint32_t> &firsts) {
+void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h,
+                         std::vector<uint32_t> &firsts) {
     with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
         if (is_write == nullptr)
             batch_loop<decltype(hw)::value>(lines, nullptr, n, h, &firsts);
@@ -328,8 +324,7 @@ void Stack::access_chunk(const uint64_t *lines, const uint8_t *is_write, std::si
     });
 }
 
-void Stack::chunk_ranks(const uint64_t *lines, const uint32_t *firsts, std::size_t m,
-                        uint32_t *rank) {
+void Stack::chunk_ranks(const uint64_t *lines, const uint32_t *firsts, std::size_t m, uint32_t *rank) {
     compact();  // live times become 0..live-1: a line's time is its recency rank
     constexpr std::size_t kAhead = 12;
     for (std::size_t j = 0; j < m; ++j) {
@@ -345,8 +340,8 @@ uint64_t Stack::merge_reserve(uint64_t m) {
     return now_;
 }
 
-void Stack::merge_probe(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
-                        std::size_t from, std::size_t to, uint64_t base, uint64_t *old) {
+void Stack::merge_probe(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank, std::size_t from,
+                        std::size_t to, uint64_t base, uint64_t *old) {
     // Reads keys and writes the values of distinct lines only: concurrent calls on disjoint
     // ranges touch disjoint memory. Line kEmpty (outside the table) is left to merge_resolve.
     constexpr std::size_t kAhead = 12;
@@ -368,8 +363,7 @@ void Stack::merge_probe(const uint64_t *lines, const uint32_t *firsts, const uin
 }
 
 void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
-                          const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base,
-                          Histogram &h) {
+                          const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram &h) {
     // First access j of the chunk: the j earlier first accesses are all more recent, and so is
     // every line here whose old time is later, unless the chunk has re-touched it already (its
     // old time is cleared after its query). Until the new times are set, live_ counts the set

@@ -45,8 +45,8 @@ public:
     void access_many(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
     // Parallel chunk (private stack): like access_many for the n accesses at lines, except that
     // first accesses (infinite here) are not counted; their offsets are appended to `firsts`.
-    void access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n,
-                      Histogram &h, std::vector<uint32_t> &firsts);
+    void access_chunk(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h,
+                      std::vector<uint32_t> &firsts);
     // After access_chunk: rank[j] = recency rank (0 = least recent) of lines[firsts[j]] among
     // the m lines of this stack. Compacts first.
     void chunk_ranks(const uint64_t *lines, const uint32_t *firsts, std::size_t m, uint32_t *rank);
@@ -66,11 +66,10 @@ public:
     //     access is always more recent; a line not yet re-touched counts if its old time is
     //     later), inserts the new lines and sets the new times. It overwrites old[].
     uint64_t merge_reserve(uint64_t m);
-    void merge_probe(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
-                     std::size_t from, std::size_t to, uint64_t base, uint64_t *old);
+    void merge_probe(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank, std::size_t from,
+                     std::size_t to, uint64_t base, uint64_t *old);
     void merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
-                       const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base,
-                       Histogram &h);
+                       const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram &h);
 
     // Lines in the stack.
     uint64_t size() const { return live_; }
@@ -136,7 +135,7 @@ private:
     // compact()'s live times before each word, kept between compactions: allocating and
     // freeing it each time costs page faults and, with threads, TLB shootdowns.
     std::vector<uint32_t> compact_base_;
-    uint64_t slots_ = 0;         // time slots (multiple of 64)
+    uint64_t slots_ = 0;  // time slots (multiple of 64)
     uint64_t now_ = 0;
 
     bool verify_ = false;

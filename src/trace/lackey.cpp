@@ -78,7 +78,8 @@ private:
 
     void fail(uint64_t offset, const std::string &what) {
         status_ = SONDE_STATUS_ERROR_FORMAT;
-        error_ = fmt::at(path_, offset, what + (win_.compressed() ? " (offset in the decompressed text)" : ""));
+        error_ =
+            fmt::at(path_, offset, what + (win_.compressed() ? " (offset in the decompressed text)" : ""));
     }
 
     void bad_line(const unsigned char *line, const unsigned char *end) {
@@ -99,7 +100,8 @@ private:
         const bool eof = win_.eof();
         size_t n = 0;
         while (n < max && p < end) {
-            const unsigned char *nl = static_cast<const unsigned char *>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+            const unsigned char *nl =
+                static_cast<const unsigned char *>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
             if (nl == nullptr) {
                 if (!eof) break;
                 nl = end;  // the last line has no newline
@@ -117,7 +119,9 @@ private:
                 type = SONDE_MEMREF_IFETCH;
             } else if (len >= 4 && line[0] == ' ' && line[2] == ' ' &&
                        (line[1] == 'L' || line[1] == 'S' || line[1] == 'M')) {
-                type = line[1] == 'L' ? SONDE_MEMREF_READ : line[1] == 'S' ? SONDE_MEMREF_WRITE : SONDE_MEMREF_MODIFY;
+                type = line[1] == 'L'   ? SONDE_MEMREF_READ
+                       : line[1] == 'S' ? SONDE_MEMREF_WRITE
+                                        : SONDE_MEMREF_MODIFY;
             } else {
                 --line_;
                 bad_line(line, end);

@@ -39,8 +39,9 @@ public:
                 const size_t tail = win_.len();  // refill() moved the unconsumed bytes to the front
                 if (tail != 0) {
                     status_ = SONDE_STATUS_ERROR_FORMAT;
-                    error_ = fmt::at(path_, win_.offset(),
-                                     "raw64 size is not a multiple of 8 (" + std::to_string(tail) + " trailing bytes)");
+                    error_ = fmt::at(
+                        path_, win_.offset(),
+                        "raw64 size is not a multiple of 8 (" + std::to_string(tail) + " trailing bytes)");
                     return 0;
                 }
                 break;

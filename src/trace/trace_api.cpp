@@ -63,7 +63,8 @@ SONDE_API sonde_status_t sonde_trace_reader_open(const char *path, uint32_t form
     });
 }
 
-SONDE_API sonde_status_t sonde_trace_reader_num_shards(const sonde_trace_reader_t *reader, uint32_t *num_shards) {
+SONDE_API sonde_status_t sonde_trace_reader_num_shards(const sonde_trace_reader_t *reader,
+                                                       uint32_t *num_shards) {
     if (reader == nullptr || num_shards == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     *num_shards = static_cast<uint32_t>(reader->input->num_shards());
     return SONDE_STATUS_SUCCESS;
@@ -76,9 +77,11 @@ SONDE_API sonde_status_t sonde_trace_reader_format(const sonde_trace_reader_t *r
 }
 
 SONDE_API sonde_status_t sonde_trace_reader_read_shard(sonde_trace_reader_t *reader, uint32_t shard,
-                                                       sonde_memref_t *memrefs, size_t max, size_t *num_read) {
+                                                       sonde_memref_t *memrefs, size_t max,
+                                                       size_t *num_read) {
     if (num_read != nullptr) *num_read = 0;
-    if (reader == nullptr || memrefs == nullptr || num_read == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (reader == nullptr || memrefs == nullptr || num_read == nullptr)
+        return SONDE_STATUS_ERROR_NULL_POINTER;
     if (shard >= reader->shards.size() || max == 0) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     return sonde::guarded([&]() -> sonde_status_t {
         auto &sr = reader->shards[shard];
@@ -93,10 +96,11 @@ SONDE_API sonde_status_t sonde_trace_reader_read_shard(sonde_trace_reader_t *rea
     });
 }
 
-SONDE_API sonde_status_t sonde_trace_reader_read(sonde_trace_reader_t *reader, sonde_memref_t *memrefs, size_t max,
-                                                 size_t *num_read) {
+SONDE_API sonde_status_t sonde_trace_reader_read(sonde_trace_reader_t *reader, sonde_memref_t *memrefs,
+                                                 size_t max, size_t *num_read) {
     if (num_read != nullptr) *num_read = 0;
-    if (reader == nullptr || memrefs == nullptr || num_read == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (reader == nullptr || memrefs == nullptr || num_read == nullptr)
+        return SONDE_STATUS_ERROR_NULL_POINTER;
     if (max == 0) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     return sonde::guarded([&]() -> sonde_status_t {
         if (!reader->serial) {
@@ -126,21 +130,25 @@ SONDE_API sonde_status_t sonde_trace_reader_close(sonde_trace_reader_t *reader) 
     return SONDE_STATUS_SUCCESS;
 }
 
-SONDE_API sonde_status_t sonde_trace_writer_create(const char *path, const sonde_trace_writer_properties_t *properties,
+SONDE_API sonde_status_t sonde_trace_writer_create(const char *path,
+                                                   const sonde_trace_writer_properties_t *properties,
                                                    sonde_trace_writer_t **out) {
     if (out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     *out = nullptr;
     if (path == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     sonde_trace_writer_properties_t props{};
     if (properties != nullptr) {
-        const sonde_status_t s = sonde::read_abi_struct(properties, SONDE_TRACE_WRITER_PROPERTIES_SIZE_1_0, &props);
+        const sonde_status_t s =
+            sonde::read_abi_struct(properties, SONDE_TRACE_WRITER_PROPERTIES_SIZE_1_0, &props);
         if (s != SONDE_STATUS_SUCCESS) return s;
     }
     if (props.reserved != 0 || props.compression_level < 0 || props.compression_level > 19 ||
         props.chunk_records > sonde::trace::fmt::kMaxChunkRecords)
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-    const int level = props.compression_level == 0 ? sonde::trace::fmt::kDefaultLevel : props.compression_level;
-    const uint32_t chunk = props.chunk_records == 0 ? sonde::trace::fmt::kDefaultChunkRecords : props.chunk_records;
+    const int level =
+        props.compression_level == 0 ? sonde::trace::fmt::kDefaultLevel : props.compression_level;
+    const uint32_t chunk =
+        props.chunk_records == 0 ? sonde::trace::fmt::kDefaultChunkRecords : props.chunk_records;
     return sonde::guarded([&]() -> sonde_status_t {
         auto w = std::make_unique<sonde_trace_writer_t>();
         w->writer = std::make_unique<sonde::trace::TraceWriter>(path, level, chunk);
@@ -176,8 +184,9 @@ SONDE_API sonde_status_t sonde_trace_writer_close(sonde_trace_writer_t *writer) 
     return s;
 }
 
-SONDE_API void sonde_trace_buffer_consumer(const sonde_record_header_t *begin, const sonde_record_header_t *end,
-                                           sonde_session_id_t session, sonde_buffer_id_t buffer, void *user_data) {
+SONDE_API void sonde_trace_buffer_consumer(const sonde_record_header_t *begin,
+                                           const sonde_record_header_t *end, sonde_session_id_t session,
+                                           sonde_buffer_id_t buffer, void *user_data) {
     (void)session;
     (void)buffer;
     if (user_data == nullptr) return;

@@ -54,13 +54,15 @@ std::string decode_chunk_header(const unsigned char in[kChunkHeaderSize], ChunkH
     if (h->shard > kMaxShard) return "chunk shard " + std::to_string(h->shard) + " out of range";
     if (h->records == 0 || h->records > kMaxChunkRecords)
         return "chunk record count " + std::to_string(h->records) + " out of range";
-    if (h->compressed_size == 0 || h->compressed_size > ZSTD_compressBound(static_cast<size_t>(h->records) * kRecordSize))
+    if (h->compressed_size == 0 ||
+        h->compressed_size > ZSTD_compressBound(static_cast<size_t>(h->records) * kRecordSize))
         return "chunk compressed size " + std::to_string(h->compressed_size) + " out of range";
     return {};
 }
 
 void encode_columns(const sonde_memref_t *records, size_t n, unsigned char *out) {
-    unsigned char *addr = out, *pc = out + 8 * n, *ts = out + 16 * n, *type = out + 24 * n, *size = out + 26 * n;
+    unsigned char *addr = out, *pc = out + 8 * n, *ts = out + 16 * n, *type = out + 24 * n,
+                  *size = out + 26 * n;
     uint64_t pa = 0, pp = 0, pt = 0;
     for (size_t i = 0; i < n; ++i) {
         const sonde_memref_t &r = records[i];
@@ -77,8 +79,8 @@ void encode_columns(const sonde_memref_t *records, size_t n, unsigned char *out)
 
 void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t count, uint32_t shard,
                     uint64_t state[3], sonde_memref_t *out) {
-    const unsigned char *addr = payload, *pc = payload + 8 * n, *ts = payload + 16 * n, *type = payload + 24 * n,
-                        *size = payload + 26 * n;
+    const unsigned char *addr = payload, *pc = payload + 8 * n, *ts = payload + 16 * n,
+                        *type = payload + 24 * n, *size = payload + 26 * n;
     uint64_t pa = state[0], pp = state[1], pt = state[2];
     for (size_t k = 0; k < count; ++k) {
         const size_t i = from + k;

@@ -74,8 +74,9 @@ public:
             return SONDE_STATUS_ERROR_FORMAT;
         }
         if (fmt::load32(h + 8) != fmt::kVersion) {
-            *error = fmt::at(path, 8, "unsupported version " + std::to_string(fmt::load32(h + 8)) +
-                                          " (this reader knows version 1)");
+            *error = fmt::at(path, 8,
+                             "unsupported version " + std::to_string(fmt::load32(h + 8)) +
+                                 " (this reader knows version 1)");
             return SONDE_STATUS_ERROR_FORMAT;
         }
         if (fmt::load64(h + 56) != fmt::checksum64(h, 56)) {
@@ -160,8 +161,8 @@ private:
             const uint64_t off = fmt::load64(e);
             const uint32_t shard = fmt::load32(e + 8);
             const uint32_t recs = fmt::load32(e + 12);
-            if (off < fmt::kHeaderSize || off + fmt::kChunkHeaderSize > ioff || shard >= nshards || recs == 0 ||
-                recs > fmt::kMaxChunkRecords) {
+            if (off < fmt::kHeaderSize || off + fmt::kChunkHeaderSize > ioff || shard >= nshards ||
+                recs == 0 || recs > fmt::kMaxChunkRecords) {
                 shards_.clear();
                 *why = "offset " + std::to_string(ioff + fmt::kIndexHeaderSize + i * fmt::kIndexEntrySize) +
                        ": invalid index entry " + std::to_string(i);
@@ -198,8 +199,8 @@ private:
             }
             const uint64_t pend = off + fmt::kChunkHeaderSize + ch.compressed_size;
             if (pend > size_) {
-                stop = "truncated chunk at offset " + std::to_string(off) + " (" + std::to_string(size_ - off) +
-                       " of " + std::to_string(pend - off) + " bytes)";
+                stop = "truncated chunk at offset " + std::to_string(off) + " (" +
+                       std::to_string(size_ - off) + " of " + std::to_string(pend - off) + " bytes)";
                 break;
             }
             payload.resize(ch.compressed_size);
@@ -279,8 +280,8 @@ private:
             return false;
         }
         if (static_cast<size_t>(pgot) != cbuf_.size())
-            return fail(poff, "truncated chunk (" + std::to_string(pgot) + " of " + std::to_string(cbuf_.size()) +
-                                  " payload bytes)");
+            return fail(poff, "truncated chunk (" + std::to_string(pgot) + " of " +
+                                  std::to_string(cbuf_.size()) + " payload bytes)");
         if (fmt::checksum64(cbuf_.data(), cbuf_.size()) != h.payload_checksum)
             return fail(poff, "chunk payload checksum mismatch");
         if (dctx_ == nullptr) {
@@ -295,7 +296,8 @@ private:
         const size_t r = ZSTD_decompressDCtx(dctx_, payload_.get(), want, cbuf_.data(), cbuf_.size());
         if (ZSTD_isError(r)) return fail(poff, std::string("zstd: ") + ZSTD_getErrorName(r));
         if (r != want)
-            return fail(poff, "chunk decompresses to " + std::to_string(r) + " bytes, expected " + std::to_string(want));
+            return fail(poff, "chunk decompresses to " + std::to_string(r) + " bytes, expected " +
+                                  std::to_string(want));
         pos_ = 0;
         count_ = h.records;
         state_[0] = state_[1] = state_[2] = 0;
@@ -311,7 +313,7 @@ private:
     size_t count_ = 0;
     std::unique_ptr<unsigned char[]> payload_;  // decompressed column payload, not zero-filled
     size_t payload_cap_ = 0;
-    uint64_t state_[3] = {0, 0, 0};              // running address, pc, timestamp
+    uint64_t state_[3] = {0, 0, 0};  // running address, pc, timestamp
     std::vector<unsigned char> cbuf_;
     ZSTD_DCtx *dctx_ = nullptr;
 };
@@ -351,16 +353,19 @@ sonde_status_t detect(const std::string &path, uint32_t *format, std::string *er
         *format = SONDE_TRACE_FORMAT_LACKEY;
         return SONDE_STATUS_SUCCESS;
     }
-    if (ends_with(base, ".raw64") || ends_with(base, ".raw") || ends_with(base, ".l64") || ends_with(base, ".bin")) {
+    if (ends_with(base, ".raw64") || ends_with(base, ".raw") || ends_with(base, ".l64") ||
+        ends_with(base, ".bin")) {
         *format = SONDE_TRACE_FORMAT_RAW64;
         return SONDE_STATUS_SUCCESS;
     }
-    if (n >= 3 && ((head[0] == '=' && head[1] == '=') || (head[0] == 'I' && head[1] == ' ' && head[2] == ' ') ||
-                   (head[0] == ' ' && (head[1] == 'L' || head[1] == 'S' || head[1] == 'M') && head[2] == ' '))) {
+    if (n >= 3 &&
+        ((head[0] == '=' && head[1] == '=') || (head[0] == 'I' && head[1] == ' ' && head[2] == ' ') ||
+         (head[0] == ' ' && (head[1] == 'L' || head[1] == 'S' || head[1] == 'M') && head[2] == ' '))) {
         *format = SONDE_TRACE_FORMAT_LACKEY;
         return SONDE_STATUS_SUCCESS;
     }
-    *error = fmt::at(path, 0, "cannot tell the format (no Sonde magic, unknown extension); name it explicitly");
+    *error =
+        fmt::at(path, 0, "cannot tell the format (no Sonde magic, unknown extension); name it explicitly");
     return SONDE_STATUS_ERROR_FORMAT;
 }
 

@@ -37,7 +37,7 @@ private:
     bool zstd_ = false;
     bool eof_ = false;
     uint64_t file_size_ = 0;
-    uint64_t file_offset_ = 0;  // bytes of the file consumed into in_
+    uint64_t file_offset_ = 0;             // bytes of the file consumed into in_
     std::unique_ptr<unsigned char[]> in_;  // not zero-filled: only the bytes read are touched
     size_t in_cap_ = 0;
     size_t in_pos_ = 0;

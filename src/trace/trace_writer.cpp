@@ -73,10 +73,12 @@ sonde_status_t TraceWriter::flush_shard_locked(uint32_t shard, std::vector<sonde
     fmt::encode_columns(pending.data(), pending.size(), columns_.data());
     const size_t bound = ZSTD_compressBound(raw);
     if (cbuf_.size() < fmt::kChunkHeaderSize + bound) cbuf_.resize(fmt::kChunkHeaderSize + bound);
-    const size_t csize = ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_), cbuf_.data() + fmt::kChunkHeaderSize,
-                                           bound, columns_.data(), raw, level_);
+    const size_t csize =
+        ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_), cbuf_.data() + fmt::kChunkHeaderSize, bound,
+                          columns_.data(), raw, level_);
     if (ZSTD_isError(csize))
-        return fail_locked(SONDE_STATUS_ERROR_IO, path_ + ": zstd compression failed: " + ZSTD_getErrorName(csize));
+        return fail_locked(SONDE_STATUS_ERROR_IO,
+                           path_ + ": zstd compression failed: " + ZSTD_getErrorName(csize));
     fmt::ChunkHeader h;
     h.shard = shard;
     h.records = static_cast<uint32_t>(pending.size());
@@ -133,13 +135,15 @@ void TraceWriter::consume(const sonde_record_header_t *begin, const sonde_record
         const auto *rec = reinterpret_cast<const sonde_record_header_t *>(p);
         if (rec->size < sizeof(sonde_record_header_t) || rec->size % 8 != 0 ||
             rec->size > static_cast<size_t>(e - p)) {
-            fail_locked(SONDE_STATUS_ERROR_RECORD_CORRUPTED,
-                        path_ + ": delivered span holds a record with invalid size " + std::to_string(rec->size));
+            fail_locked(
+                SONDE_STATUS_ERROR_RECORD_CORRUPTED,
+                path_ + ": delivered span holds a record with invalid size " + std::to_string(rec->size));
             break;
         }
         uint32_t psize = 0;
         const void *payload = sonde_record_payload(rec, &psize);
-        if (rec->kind == SONDE_RECORD_KIND_THREAD && payload != nullptr && psize >= sizeof(sonde_thread_record_t)) {
+        if (rec->kind == SONDE_RECORD_KIND_THREAD && payload != nullptr &&
+            psize >= sizeof(sonde_thread_record_t)) {
             if (n > 0 && have_thread) {
                 if (append_locked(shard, batch, n) != SONDE_STATUS_SUCCESS) return;
                 n = 0;

@@ -30,15 +30,23 @@ enum {
 #define OLD_EVENT_RUNTIME_INIT 0u
 #define OLD_EVENT_METHOD_ENTER 8u
 
-typedef struct { uint64_t handle; } id_v10;
+typedef struct {
+    uint64_t handle;
+} id_v10;
 
 /* ---- 1.0 ---- */
-typedef struct { uint32_t struct_size, flags; const char *name; } session_props_v10;
+typedef struct {
+    uint32_t struct_size, flags;
+    const char *name;
+} session_props_v10;
 typedef struct {
     uint32_t struct_size, reserved;
     uint64_t emitted, delivered, dropped, bytes, callbacks, failures;
 } stats_v10;
-typedef struct { uint32_t size; uint16_t kind, flags; } header_v10;
+typedef struct {
+    uint32_t size;
+    uint16_t kind, flags;
+} header_v10;
 typedef void (*cb_v10)(const header_v10 *, const header_v10 *, id_v10, id_v10, void *);
 
 typedef struct {
@@ -90,8 +98,14 @@ typedef struct {
 } histogram_summary_v10;
 
 /* ---- 1.1: the client API ---- */
-typedef struct { char *entries; uint32_t size, actual_size; } string_v11;
-typedef struct { id_v10 *entries; uint32_t size, actual_size; } id_array_v11;
+typedef struct {
+    char *entries;
+    uint32_t size, actual_size;
+} string_v11;
+typedef struct {
+    id_v10 *entries;
+    uint32_t size, actual_size;
+} id_array_v11;
 typedef struct {
     uint32_t struct_size, event;
     uint64_t valid_items;

@@ -55,8 +55,8 @@ EXPORT uint32_t sonde_client_instantiate(const api_v11 *table, id_v10 id, const 
     self = id;
     uint32_t st = api->register_event(id, OLD_EVENT_RUNTIME_INIT, 0, on_event, NULL);
     if (st != OLD_SUCCESS) return st;
-    return api->register_event(id, OLD_EVENT_METHOD_ENTER, OLD_DATA_METHOD_ID | OLD_DATA_ADDRESS,
-                               on_event, NULL);
+    return api->register_event(id, OLD_EVENT_METHOD_ENTER, OLD_DATA_METHOD_ID | OLD_DATA_ADDRESS, on_event,
+                               NULL);
 }
 
 /* ---- the tool ---- */

@@ -21,11 +21,11 @@
 
 static void *lib;
 /* POSIX idiom: dlsym returns void *; copy it into the function pointer. */
-#define LOAD_FROM(handle, var, name)                  \
-    do {                                              \
-        void *p_ = dlsym(handle, name);               \
-        assert_non_null(p_);                          \
-        memcpy(&(var), &p_, sizeof(var));             \
+#define LOAD_FROM(handle, var, name)      \
+    do {                                  \
+        void *p_ = dlsym(handle, name);   \
+        assert_non_null(p_);              \
+        memcpy(&(var), &p_, sizeof(var)); \
     } while (0)
 #define LOAD(var, name) LOAD_FROM(lib, var, name)
 
@@ -33,7 +33,11 @@ static void *lib;
  * tail is long enough for the struct to stay larger than the library's while the library's
  * struct grows by less than 256 bytes; the tests set and read the tail's last 8 bytes. */
 #define TAIL 256
-#define NEWER(T) struct { T old; unsigned char tail[TAIL]; }
+#define NEWER(T)                  \
+    struct {                      \
+        T old;                    \
+        unsigned char tail[TAIL]; \
+    }
 static void set_tail_end(unsigned char *tail, uint64_t v) { memcpy(tail + TAIL - 8, &v, 8); }
 static uint64_t tail_end(const unsigned char *tail) {
     uint64_t v;
@@ -57,7 +61,8 @@ static const char *plugin_path(void) {
 }
 
 static void count_cb(const header_v10 *b, const header_v10 *e, id_v10 s, id_v10 bu, void *u) {
-    (void)s; (void)bu;
+    (void)s;
+    (void)bu;
     for (const header_v10 *r = b; r < e; r = (const header_v10 *)((const char *)r + r->size))
         if (r->kind >= 0x8000) ++*(int *)u;
 }
@@ -544,10 +549,8 @@ static void test_stackdist_v10(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_core_v10),
-        cmocka_unit_test(test_client_v11),
-        cmocka_unit_test(test_profile_v10),
-        cmocka_unit_test(test_trace_analysis_v10),
+        cmocka_unit_test(test_core_v10),      cmocka_unit_test(test_client_v11),
+        cmocka_unit_test(test_profile_v10),   cmocka_unit_test(test_trace_analysis_v10),
         cmocka_unit_test(test_stackdist_v10),
     };
     return cmocka_run_group_tests(tests, load_library, NULL);

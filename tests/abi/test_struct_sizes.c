@@ -21,16 +21,16 @@
 #endif
 
 /* The struct's size and alignment. */
-#define LAYOUT(T, size, align)                                  \
-    ABI_ASSERT(sizeof(T) == (size), "sizeof(" #T ")");          \
+#define LAYOUT(T, size, align)                         \
+    ABI_ASSERT(sizeof(T) == (size), "sizeof(" #T ")"); \
     ABI_ASSERT(ABI_ALIGNOF(T) == (align), "alignment of " #T)
 /* One field's offset and size. */
-#define FIELD(T, f, offset, size)                                            \
-    ABI_ASSERT(offsetof(T, f) == (offset), "offsetof(" #T ", " #f ")");      \
+#define FIELD(T, f, offset, size)                                       \
+    ABI_ASSERT(offsetof(T, f) == (offset), "offsetof(" #T ", " #f ")"); \
     ABI_ASSERT(sizeof(((T *)0)->f) == (size), "size of " #T "::" #f)
 /* A pinned first-release size: the literal it must hold, and never more than today's sizeof. */
-#define PINNED(macro, T, size)                                               \
-    ABI_ASSERT((macro) == (size), #macro);                                   \
+#define PINNED(macro, T, size)             \
+    ABI_ASSERT((macro) == (size), #macro); \
     ABI_ASSERT((macro) <= sizeof(T), #macro " is at most sizeof(" #T ")")
 
 ABI_ASSERT(sizeof(sonde_status_t) == 4, "sonde_status_t crosses the ABI as uint32_t");
@@ -315,17 +315,16 @@ FIELD(sonde_api_t, set_message, 96, 8);
 
 /* The pinned first-release sizes. The #if lines prove that each macro is a literal: a sizeof
  * expression cannot be evaluated by the preprocessor. */
-#if SONDE_SESSION_PROPERTIES_SIZE_1_0 != 16 || SONDE_BUFFER_STATS_SIZE_1_0 != 56 ||                 \
-    SONDE_PROFILE_ALLOCATOR_SIZE_1_0 != 24 || SONDE_PROFILE_VIEW_SIZE_1_0 != 48 ||                  \
-    SONDE_TRACE_WRITER_PROPERTIES_SIZE_1_0 != 16 || SONDE_TOOL_OPS_SIZE_1_0 != 136 ||              \
-    SONDE_TOOL_OPS_MIN_SIZE != 136 || SONDE_STACKDIST_OPTIONS_SIZE_1_0 != 48 ||                     \
+#if SONDE_SESSION_PROPERTIES_SIZE_1_0 != 16 || SONDE_BUFFER_STATS_SIZE_1_0 != 56 ||   \
+    SONDE_PROFILE_ALLOCATOR_SIZE_1_0 != 24 || SONDE_PROFILE_VIEW_SIZE_1_0 != 48 ||    \
+    SONDE_TRACE_WRITER_PROPERTIES_SIZE_1_0 != 16 || SONDE_TOOL_OPS_SIZE_1_0 != 136 || \
+    SONDE_TOOL_OPS_MIN_SIZE != 136 || SONDE_STACKDIST_OPTIONS_SIZE_1_0 != 48 ||       \
     SONDE_HISTOGRAM_SUMMARY_SIZE_1_0 != 80
 #error "a 1.0 size macro is not the literal size of its struct in 1.0"
 #endif
-#if SONDE_EVENT_DATA_SIZE_1_1 != 120 || SONDE_FILTER_ELEMENT_SIZE_1_1 != 80 ||                     \
-    SONDE_METHOD_INFO_SIZE_1_1 != 128 || SONDE_MODULE_INFO_SIZE_1_1 != 64 ||                        \
-    SONDE_THREAD_INFO_SIZE_1_1 != 48 || SONDE_CLIENT_INFO_SIZE_1_1 != 48 ||                         \
-    SONDE_API_SIZE_1_1 != 104
+#if SONDE_EVENT_DATA_SIZE_1_1 != 120 || SONDE_FILTER_ELEMENT_SIZE_1_1 != 80 || \
+    SONDE_METHOD_INFO_SIZE_1_1 != 128 || SONDE_MODULE_INFO_SIZE_1_1 != 64 ||   \
+    SONDE_THREAD_INFO_SIZE_1_1 != 48 || SONDE_CLIENT_INFO_SIZE_1_1 != 48 || SONDE_API_SIZE_1_1 != 104
 #error "a 1.1 size macro is not the literal size of its struct in 1.1"
 #endif
 

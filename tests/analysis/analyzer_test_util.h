@@ -22,7 +22,8 @@ static inline char *results(sonde_analyzer_t *a) {
     assert_int_equal(sonde_analyzer_results_json(a, NULL, 0, &need), SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
     assert_true(need > 2);
     char small[2];
-    assert_int_equal(sonde_analyzer_results_json(a, small, sizeof small, &need), SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
+    assert_int_equal(sonde_analyzer_results_json(a, small, sizeof small, &need),
+                     SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
     char *text = malloc(need);
     assert_non_null(text);
     size_t again = 0;

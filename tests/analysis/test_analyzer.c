@@ -20,7 +20,7 @@ enum { F_INIT, F_MEMREF, F_WORKER_INIT, F_WORKER_EXIT, F_SHARD_INIT, F_SHARD_MEM
 
 typedef struct event_t {
     int fn;
-    uint32_t shard;  /* shard, or worker index for worker events */
+    uint32_t shard; /* shard, or worker index for worker events */
     uint64_t address;
     pthread_t thread;
 } event_t;
@@ -35,7 +35,7 @@ typedef struct recorder_t {
     event_t events[4096];
     size_t count;
     bool parallel;
-    uint64_t fail_at;     /* fail on the record with this address (0 = never) */
+    uint64_t fail_at; /* fail on the record with this address (0 = never) */
     bool fail_init;
     shard_data_t shards[16];
     bool destroyed;
@@ -96,7 +96,9 @@ static const char *rec_shard_error(void *t, void *sd) {
     (void)t;
     return ((shard_data_t *)sd)->error;
 }
-static const char *rec_error(void *t) { return ((recorder_t *)t)->fail_init ? "cannot start" : "record refused"; }
+static const char *rec_error(void *t) {
+    return ((recorder_t *)t)->fail_init ? "cannot start" : "record refused";
+}
 static void rec_destroy(void *t) { ((recorder_t *)t)->destroyed = true; }
 
 static sonde_tool_ops_t recorder_ops(void) {
@@ -148,7 +150,8 @@ static void test_serial_order(void **state) {
     (void)state;
     /* Shard 0 at t=10,30,30(0 = inherits 30),50; shard 1 at t=20,30,40. Expected interleaving by
      * timestamp, ties to the lower shard. Addresses name the records. */
-    sonde_memref_t s0[4] = {ref(0, 0, 1, 8, 10), ref(0, 0, 2, 8, 30), ref(0, 0, 3, 8, 0), ref(0, 0, 4, 8, 50)};
+    sonde_memref_t s0[4] = {ref(0, 0, 1, 8, 10), ref(0, 0, 2, 8, 30), ref(0, 0, 3, 8, 0),
+                            ref(0, 0, 4, 8, 50)};
     sonde_memref_t s1[3] = {ref(1, 1, 11, 8, 20), ref(1, 1, 12, 8, 30), ref(1, 1, 13, 8, 40)};
     recorder_t *r = new_recorder(true);
     sonde_analyzer_t *a = NULL;
@@ -218,7 +221,8 @@ static void test_parallel_order(void **state) {
     sonde_tool_ops_t ops = recorder_ops();
     assert_int_equal(sonde_analyzer_add_tool_ops(a, &ops, r), SONDE_STATUS_SUCCESS);
     for (uint32_t s = 0; s < NSHARDS; ++s)
-        assert_int_equal(sonde_analyzer_add_memory_shard(a, shards[s], PER_SHARD, NULL), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_add_memory_shard(a, shards[s], PER_SHARD, NULL),
+                         SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_set_workers(a, 2), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
     bool parallel = false;
@@ -301,7 +305,8 @@ static void run_failing(bool parallel, bool fail_init, const char *expect) {
     assert_string_equal(sonde_analyzer_error(a), expect);
     /* Record 3 of shard 0 never reaches the tool once record 2 failed. */
     for (size_t i = 0; i < r->count; ++i)
-        assert_false((r->events[i].fn == F_MEMREF || r->events[i].fn == F_SHARD_MEMREF) && r->events[i].address == 3);
+        assert_false((r->events[i].fn == F_MEMREF || r->events[i].fn == F_SHARD_MEMREF) &&
+                     r->events[i].address == 3);
     if (parallel && !fail_init) {
         /* The failed shard and every worker still get their exit calls. */
         size_t exits = 0, worker_exits = 0;
@@ -335,7 +340,8 @@ static void test_basic_counts(void **state) {
     (void)state;
     for (int parallel = 0; parallel < 2; ++parallel) {
         sonde_memref_t s0[5] = {ref(0, SONDE_MEMREF_READ, 0, 8, 0), ref(0, SONDE_MEMREF_WRITE, 64, 8, 0),
-                                ref(0, SONDE_MEMREF_MODIFY, 60, 8, 0), ref(0, SONDE_MEMREF_IFETCH, 4096, 4, 0),
+                                ref(0, SONDE_MEMREF_MODIFY, 60, 8, 0),
+                                ref(0, SONDE_MEMREF_IFETCH, 4096, 4, 0),
                                 ref(0, SONDE_MEMREF_MARKER, 7, SONDE_MARKER_TIMESTAMP, 0)};
         sonde_memref_t s1[2] = {ref(1, SONDE_MEMREF_READ, 0, 8, 0), ref(1, SONDE_MEMREF_READ, 200, 8, 0)};
         sonde_analyzer_t *a = NULL;
@@ -348,10 +354,13 @@ static void test_basic_counts(void **state) {
         char *text = results(a);
         /* total: reads 1 + 1 (M) + 2, writes 1 + 1 (M), 1 ifetch, 1 marker; lines 0, 1 (M at 60
          * straddles 0 and 1), 64 (ifetch), 3 (address 200) */
-        assert_non_null(strstr(text, "\"basic_counts\":{\"distinct_lines\":4,\"ifetches\":1,\"line_size\":64,"
-                                     "\"markers\":1,\"reads\":4,\"shards\":["));
+        assert_non_null(strstr(text,
+                               "\"basic_counts\":{\"distinct_lines\":4,\"ifetches\":1,\"line_size\":64,"
+                               "\"markers\":1,\"reads\":4,\"shards\":["));
         assert_non_null(strstr(text, "\"total\":6,\"writes\":2}"));
-        assert_non_null(strstr(text, "{\"distinct_lines\":2,\"ifetches\":0,\"markers\":0,\"reads\":2,\"total\":2,\"writes\":0}"));
+        assert_non_null(strstr(
+            text,
+            "{\"distinct_lines\":2,\"ifetches\":0,\"markers\":0,\"reads\":2,\"total\":2,\"writes\":0}"));
         free(text);
         assert_int_equal(sonde_analyzer_print_results(a, stdout), SONDE_STATUS_SUCCESS);
         sonde_analyzer_destroy(a);
@@ -375,8 +384,8 @@ static void test_cache_sim_policies(void **state) {
     (void)state;
     /* Blocks 0, 2, 0, 4, 2 all map to set 0 (2 ways). LRU: miss miss hit miss(evicts 2) miss.
      * FIFO: miss miss hit miss(evicts 0, the oldest) hit. */
-    sonde_memref_t refs[5] = {ref(0, 0, 0, 4, 0), ref(0, 0, 128, 4, 0), ref(0, 0, 0, 4, 0), ref(0, 0, 256, 4, 0),
-                              ref(0, 0, 128, 4, 0)};
+    sonde_memref_t refs[5] = {ref(0, 0, 0, 4, 0), ref(0, 0, 128, 4, 0), ref(0, 0, 0, 4, 0),
+                              ref(0, 0, 256, 4, 0), ref(0, 0, 128, 4, 0)};
     char *json = NULL;
     run_cache("D1:256:2:64", refs, 5, &json);
     assert_int_equal(level_value(json, "D1", "accesses"), 5);
@@ -446,15 +455,18 @@ static void test_external_tools(void **state) {
     /* The same name twice is refused. */
     assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_GOOD, NULL), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(sonde_analyzer_error(a), "already added"));
-    assert_int_equal(sonde_analyzer_load_tool(a, "/nonexistent/tool.so", NULL), SONDE_STATUS_ERROR_LOAD_FAILED);
+    assert_int_equal(sonde_analyzer_load_tool(a, "/nonexistent/tool.so", NULL),
+                     SONDE_STATUS_ERROR_LOAD_FAILED);
     assert_non_null(strstr(sonde_analyzer_error(a), "/nonexistent/tool.so"));
     assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_NO_SYMBOL, NULL), SONDE_STATUS_ERROR_LOAD_FAILED);
     assert_non_null(strstr(sonde_analyzer_error(a), "no symbol sonde_tool_create"));
     /* An entry point that only a dependency of the object defines is not the tool's. */
-    assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_FROM_DEPENDENCY, NULL), SONDE_STATUS_ERROR_LOAD_FAILED);
+    assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_FROM_DEPENDENCY, NULL),
+                     SONDE_STATUS_ERROR_LOAD_FAILED);
     assert_non_null(strstr(sonde_analyzer_error(a), "not defined in the plugin"));
     assert_non_null(strstr(sonde_analyzer_error(a), "analyzer_fixture_provider"));
-    assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_BAD_SIZE, NULL), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI);
+    assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_BAD_SIZE, NULL),
+                     SONDE_STATUS_ERROR_INCOMPATIBLE_ABI);
     assert_non_null(strstr(sonde_analyzer_error(a), "struct_size 8"));
     assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_CREATE_FAILS, NULL), SONDE_STATUS_ERROR_TOOL);
     assert_non_null(strstr(sonde_analyzer_error(a), "SONDE_STATUS_ERROR_INVALID_ARGUMENT"));
@@ -483,12 +495,16 @@ static void test_bad_arguments(void **state) {
     assert_int_equal(sonde_analyzer_add_tool(a, NULL, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(sonde_analyzer_add_tool(a, "no_such_tool", NULL), SONDE_STATUS_ERROR_NOT_SUPPORTED);
     assert_non_null(strstr(sonde_analyzer_error(a), "basic_counts, cache_sim"));
-    assert_int_equal(sonde_analyzer_add_tool(a, "basic_counts", "line_size=3"), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(sonde_analyzer_add_tool(a, "basic_counts", "colour=red"), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
-    const char *bad_caches[] = {"D1:32K:8", "D1:32K:8:48", "D1:32K:0:64", "D1:33K:8:64", "D1:32K:8:64:plru",
-                                "D1:xK:8:64", "D1:-32K:8:64", ":32K:8:64", "D1:32K:8:64,"};
+    assert_int_equal(sonde_analyzer_add_tool(a, "basic_counts", "line_size=3"),
+                     SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(sonde_analyzer_add_tool(a, "basic_counts", "colour=red"),
+                     SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    const char *bad_caches[] = {"D1:32K:8",     "D1:32K:8:48",      "D1:32K:0:64",
+                                "D1:33K:8:64",  "D1:32K:8:64:plru", "D1:xK:8:64",
+                                "D1:-32K:8:64", ":32K:8:64",        "D1:32K:8:64,"};
     for (size_t i = 0; i < sizeof bad_caches / sizeof bad_caches[0]; ++i) {
-        assert_int_equal(sonde_analyzer_add_tool(a, "cache_sim", bad_caches[i]), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+        assert_int_equal(sonde_analyzer_add_tool(a, "cache_sim", bad_caches[i]),
+                         SONDE_STATUS_ERROR_INVALID_ARGUMENT);
         assert_true(strncmp(sonde_analyzer_error(a), "cache_sim: ", 11) == 0);
     }
     assert_int_equal(sonde_analyzer_load_tool(a, NULL, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
@@ -527,12 +543,16 @@ static void test_bad_arguments(void **state) {
     assert_int_equal(sonde_analyzer_set_parallel(NULL, true), SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(sonde_analyzer_set_workers(NULL, 1), SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(sonde_analyzer_set_workers(a, 1025), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(sonde_analyzer_add_input(a, NULL, SONDE_TRACE_FORMAT_LACKEY), SONDE_STATUS_ERROR_NULL_POINTER);
-    assert_int_equal(sonde_analyzer_add_input(NULL, "x", SONDE_TRACE_FORMAT_LACKEY), SONDE_STATUS_ERROR_NULL_POINTER);
-    assert_int_equal(sonde_analyzer_add_input(a, "/nonexistent/trace.sonde", SONDE_TRACE_FORMAT_SONDE), SONDE_STATUS_ERROR_IO);
+    assert_int_equal(sonde_analyzer_add_input(a, NULL, SONDE_TRACE_FORMAT_LACKEY),
+                     SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(sonde_analyzer_add_input(NULL, "x", SONDE_TRACE_FORMAT_LACKEY),
+                     SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(sonde_analyzer_add_input(a, "/nonexistent/trace.sonde", SONDE_TRACE_FORMAT_SONDE),
+                     SONDE_STATUS_ERROR_IO);
     assert_non_null(strstr(sonde_analyzer_error(a), "/nonexistent/trace.sonde"));
     assert_int_equal(sonde_analyzer_add_input(a, FIXTURE_GOOD, 77), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(sonde_analyzer_add_input(a, FIXTURE_GOOD, SONDE_TRACE_FORMAT_SONDE), SONDE_STATUS_ERROR_FORMAT);
+    assert_int_equal(sonde_analyzer_add_input(a, FIXTURE_GOOD, SONDE_TRACE_FORMAT_SONDE),
+                     SONDE_STATUS_ERROR_FORMAT);
     assert_int_equal(sonde_analyzer_add_memory_shard(a, NULL, 1, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(sonde_analyzer_add_memory_shard(NULL, s0, 1, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
 
@@ -568,16 +588,11 @@ static void test_bad_arguments(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_serial_order),
-        cmocka_unit_test(test_parallel_falls_back_to_serial),
-        cmocka_unit_test(test_parallel_order),
-        cmocka_unit_test(test_errors_stop_the_run),
-        cmocka_unit_test(test_basic_counts),
-        cmocka_unit_test(test_cache_sim_policies),
-        cmocka_unit_test(test_cache_sim_hierarchy),
-        cmocka_unit_test(test_cache_sim_private_l1),
-        cmocka_unit_test(test_external_tools),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_serial_order),        cmocka_unit_test(test_parallel_falls_back_to_serial),
+        cmocka_unit_test(test_parallel_order),      cmocka_unit_test(test_errors_stop_the_run),
+        cmocka_unit_test(test_basic_counts),        cmocka_unit_test(test_cache_sim_policies),
+        cmocka_unit_test(test_cache_sim_hierarchy), cmocka_unit_test(test_cache_sim_private_l1),
+        cmocka_unit_test(test_external_tools),      cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,8 @@ static void check(bool parallel) {
     snprintf(path, sizeof path, "%s/gzip-gpl3.lackey.zst", dir);
     sonde_analyzer_t *a = NULL;
     assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
-    assert_int_equal(sonde_analyzer_add_tool(a, "cache_sim", "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64"), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_tool(a, "cache_sim", "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64"),
+                     SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_add_input(a, path, SONDE_TRACE_FORMAT_LACKEY), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_set_parallel(a, parallel), SONDE_STATUS_SUCCESS);
     const sonde_status_t st = sonde_analyzer_run(a);

@@ -41,14 +41,16 @@ public:
     }
     bool parallel_shard_memrefs(void *sd, const sonde_memref_t *m, size_t n) override {
         for (size_t i = 0; i < n; ++i) {
-            if (m[i].address == throw_at_) throw std::runtime_error("shard boom at " + std::to_string(m[i].address));
+            if (m[i].address == throw_at_)
+                throw std::runtime_error("shard boom at " + std::to_string(m[i].address));
             ++*static_cast<uint64_t *>(sd);
         }
         return true;
     }
     std::string results_json() override {
         return "{\"serial\": " + std::to_string(serial_) + ", \"shard0\": " + std::to_string(per_shard_[0]) +
-               ", \"shard1\": " + std::to_string(per_shard_[1]) + ", \"shards\": " + std::to_string(shards_) + "}";
+               ", \"shard1\": " + std::to_string(per_shard_[1]) + ", \"shards\": " + std::to_string(shards_) +
+               "}";
     }
 
 private:
@@ -95,12 +97,14 @@ std::string json_of(sonde_analyzer_t *a) {
 void test_runs(void **) {
     sonde_analyzer_t *a = make(0, false);
     assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
-    assert_string_equal(json_of(a).c_str(), "{\"counter\":{\"serial\":5,\"shard0\":0,\"shard1\":0,\"shards\":2}}");
+    assert_string_equal(json_of(a).c_str(),
+                        "{\"counter\":{\"serial\":5,\"shard0\":0,\"shard1\":0,\"shards\":2}}");
     sonde_analyzer_destroy(a);
     assert_int_equal(live_tools, 0);
     a = make(0, true);
     assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
-    assert_string_equal(json_of(a).c_str(), "{\"counter\":{\"serial\":0,\"shard0\":3,\"shard1\":2,\"shards\":2}}");
+    assert_string_equal(json_of(a).c_str(),
+                        "{\"counter\":{\"serial\":0,\"shard0\":3,\"shard1\":2,\"shards\":2}}");
     sonde_analyzer_destroy(a);
     assert_int_equal(live_tools, 0);
 }

@@ -26,35 +26,42 @@ static void on_init(const sonde_event_data_t *d, void *user_data) {
         fclose(f);
     }
 }
-SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id, const char *options) {
+SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id,
+                                                     const char *options) {
     snprintf(path, sizeof path, "%s", options);
     return api->register_event(id, SONDE_EVENT_RUNTIME_INIT, 0, on_init, NULL);
 }
 #elif defined(PLUGIN_REFUSES)
-SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id, const char *options) {
+SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id,
+                                                     const char *options) {
     (void)options;
     api->set_message(id, "needs a newer Sonde");
     return SONDE_STATUS_ERROR_NOT_SUPPORTED;
 }
 #elif defined(PLUGIN_NEEDS_V99)
 SONDE_EXPORT const uint32_t sonde_client_required_abi_version = 99;
-SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id, const char *options) {
+SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id,
+                                                     const char *options) {
     (void)api;
     (void)id;
     (void)options;
     return SONDE_STATUS_SUCCESS;
 }
 #elif defined(PLUGIN_NOENTRY)
-SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id, const char *options);
-SONDE_EXPORT sonde_status_t plugin_noentry_forward(const sonde_api_t *api, sonde_client_id_t id, const char *options);
-SONDE_EXPORT sonde_status_t plugin_noentry_forward(const sonde_api_t *api, sonde_client_id_t id, const char *options) {
+SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id,
+                                                     const char *options);
+SONDE_EXPORT sonde_status_t plugin_noentry_forward(const sonde_api_t *api, sonde_client_id_t id,
+                                                   const char *options);
+SONDE_EXPORT sonde_status_t plugin_noentry_forward(const sonde_api_t *api, sonde_client_id_t id,
+                                                   const char *options) {
     return sonde_client_instantiate(api, id, options);
 }
 #elif defined(PLUGIN_ABI_PROVIDER)
 SONDE_EXPORT const uint32_t sonde_client_required_abi_version = 99;
 #elif defined(PLUGIN_ABI_FROM_DEPENDENCY)
 SONDE_EXPORT extern const uint32_t sonde_client_required_abi_version;
-SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id, const char *options) {
+SONDE_EXPORT sonde_status_t sonde_client_instantiate(const sonde_api_t *api, sonde_client_id_t id,
+                                                     const char *options) {
     (void)options;
     if (sonde_client_required_abi_version != 99) {
         api->set_message(id, "the dependency's sonde_client_required_abi_version is not linked");

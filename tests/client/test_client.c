@@ -26,7 +26,8 @@
 #define NOINLINE __attribute__((noinline, used))
 
 /* The methods the tests report. Their DWARF line is the line of their definition. */
-static const unsigned alpha_line = __LINE__; NOINLINE static void alpha(void) { __asm__ volatile(""); }
+static const unsigned alpha_line = __LINE__ + 1; /* the line of alpha below */
+NOINLINE static void alpha(void) { __asm__ volatile(""); }
 NOINLINE static void beta(void) { __asm__ volatile(""); }
 NOINLINE static void gamma_fn(void) { __asm__ volatile(""); }
 
@@ -43,13 +44,16 @@ static sonde_session_id_t a_session_seen;
 static void a_event(const sonde_event_data_t *d, void *user_data) {
     (void)user_data;
     switch (d->event) {
-    case SONDE_EVENT_RUNTIME_INIT: ++a_init; break;
-    case SONDE_EVENT_SHUTDOWN: ++a_shutdown; break;
-    case SONDE_EVENT_MODULE_LOAD: ++a_modules; break;
-    case SONDE_EVENT_THREAD_START: ++a_threads_started; break;
-    case SONDE_EVENT_SESSION_START: ++a_session_start; a_session_seen = d->session; break;
-    case SONDE_EVENT_SESSION_STOP: ++a_session_stop; break;
-    default: break;
+        case SONDE_EVENT_RUNTIME_INIT: ++a_init; break;
+        case SONDE_EVENT_SHUTDOWN: ++a_shutdown; break;
+        case SONDE_EVENT_MODULE_LOAD: ++a_modules; break;
+        case SONDE_EVENT_THREAD_START: ++a_threads_started; break;
+        case SONDE_EVENT_SESSION_START:
+            ++a_session_start;
+            a_session_seen = d->session;
+            break;
+        case SONDE_EVENT_SESSION_STOP: ++a_session_stop; break;
+        default: break;
     }
 }
 
@@ -69,7 +73,7 @@ static sonde_status_t a_instantiate(const sonde_api_t *a, sonde_client_id_t id, 
     sonde_module_array_t mods = {NULL, 0, 0};
     a_early_list = a->get_module_list(id, &mods);
     a_filter_in_instantiate = a->set_event_group_filter(id, SONDE_EVENT_GROUP_MODULE, accept_all, NULL);
-    const uint32_t events[] = {SONDE_EVENT_RUNTIME_INIT, SONDE_EVENT_SHUTDOWN, SONDE_EVENT_MODULE_LOAD,
+    const uint32_t events[] = {SONDE_EVENT_RUNTIME_INIT, SONDE_EVENT_SHUTDOWN,      SONDE_EVENT_MODULE_LOAD,
                                SONDE_EVENT_THREAD_START, SONDE_EVENT_SESSION_START, SONDE_EVENT_SESSION_STOP};
     for (size_t i = 0; i < sizeof events / sizeof events[0]; ++i) {
         const uint64_t items = events[i] == SONDE_EVENT_SESSION_START ? SONDE_DATA_SESSION_ID : 0;
@@ -88,7 +92,8 @@ static void test_phase_before_init(void **state) {
     assert_int_equal(a_init, 0);
     /* Requests through the table answer PHASE_FAILURE until the runtime is initialised. */
     sonde_thread_array_t threads = {NULL, 0, 0};
-    assert_int_equal(sonde_get_client_api()->get_thread_list(client_a, &threads), SONDE_STATUS_ERROR_PHASE_FAILURE);
+    assert_int_equal(sonde_get_client_api()->get_thread_list(client_a, &threads),
+                     SONDE_STATUS_ERROR_PHASE_FAILURE);
     /* Explicit events before initialisation are not delivered and say so. */
     assert_int_equal(sonde_user_mark("early", NULL, 0), SONDE_STATUS_ERROR_NOT_INITIALIZED);
     sonde_method_enter(FN(alpha), NULL);
@@ -98,7 +103,8 @@ static void test_phase_before_init(void **state) {
     assert_int_equal(a_init, 1);
     assert_true(a_modules >= 3); /* this program, libsonde, libc at least */
     assert_int_equal(a_threads_started, 1);
-    assert_int_equal(sonde_get_client_api()->get_thread_list(client_a, &threads), SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
+    assert_int_equal(sonde_get_client_api()->get_thread_list(client_a, &threads),
+                     SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
     assert_true(threads.actual_size >= 1);
 }
 
@@ -220,7 +226,8 @@ static void test_optional_symbol_from_dependency(void **state) {
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     info.message = (sonde_string_t){message, sizeof message, 0};
-    assert_int_equal(sonde_get_client_info(id, &info), SONDE_STATUS_ERROR_BUFFER_TOO_SHORT); /* no path storage */
+    assert_int_equal(sonde_get_client_info(id, &info),
+                     SONDE_STATUS_ERROR_BUFFER_TOO_SHORT); /* no path storage */
     assert_int_equal(info.state, SONDE_CLIENT_STATE_ACTIVE);
     assert_int_equal(info.status, SONDE_STATUS_SUCCESS);
     assert_string_equal(message, "");
@@ -261,20 +268,21 @@ static sonde_status_t b_instantiate(const sonde_api_t *a, sonde_client_id_t id, 
     (void)options;
     sonde_status_t st = a->set_event_group_filter(id, SONDE_EVENT_GROUP_CALL_GRAPH, b_only_alpha, NULL);
     if (st == SONDE_STATUS_SUCCESS)
-        st = a->register_event(id, SONDE_EVENT_METHOD_ENTER, SONDE_DATA_METHOD_ID | SONDE_DATA_STACK_DEPTH, record,
-                               &b_enter);
+        st = a->register_event(id, SONDE_EVENT_METHOD_ENTER, SONDE_DATA_METHOD_ID | SONDE_DATA_STACK_DEPTH,
+                               record, &b_enter);
     return st;
 }
 
 static sonde_status_t c_instantiate(const sonde_api_t *a, sonde_client_id_t id, const char *options) {
     assert_string_equal(options, "c-options");
-    sonde_status_t st = a->register_event(id, SONDE_EVENT_METHOD_LEAVE,
-                                          SONDE_DATA_METHOD_ID | SONDE_DATA_STACK_DEPTH | SONDE_DATA_TIMESTAMP |
-                                              SONDE_DATA_THREAD_ID | SONDE_DATA_CALL_SITE | SONDE_DATA_ADDRESS |
-                                              SONDE_DATA_MODULE_ID,
-                                          record, &c_leave);
+    sonde_status_t st = a->register_event(
+        id, SONDE_EVENT_METHOD_LEAVE,
+        SONDE_DATA_METHOD_ID | SONDE_DATA_STACK_DEPTH | SONDE_DATA_TIMESTAMP | SONDE_DATA_THREAD_ID |
+            SONDE_DATA_CALL_SITE | SONDE_DATA_ADDRESS | SONDE_DATA_MODULE_ID,
+        record, &c_leave);
     if (st == SONDE_STATUS_SUCCESS)
-        st = a->register_event(id, SONDE_EVENT_USER_MARK, SONDE_DATA_NAME | SONDE_DATA_USER_PAYLOAD, record, &c_mark);
+        st = a->register_event(id, SONDE_EVENT_USER_MARK, SONDE_DATA_NAME | SONDE_DATA_USER_PAYLOAD, record,
+                               &c_mark);
     return st;
 }
 
@@ -340,9 +348,11 @@ static void test_registration_errors(void **state) {
                      SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(api->register_event(client_b, SONDE_EVENT_COUNT, 0, record, NULL),
                      SONDE_STATUS_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(api->register_event(client_b, SONDE_EVENT_USER_MARK, 0, NULL, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
-    assert_int_equal(api->register_event(client_b, SONDE_EVENT_USER_MARK, SONDE_DATA_ACCESS_TYPE, record, NULL),
-                     SONDE_STATUS_ERROR_NOT_SUPPORTED);
+    assert_int_equal(api->register_event(client_b, SONDE_EVENT_USER_MARK, 0, NULL, NULL),
+                     SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(
+        api->register_event(client_b, SONDE_EVENT_USER_MARK, SONDE_DATA_ACCESS_TYPE, record, NULL),
+        SONDE_STATUS_ERROR_NOT_SUPPORTED);
     assert_int_equal(api->register_event((sonde_client_id_t){12345}, SONDE_EVENT_USER_MARK, 0, record, NULL),
                      SONDE_STATUS_ERROR_ILLEGAL_ID);
     assert_int_equal(api->set_message(client_b, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
@@ -368,9 +378,10 @@ static void test_method_info(void **state) {
     info.full_name = (sonde_string_t){full, sizeof full, 0};
     info.mangled_name = (sonde_string_t){mangled, sizeof mangled, 0};
     info.source_file = (sonde_string_t){file, sizeof file, 0};
-    const uint64_t all = SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME | SONDE_DATA_FULL_NAME | SONDE_DATA_MANGLED_NAME |
-                         SONDE_DATA_MODULE_ID | SONDE_DATA_SOURCE_FILE | SONDE_DATA_SOURCE_LINE |
-                         SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_VISIBILITY;
+    const uint64_t all = SONDE_DATA_NAME | SONDE_DATA_CLASS_NAME | SONDE_DATA_FULL_NAME |
+                         SONDE_DATA_MANGLED_NAME | SONDE_DATA_MODULE_ID | SONDE_DATA_SOURCE_FILE |
+                         SONDE_DATA_SOURCE_LINE | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE |
+                         SONDE_DATA_VISIBILITY;
     assert_int_equal(api->get_method_info(client_a, alpha_id, all, &info), SONDE_STATUS_SUCCESS);
     assert_int_equal(info.valid_items, all);
     assert_string_equal(name, "alpha");
@@ -400,22 +411,25 @@ static void test_method_info(void **state) {
                      SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
     assert_int_equal(info.name.actual_size, 6);
     info.name = (sonde_string_t){NULL, 5, 0};
-    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_NAME, &info), SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_NAME, &info),
+                     SONDE_STATUS_ERROR_NULL_POINTER);
     info.name = (sonde_string_t){name, sizeof name, 0};
 
     /* Statuses. */
-    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_NAME, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_NAME, NULL),
+                     SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_ACCESS_TYPE, &info),
                      SONDE_STATUS_ERROR_NOT_SUPPORTED);
     assert_int_equal(api->get_method_info(client_a, (sonde_method_id_t){0}, SONDE_DATA_NAME, &info),
                      SONDE_STATUS_ERROR_ILLEGAL_ID);
-    assert_int_equal(api->get_method_info(client_a, (sonde_method_id_t){alpha_id.handle + 100000}, SONDE_DATA_NAME,
-                                          &info),
-                     SONDE_STATUS_ERROR_ILLEGAL_ID);
+    assert_int_equal(
+        api->get_method_info(client_a, (sonde_method_id_t){alpha_id.handle + 100000}, SONDE_DATA_NAME, &info),
+        SONDE_STATUS_ERROR_ILLEGAL_ID);
     sonde_thread_id_t self_thread;
     assert_int_equal(sonde_register_thread(&self_thread), SONDE_STATUS_SUCCESS);
-    assert_int_equal(api->get_method_info(client_a, (sonde_method_id_t){self_thread.handle}, SONDE_DATA_NAME, &info),
-                     SONDE_STATUS_ERROR_ILLEGAL_ID);
+    assert_int_equal(
+        api->get_method_info(client_a, (sonde_method_id_t){self_thread.handle}, SONDE_DATA_NAME, &info),
+        SONDE_STATUS_ERROR_ILLEGAL_ID);
     assert_int_equal(api->get_method_info((sonde_client_id_t){99}, alpha_id, SONDE_DATA_NAME, &info),
                      SONDE_STATUS_ERROR_ILLEGAL_ID);
     info.struct_size = 8;
@@ -454,13 +468,15 @@ static void test_module_info(void **state) {
     sonde_method_info_t mi;
     memset(&mi, 0, sizeof mi);
     mi.struct_size = sizeof mi;
-    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_MODULE_ID, &mi), SONDE_STATUS_SUCCESS);
+    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_MODULE_ID, &mi),
+                     SONDE_STATUS_SUCCESS);
     sonde_module_info_t info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     info.name = (sonde_string_t){name, sizeof name, 0};
     info.path = (sonde_string_t){path, sizeof path, 0};
-    const uint64_t all = SONDE_DATA_NAME | SONDE_DATA_PATH | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_STATE;
+    const uint64_t all =
+        SONDE_DATA_NAME | SONDE_DATA_PATH | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_STATE;
     assert_int_equal(api->get_module_info(client_a, mi.module, all, &info), SONDE_STATUS_SUCCESS);
     assert_string_equal(name, "test_client");
     assert_non_null(strstr(path, "/test_client"));
@@ -469,9 +485,11 @@ static void test_module_info(void **state) {
     assert_true(info.address + info.size > (uint64_t)(uintptr_t)FN(alpha));
     assert_int_equal(api->get_module_info(client_a, mi.module, SONDE_DATA_METHOD_ID, &info),
                      SONDE_STATUS_ERROR_NOT_SUPPORTED);
-    assert_int_equal(api->get_module_info(client_a, (sonde_module_id_t){alpha_id.handle}, SONDE_DATA_NAME, &info),
-                     SONDE_STATUS_ERROR_ILLEGAL_ID);
-    assert_int_equal(api->get_module_info(client_a, mi.module, SONDE_DATA_NAME, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(
+        api->get_module_info(client_a, (sonde_module_id_t){alpha_id.handle}, SONDE_DATA_NAME, &info),
+        SONDE_STATUS_ERROR_ILLEGAL_ID);
+    assert_int_equal(api->get_module_info(client_a, mi.module, SONDE_DATA_NAME, NULL),
+                     SONDE_STATUS_ERROR_NULL_POINTER);
 
     /* The module list in the array protocol: size 0, too small, exact, larger. */
     sonde_module_id_t ids[256];
@@ -553,7 +571,8 @@ static void test_thread_requests(void **state) {
     memset(&ti, 0, sizeof ti);
     ti.struct_size = sizeof ti;
     ti.name = (sonde_string_t){name, sizeof name, 0};
-    const uint64_t all = SONDE_DATA_NAME | SONDE_DATA_OS_THREAD_ID | SONDE_DATA_STACK_DEPTH | SONDE_DATA_STATE;
+    const uint64_t all =
+        SONDE_DATA_NAME | SONDE_DATA_OS_THREAD_ID | SONDE_DATA_STACK_DEPTH | SONDE_DATA_STATE;
     assert_int_equal(api->get_thread_info(client_a, (sonde_thread_id_t){0}, all, &ti), SONDE_STATUS_SUCCESS);
     assert_int_equal(ti.os_thread_id, (uint64_t)syscall(SYS_gettid));
     assert_int_equal(ti.stack_depth, 2);
@@ -601,9 +620,11 @@ static void test_thread_requests(void **state) {
     assert_int_equal(api->get_thread_stack(client_a, other_id, &bad), SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(api->get_thread_stack(client_a, (sonde_thread_id_t){alpha_id.handle}, &stack),
                      SONDE_STATUS_ERROR_ILLEGAL_ID);
-    assert_int_equal(api->get_thread_info(client_a, other_id, SONDE_DATA_ADDRESS, &ti), SONDE_STATUS_ERROR_NOT_SUPPORTED);
+    assert_int_equal(api->get_thread_info(client_a, other_id, SONDE_DATA_ADDRESS, &ti),
+                     SONDE_STATUS_ERROR_NOT_SUPPORTED);
     ti.name = (sonde_string_t){name, 2, 0};
-    assert_int_equal(api->get_thread_info(client_a, other_id, SONDE_DATA_NAME, &ti), SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
+    assert_int_equal(api->get_thread_info(client_a, other_id, SONDE_DATA_NAME, &ti),
+                     SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
     assert_int_equal(ti.name.actual_size, 6);
 
     sonde_thread_id_t tids[64];
@@ -639,19 +660,20 @@ static void d_on_enter(const sonde_event_data_t *d, void *user_data) {
 static sonde_status_t d_instantiate(const sonde_api_t *a, sonde_client_id_t id, const char *options) {
     (void)options;
     sonde_status_t st = a->set_event_group_filter(id, SONDE_EVENT_GROUP_THREAD, d_reject_named, NULL);
-    if (st == SONDE_STATUS_SUCCESS) st = a->register_event(id, SONDE_EVENT_USER_MARK, SONDE_DATA_NAME, record, &d_marks);
     if (st == SONDE_STATUS_SUCCESS)
-        st = a->register_event(id, SONDE_EVENT_USER_RANGE_PUSH, SONDE_DATA_NAME | SONDE_DATA_STACK_DEPTH, record,
-                               &d_ranges);
+        st = a->register_event(id, SONDE_EVENT_USER_MARK, SONDE_DATA_NAME, record, &d_marks);
     if (st == SONDE_STATUS_SUCCESS)
-        st = a->register_event(id, SONDE_EVENT_USER_RANGE_POP, SONDE_DATA_NAME | SONDE_DATA_STACK_DEPTH, record,
-                               &d_ranges);
+        st = a->register_event(id, SONDE_EVENT_USER_RANGE_PUSH, SONDE_DATA_NAME | SONDE_DATA_STACK_DEPTH,
+                               record, &d_ranges);
     if (st == SONDE_STATUS_SUCCESS)
-        st = a->register_event(id, SONDE_EVENT_MEMORY_ACCESS,
-                               SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_ACCESS_TYPE | SONDE_DATA_METHOD_ID,
-                               record, &d_memory);
+        st = a->register_event(id, SONDE_EVENT_USER_RANGE_POP, SONDE_DATA_NAME | SONDE_DATA_STACK_DEPTH,
+                               record, &d_ranges);
     if (st == SONDE_STATUS_SUCCESS)
-        st = a->register_event(id, SONDE_EVENT_METHOD_ENTER, 0, d_on_enter, NULL);
+        st = a->register_event(
+            id, SONDE_EVENT_MEMORY_ACCESS,
+            SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_ACCESS_TYPE | SONDE_DATA_METHOD_ID, record,
+            &d_memory);
+    if (st == SONDE_STATUS_SUCCESS) st = a->register_event(id, SONDE_EVENT_METHOD_ENTER, 0, d_on_enter, NULL);
     return st;
 }
 
@@ -737,7 +759,8 @@ static void test_shutdown(void **state) {
     /* A second initialisation delivers RUNTIME_INIT again; ids stay valid. */
     assert_int_equal(sonde_initialize(), SONDE_STATUS_SUCCESS);
     assert_int_equal(a_init, 2);
-    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_ADDRESS, &info), SONDE_STATUS_SUCCESS);
+    assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_ADDRESS, &info),
+                     SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_finalize(), SONDE_STATUS_SUCCESS);
     assert_int_equal(a_shutdown, 2);
 }

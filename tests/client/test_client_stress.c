@@ -50,8 +50,8 @@ static void on_late_enter(const sonde_event_data_t *d, void *user_data) {
 static sonde_status_t counter_instantiate(const sonde_api_t *a, sonde_client_id_t id, const char *options) {
     (void)options;
     api = a;
-    sonde_status_t st = a->register_event(id, SONDE_EVENT_METHOD_ENTER, SONDE_DATA_METHOD_ID | SONDE_DATA_THREAD_ID,
-                                          on_enter, NULL);
+    sonde_status_t st = a->register_event(id, SONDE_EVENT_METHOD_ENTER,
+                                          SONDE_DATA_METHOD_ID | SONDE_DATA_THREAD_ID, on_enter, NULL);
     if (st == SONDE_STATUS_SUCCESS)
         st = a->register_event(id, SONDE_EVENT_METHOD_LEAVE, SONDE_DATA_STACK_DEPTH, on_leave, NULL);
     return st;
@@ -78,7 +78,8 @@ static void test_concurrent_events_and_requests(void **state) {
     assert_int_equal(sonde_register_client(counter_instantiate, NULL, &counter_id), SONDE_STATUS_SUCCESS);
     pthread_t t[THREADS];
     atomic_store(&running_threads, THREADS);
-    for (int i = 0; i < THREADS; ++i) assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < THREADS; ++i)
+        assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i), 0);
     int requests = 0;
     bool late_loaded = false;
     while (atomic_load(&running_threads) > 0) {
@@ -95,8 +96,9 @@ static void test_concurrent_events_and_requests(void **state) {
             sonde_thread_info_t ti;
             memset(&ti, 0, sizeof ti);
             ti.struct_size = sizeof ti;
-            assert_int_equal(api->get_thread_info(counter_id, ids[i], SONDE_DATA_STATE | SONDE_DATA_STACK_DEPTH, &ti),
-                             SONDE_STATUS_SUCCESS);
+            assert_int_equal(
+                api->get_thread_info(counter_id, ids[i], SONDE_DATA_STATE | SONDE_DATA_STACK_DEPTH, &ti),
+                SONDE_STATUS_SUCCESS);
         }
         assert_int_equal(sonde_user_mark("tick", NULL, 0), SONDE_STATUS_SUCCESS);
         if (!late_loaded && ++requests == 10) {

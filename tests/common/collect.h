@@ -11,7 +11,7 @@
 #include <sonde/sonde.h>
 
 typedef struct collected_t {
-    uint64_t thread_id;  /* from the span's THREAD marker */
+    uint64_t thread_id; /* from the span's THREAD marker */
     uint32_t kind;
     uint16_t flags;
     uint32_t payload_size;
@@ -23,10 +23,10 @@ typedef struct collector_t {
     collected_t *items;
     size_t count, cap;
     uint64_t spans;
-    uint64_t losses;       /* sum of LOSS record counts */
-    uint64_t bad_spans;    /* spans not starting with THREAD, or failing validation */
+    uint64_t losses;    /* sum of LOSS record counts */
+    uint64_t bad_spans; /* spans not starting with THREAD, or failing validation */
     sonde_status_t last_error;
-    int keep_losses;       /* also store LOSS records as items (kind LOSS) */
+    int keep_losses; /* also store LOSS records as items (kind LOSS) */
 } collector_t;
 
 static inline void collector_init(collector_t *c) {

@@ -61,13 +61,13 @@ static void test_create_buffer_arguments(void **state) {
 
     const sonde_buffer_property_t bad[][1] = {
         {{SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, 7}},
-        {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 5000}},      /* not a power of two */
-        {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 1024}},      /* too small */
-        {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 1 << 20}},   /* fewer than two chunks */
-        {{SONDE_BUFFER_PROPERTY_KIND_WATERMARK, 0, 1 << 30}},    /* above the size */
-        {{SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH, 0, 10}},    /* below 100 us */
-        {{99, 0, 1}},                                            /* unknown kind */
-        {{SONDE_BUFFER_PROPERTY_KIND_POLICY, 1, 0}},             /* reserved non-zero */
+        {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 5000}},    /* not a power of two */
+        {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 1024}},    /* too small */
+        {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 1 << 20}}, /* fewer than two chunks */
+        {{SONDE_BUFFER_PROPERTY_KIND_WATERMARK, 0, 1 << 30}},  /* above the size */
+        {{SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH, 0, 10}},  /* below 100 us */
+        {{99, 0, 1}},                                          /* unknown kind */
+        {{SONDE_BUFFER_PROPERTY_KIND_POLICY, 1, 0}},           /* reserved non-zero */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i)
         assert_int_equal(sonde_create_buffer(g_session, 1 << 20, collector_cb, NULL, bad[i], 1, &b),
@@ -204,15 +204,18 @@ static void test_emit_bad_arguments(void **state) {
     assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, NULL, 0), SONDE_STATUS_SUCCESS);
     /* Larger than a chunk can hold (64 KiB buffer -> 16 KiB chunks). */
     static unsigned char big[1 << 15];
-    assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, big, sizeof big), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, big, sizeof big),
+                     SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, big, SONDE_RECORD_MAX_PAYLOAD + 1),
                      SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     sonde_buffer_stats_t st = stats_of(b);
     assert_int_equal(st.records_emitted, 2);
     /* Forged and stale buffer ids. */
-    sonde_buffer_id_t forged[] = {{0}, {(uint64_t)1 << 32 | 5000}, {(uint64_t)12345 << 32 | (b.handle & 0xffffffff)}};
+    sonde_buffer_id_t forged[] = {
+        {0}, {(uint64_t)1 << 32 | 5000}, {(uint64_t)12345 << 32 | (b.handle & 0xffffffff)}};
     for (size_t i = 0; i < 3; ++i) {
-        assert_int_equal(sonde_emit(forged[i], SONDE_RECORD_KIND_USER, &small, 8), SONDE_STATUS_ERROR_BUFFER_NOT_FOUND);
+        assert_int_equal(sonde_emit(forged[i], SONDE_RECORD_KIND_USER, &small, 8),
+                         SONDE_STATUS_ERROR_BUFFER_NOT_FOUND);
         assert_int_equal(sonde_flush_data(g_session, forged[i].handle ? forged[i] : (sonde_buffer_id_t){1}),
                          SONDE_STATUS_ERROR_BUFFER_NOT_FOUND);
         assert_int_equal(sonde_destroy_buffer(g_session, forged[i]), SONDE_STATUS_ERROR_BUFFER_NOT_FOUND);
@@ -340,14 +343,16 @@ static void corrupting_cb(const sonde_record_header_t *begin, const sonde_record
     second->kind = 9; /* undefined Sonde kind */
     g_corrupt_results[3] = sonde_next_record(first, &next, s, b);
     second->kind = kind;
-    g_corrupt_results[4] = sonde_next_record((const sonde_record_header_t *)((const char *)end + 64), &next, s, b);
+    g_corrupt_results[4] =
+        sonde_next_record((const sonde_record_header_t *)((const char *)end + 64), &next, s, b);
     g_corrupt_results[5] = sonde_next_record(first, &next, s, b);
 }
 
 static void test_next_record_detects_corruption(void **state) {
     (void)state;
     sonde_buffer_id_t b;
-    assert_int_equal(sonde_create_buffer(g_session, 1 << 16, corrupting_cb, NULL, NULL, 0, &b), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_create_buffer(g_session, 1 << 16, corrupting_cb, NULL, NULL, 0, &b),
+                     SONDE_STATUS_SUCCESS);
     sonde_start_session(g_session);
     uint64_t v = 1;
     sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8);
@@ -412,7 +417,8 @@ static void test_guard_word_detects_overrun(void **state) {
     sonde_start_session(g_session);
     /* Chunk: 4088 usable bytes; THREAD marker 24; five 8-byte records; then a reservation of
      * 4024 bytes ends exactly at the guard. */
-    for (int i = 0; i < 5; ++i) assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, NULL, 0), SONDE_STATUS_SUCCESS);
+    for (int i = 0; i < 5; ++i)
+        assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, NULL, 0), SONDE_STATUS_SUCCESS);
     void *p = NULL;
     assert_int_equal(sonde_reserve(b, SONDE_RECORD_KIND_USER, 4016, &p), SONDE_STATUS_SUCCESS);
     memset(p, 0x11, 4016 + 8); /* 8 bytes too many */
@@ -498,7 +504,8 @@ static void test_interval_flush(void **state) {
     const uint64_t t0 = sonde_get_timestamp();
     assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8), SONDE_STATUS_SUCCESS);
     /* No flush: wait (a liveness bound far above two intervals, not a speed check). */
-    while (collector_count(&g_col) == 0 && sonde_get_timestamp() - t0 < 10ull * 1000 * 1000 * 1000) usleep(1000);
+    while (collector_count(&g_col) == 0 && sonde_get_timestamp() - t0 < 10ull * 1000 * 1000 * 1000)
+        usleep(1000);
     const uint64_t waited = sonde_get_timestamp() - t0;
     assert_int_equal(collector_count(&g_col), 1);
     print_message("interval flush delivered after %.1f ms (interval 20 ms)\n", waited / 1e6);
@@ -510,8 +517,8 @@ static void test_interval_flush(void **state) {
 static pthread_mutex_t g_gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_gate_cv = PTHREAD_COND_INITIALIZER;
 static int g_gate_open = 1;
-static void gated_cb(const sonde_record_header_t *b, const sonde_record_header_t *e,
-                     sonde_session_id_t s, sonde_buffer_id_t bu, void *u) {
+static void gated_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
+                     sonde_buffer_id_t bu, void *u) {
     pthread_mutex_lock(&g_gate_mu);
     while (!g_gate_open) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
     pthread_mutex_unlock(&g_gate_mu);
@@ -527,12 +534,12 @@ static void gate(int open) {
 static void run_policy_case(uint32_t policy, uint64_t timeout_ns) {
     collector_t col;
     collector_init(&col);
-    const sonde_buffer_property_t props[3] = {
-        {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096},
-        {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, policy},
-        {SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT, 0, timeout_ns}};
+    const sonde_buffer_property_t props[3] = {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096},
+                                              {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, policy},
+                                              {SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT, 0, timeout_ns}};
     sonde_buffer_id_t b;
-    assert_int_equal(sonde_create_buffer(g_session, 4 * 4096, gated_cb, &col, props, 3, &b), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_create_buffer(g_session, 4 * 4096, gated_cb, &col, props, 3, &b),
+                     SONDE_STATUS_SUCCESS);
     sonde_start_session(g_session);
     gate(0);
     /* Four chunks of ~250 records each: this many records cannot fit while the consumer is
@@ -541,14 +548,18 @@ static void run_policy_case(uint32_t policy, uint64_t timeout_ns) {
     uint64_t ok = 0, full = 0;
     for (uint64_t i = 0; i < total; ++i) {
         sonde_status_t st = sonde_emit(b, SONDE_RECORD_KIND_USER, &i, 8);
-        if (st == SONDE_STATUS_SUCCESS) ok++;
-        else if (st == SONDE_STATUS_ERROR_BUFFER_FULL) full++;
-        else fail_msg("unexpected %s", sonde_status_name(st));
+        if (st == SONDE_STATUS_SUCCESS)
+            ok++;
+        else if (st == SONDE_STATUS_ERROR_BUFFER_FULL)
+            full++;
+        else
+            fail_msg("unexpected %s", sonde_status_name(st));
     }
     gate(1);
     assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
     /* After the drops, more records: the first of them is preceded by a LOSS record. */
-    for (uint64_t i = 0; i < 10; ++i) assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, &i, 8), SONDE_STATUS_SUCCESS);
+    for (uint64_t i = 0; i < 10; ++i)
+        assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, &i, 8), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
     sonde_buffer_stats_t st;
     memset(&st, 0, sizeof st);
@@ -584,7 +595,8 @@ static void test_lossless_never_drops(void **state) {
     const sonde_buffer_property_t props[2] = {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096},
                                               {SONDE_BUFFER_PROPERTY_KIND_WATERMARK, 0, 4096}};
     sonde_buffer_id_t b;
-    assert_int_equal(sonde_create_buffer(g_session, 8 * 4096, collector_cb, &col, props, 2, &b), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_create_buffer(g_session, 8 * 4096, collector_cb, &col, props, 2, &b),
+                     SONDE_STATUS_SUCCESS);
     sonde_start_session(g_session);
     worker_arg_t a = {b, 50000};
     pthread_t t[3];
@@ -607,9 +619,11 @@ static void test_lossless_never_drops(void **state) {
 /* Calls that would deliver are refused from inside a callback; emission into the same buffer
  * from the callback never waits. */
 static sonde_status_t g_in_cb[6];
-static void reentrant_cb(const sonde_record_header_t *b, const sonde_record_header_t *e,
-                         sonde_session_id_t s, sonde_buffer_id_t bu, void *u) {
-    (void)b; (void)e; (void)u;
+static void reentrant_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
+                         sonde_buffer_id_t bu, void *u) {
+    (void)b;
+    (void)e;
+    (void)u;
     sonde_buffer_stats_t st;
     memset(&st, 0, sizeof st);
     st.struct_size = sizeof st;
@@ -620,13 +634,15 @@ static void reentrant_cb(const sonde_record_header_t *b, const sonde_record_head
     g_in_cb[4] = sonde_get_buffer_stats(s, bu, &st);
     uint64_t v = 1;
     sonde_status_t r = sonde_emit(bu, SONDE_RECORD_KIND_USER, &v, 8);
-    g_in_cb[5] = (r == SONDE_STATUS_SUCCESS || r == SONDE_STATUS_ERROR_BUFFER_FULL) ? SONDE_STATUS_SUCCESS : r;
+    g_in_cb[5] =
+        (r == SONDE_STATUS_SUCCESS || r == SONDE_STATUS_ERROR_BUFFER_FULL) ? SONDE_STATUS_SUCCESS : r;
 }
 
 static void test_reentrant_calls_from_callback(void **state) {
     (void)state;
     sonde_buffer_id_t b;
-    assert_int_equal(sonde_create_buffer(g_session, 1 << 16, reentrant_cb, NULL, NULL, 0, &b), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_create_buffer(g_session, 1 << 16, reentrant_cb, NULL, NULL, 0, &b),
+                     SONDE_STATUS_SUCCESS);
     sonde_start_session(g_session);
     uint64_t v = 1;
     sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8);
@@ -653,7 +669,8 @@ static void *churn_worker(void *arg) {
     churn_arg_t *a = (churn_arg_t *)arg;
     for (uint64_t i = 0;; ++i) {
         sonde_status_t st = sonde_emit(a->b, SONDE_RECORD_KIND_USER, &i, 8);
-        if (st == SONDE_STATUS_SUCCESS) a->ok++;
+        if (st == SONDE_STATUS_SUCCESS)
+            a->ok++;
         else if (st != SONDE_STATUS_ERROR_BUFFER_FULL) {
             a->last = st;
             break;
@@ -668,7 +685,8 @@ static void test_destroy_while_emitting(void **state) {
         collector_t col;
         collector_init(&col);
         sonde_buffer_id_t b;
-        assert_int_equal(sonde_create_buffer(g_session, 1 << 20, collector_cb, &col, NULL, 0, &b), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_create_buffer(g_session, 1 << 20, collector_cb, &col, NULL, 0, &b),
+                         SONDE_STATUS_SUCCESS);
         sonde_start_session(g_session);
         churn_arg_t a[2] = {{b, 0, 0}, {b, 0, 0}};
         pthread_t t[2];
@@ -686,7 +704,8 @@ static void test_destroy_while_emitting(void **state) {
 /* Records from several threads: each span names its thread, per-thread order is kept. */
 static void *seq_worker(void *arg) {
     worker_arg_t *a = (worker_arg_t *)arg;
-    for (uint64_t i = 0; i < a->n; ++i) assert_int_equal(sonde_emit(a->b, SONDE_RECORD_KIND_USER, &i, 8), SONDE_STATUS_SUCCESS);
+    for (uint64_t i = 0; i < a->n; ++i)
+        assert_int_equal(sonde_emit(a->b, SONDE_RECORD_KIND_USER, &i, 8), SONDE_STATUS_SUCCESS);
     return NULL;
 }
 
@@ -696,7 +715,8 @@ static void test_threads_identified_and_ordered(void **state) {
     collector_init(&col);
     const sonde_buffer_property_t props[1] = {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096}};
     sonde_buffer_id_t b;
-    assert_int_equal(sonde_create_buffer(g_session, 1 << 20, collector_cb, &col, props, 1, &b), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_create_buffer(g_session, 1 << 20, collector_cb, &col, props, 1, &b),
+                     SONDE_STATUS_SUCCESS);
     sonde_start_session(g_session);
     worker_arg_t a = {b, 20000};
     pthread_t t[4];

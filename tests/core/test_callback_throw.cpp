@@ -29,7 +29,8 @@ void test_throwing_callback(void **) {
     sonde_session_id_t s;
     assert_int_equal(sonde_create_session(nullptr, &s), SONDE_STATUS_SUCCESS);
     sonde_buffer_id_t b;
-    assert_int_equal(sonde_create_buffer(s, 1 << 16, throwing_cb, nullptr, nullptr, 0, &b), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_create_buffer(s, 1 << 16, throwing_cb, nullptr, nullptr, 0, &b),
+                     SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_start_session(s), SONDE_STATUS_SUCCESS);
     uint64_t v = 1;
     assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8), SONDE_STATUS_SUCCESS);

@@ -9,9 +9,13 @@
 
 #include <sonde/sonde.h>
 
-static void noop_cb(const sonde_record_header_t *b, const sonde_record_header_t *e,
-                    sonde_session_id_t s, sonde_buffer_id_t bu, void *u) {
-    (void)b; (void)e; (void)s; (void)bu; (void)u;
+static void noop_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
+                    sonde_buffer_id_t bu, void *u) {
+    (void)b;
+    (void)e;
+    (void)s;
+    (void)bu;
+    (void)u;
 }
 
 static void test_calls_before_initialize(void **state) {
@@ -101,8 +105,8 @@ static void test_session_lifecycle(void **state) {
 
 static void test_forged_ids_and_nulls(void **state) {
     (void)state;
-    sonde_session_id_t forged[] = {{0}, {1}, {0xFFFFFFFFFFFFFFFFull}, {(uint64_t)77 << 32 | 3},
-                                   {(uint64_t)1 << 32 | 100000}};
+    sonde_session_id_t forged[] = {
+        {0}, {1}, {0xFFFFFFFFFFFFFFFFull}, {(uint64_t)77 << 32 | 3}, {(uint64_t)1 << 32 | 100000}};
     bool active;
     for (size_t i = 0; i < sizeof forged / sizeof forged[0]; ++i) {
         assert_int_equal(sonde_start_session(forged[i]), SONDE_STATUS_ERROR_SESSION_NOT_FOUND);
@@ -176,10 +180,8 @@ int main(void) {
         cmocka_unit_test(test_initialize_twice_and_again_after_finalize),
     };
     const struct CMUnitTest sessions[] = {
-        cmocka_unit_test(test_session_lifecycle),
-        cmocka_unit_test(test_forged_ids_and_nulls),
-        cmocka_unit_test(test_properties_struct_size),
-        cmocka_unit_test(test_session_limit),
+        cmocka_unit_test(test_session_lifecycle),          cmocka_unit_test(test_forged_ids_and_nulls),
+        cmocka_unit_test(test_properties_struct_size),     cmocka_unit_test(test_session_limit),
         cmocka_unit_test(test_finalize_destroys_sessions),
     };
     int failed = cmocka_run_group_tests_name("lifecycle", lifecycle, NULL, NULL);

@@ -33,15 +33,23 @@ static void test_pinned_values(void **state) {
     assert_string_equal(sonde_status_name(SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER),
                         "SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER");
     assert_int_equal(SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_NULL_POINTER);
-    const uint32_t required[] = {
-        SONDE_STATUS_ERROR_NOT_INITIALIZED, SONDE_STATUS_ERROR_ALREADY_INITIALIZED,
-        SONDE_STATUS_ERROR_INVALID_ARGUMENT, SONDE_STATUS_ERROR_NULL_POINTER,
-        SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
-        SONDE_STATUS_ERROR_SESSION_ACTIVE, SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE,
-        SONDE_STATUS_ERROR_BUFFER_FULL, SONDE_STATUS_ERROR_OUT_OF_MEMORY,
-        SONDE_STATUS_ERROR_BUFFER_TOO_SHORT, SONDE_STATUS_ERROR_ILLEGAL_ID,
-        SONDE_STATUS_ERROR_NOT_SUPPORTED, SONDE_STATUS_ERROR_PHASE_FAILURE,
-        SONDE_STATUS_ERROR_INCOMPATIBLE_ABI, SONDE_STATUS_ERROR_IO, SONDE_STATUS_ERROR_FORMAT};
+    const uint32_t required[] = {SONDE_STATUS_ERROR_NOT_INITIALIZED,
+                                 SONDE_STATUS_ERROR_ALREADY_INITIALIZED,
+                                 SONDE_STATUS_ERROR_INVALID_ARGUMENT,
+                                 SONDE_STATUS_ERROR_NULL_POINTER,
+                                 SONDE_STATUS_ERROR_SESSION_NOT_FOUND,
+                                 SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
+                                 SONDE_STATUS_ERROR_SESSION_ACTIVE,
+                                 SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE,
+                                 SONDE_STATUS_ERROR_BUFFER_FULL,
+                                 SONDE_STATUS_ERROR_OUT_OF_MEMORY,
+                                 SONDE_STATUS_ERROR_BUFFER_TOO_SHORT,
+                                 SONDE_STATUS_ERROR_ILLEGAL_ID,
+                                 SONDE_STATUS_ERROR_NOT_SUPPORTED,
+                                 SONDE_STATUS_ERROR_PHASE_FAILURE,
+                                 SONDE_STATUS_ERROR_INCOMPATIBLE_ABI,
+                                 SONDE_STATUS_ERROR_IO,
+                                 SONDE_STATUS_ERROR_FORMAT};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; ++i)
         assert_string_not_equal(sonde_status_name(required[i]), "SONDE_STATUS_UNKNOWN");
 }

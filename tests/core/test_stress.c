@@ -83,8 +83,8 @@ static void *controller(void *arg) {
 }
 
 /* Slow consumer for DISCARD: sleeps a little in every callback. */
-static void slow_cb(const sonde_record_header_t *b, const sonde_record_header_t *e,
-                    sonde_session_id_t s, sonde_buffer_id_t bu, void *u) {
+static void slow_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
+                    sonde_buffer_id_t bu, void *u) {
     usleep(300);
     collector_cb(b, e, s, bu, u);
 }
@@ -96,15 +96,15 @@ static void run(uint32_t policy) {
     col.keep_losses = 1;
     sonde_session_id_t s;
     assert_int_equal(sonde_create_session(NULL, &s), SONDE_STATUS_SUCCESS);
-    const sonde_buffer_property_t props[3] = {
-        {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, policy},
-        {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096},
-        {SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH, 0, 1000000}};
+    const sonde_buffer_property_t props[3] = {{SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, policy},
+                                              {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096},
+                                              {SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH, 0, 1000000}};
     sonde_buffer_id_t b;
     const uint64_t size = policy == SONDE_BUFFER_POLICY_LOSSLESS ? (1 << 18) : 8 * 4096;
-    assert_int_equal(sonde_create_buffer(s, size, policy == SONDE_BUFFER_POLICY_LOSSLESS ? collector_cb : slow_cb,
-                                         &col, props, 3, &b),
-                     SONDE_STATUS_SUCCESS);
+    assert_int_equal(
+        sonde_create_buffer(s, size, policy == SONDE_BUFFER_POLICY_LOSSLESS ? collector_cb : slow_cb, &col,
+                            props, 3, &b),
+        SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_start_session(s), SONDE_STATUS_SUCCESS);
     ctl_arg_t ctl = {s, b, 0, 0};
     int producers_stop = 0;
@@ -179,8 +179,10 @@ static void run(uint32_t policy) {
     }
     assert_int_equal(delivered, accepted);
     assert_true(reported <= full);
-    if (policy == SONDE_BUFFER_POLICY_LOSSLESS) assert_int_equal(full, 0);
-    else assert_true(full > 0 && reported > 0);
+    if (policy == SONDE_BUFFER_POLICY_LOSSLESS)
+        assert_int_equal(full, 0);
+    else
+        assert_true(full > 0 && reported > 0);
 
     assert_int_equal(sonde_destroy_session(s), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_finalize(), SONDE_STATUS_SUCCESS);

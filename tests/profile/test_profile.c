@@ -105,8 +105,7 @@ static void test_create_preconditions(void **state) {
     assert_int_equal(sonde_profile_array_create(8, 1, 1, 3, &a), INVALID);
     assert_int_equal(sonde_profile_array_create(8, 1, 1, 48, &a), INVALID);
     assert_int_equal(sonde_profile_array_create(8, 1, 1, SONDE_PROFILE_MAX_ALIGNMENT * 2, &a), INVALID);
-    assert_int_equal(sonde_profile_array_create(8, 1, SONDE_PROFILE_MAX_THREAD_BUCKETS + 1, 64, &a),
-                     INVALID);
+    assert_int_equal(sonde_profile_array_create(8, 1, SONDE_PROFILE_MAX_THREAD_BUCKETS + 1, 64, &a), INVALID);
     assert_int_equal(sonde_profile_array_create(8, 1, UINT32_MAX, 64, &a), INVALID);
     /* chunk size overflow: 2^20 * 2^13 = 2^33 bytes per chunk */
     assert_int_equal(sonde_profile_array_create(1u << 20, 1u << 13, 1, 64, &a), INVALID);
@@ -494,7 +493,8 @@ static void test_allocator(void **state) {
     assert_int_equal(sonde_profile_array_write(a, pb, &v, 9, 1, 1), OK);
     assert_int_equal(sonde_profile_array_read(a, pb, &back, 9, 1, 1), OK);
     assert_int_equal(back, 9);
-    assert_int_equal(*(const uint64_t *)((const unsigned char *)sonde_profile_buffer_data(pb) + 4096 - 256 + 128 + 72), 9);
+    assert_int_equal(
+        *(const uint64_t *)((const unsigned char *)sonde_profile_buffer_data(pb) + 4096 - 256 + 128 + 72), 9);
 
     sonde_profile_array_t *c = make_array(8, 1, 1, 64);
     td.mode = 1;
@@ -767,10 +767,10 @@ static void test_shared_corrupt(void **state) {
     for (int i = 0; i < 8; ++i) broken[i] = entry;
     broken[0].chunk_size = 32;
     broken[1].size = 1u << 20;
-    broken[2].offset = size;            /* past the end */
-    broken[3].offset = 64;              /* inside the header */
+    broken[2].offset = size; /* past the end */
+    broken[3].offset = 64;   /* inside the header */
     broken[4].alignment = 3;
-    broken[5].num_thread_buckets = 3;   /* not a power of two */
+    broken[5].num_thread_buckets = 3;    /* not a power of two */
     broken[6].offset = entry.offset + 8; /* misaligned */
     broken[7].record_size = 0;
     for (int i = 0; i < 8; ++i) {
@@ -803,20 +803,13 @@ static int cleanup_dir(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_geometry),
-        cmocka_unit_test(test_create_preconditions),
-        cmocka_unit_test(test_null_accessors),
-        cmocka_unit_test(test_thread_index),
-        cmocka_unit_test(test_buffer_create),
-        cmocka_unit_test(test_allocate),
-        cmocka_unit_test(test_not_allocated),
-        cmocka_unit_test(test_read_write),
-        cmocka_unit_test(test_view_and_helpers),
-        cmocka_unit_test(test_snapshot),
-        cmocka_unit_test(test_allocator),
-        cmocka_unit_test(test_shared_file),
-        cmocka_unit_test(test_shared_memfd),
-        cmocka_unit_test(test_shared_directory_full),
+        cmocka_unit_test(test_geometry),         cmocka_unit_test(test_create_preconditions),
+        cmocka_unit_test(test_null_accessors),   cmocka_unit_test(test_thread_index),
+        cmocka_unit_test(test_buffer_create),    cmocka_unit_test(test_allocate),
+        cmocka_unit_test(test_not_allocated),    cmocka_unit_test(test_read_write),
+        cmocka_unit_test(test_view_and_helpers), cmocka_unit_test(test_snapshot),
+        cmocka_unit_test(test_allocator),        cmocka_unit_test(test_shared_file),
+        cmocka_unit_test(test_shared_memfd),     cmocka_unit_test(test_shared_directory_full),
         cmocka_unit_test(test_shared_corrupt),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup_dir);

@@ -88,8 +88,10 @@ static void test_emit_per_bucket(void **state) {
     assert_int_equal(f->sink.bad_spans, 0);
     assert_int_equal(f->sink.count, 4);
     /* order: bucket, record, word */
-    const struct { uint32_t bucket, record, word; uint64_t value; } want[4] = {
-        {0, 0, 0, 5}, {0, 2, 1, 7}, {1, 0, 0, 1}, {1, 1, 1, 9}};
+    const struct {
+        uint32_t bucket, record, word;
+        uint64_t value;
+    } want[4] = {{0, 0, 0, 5}, {0, 2, 1, 7}, {1, 0, 0, 1}, {1, 1, 1, 9}};
     for (int i = 0; i < 4; ++i) {
         const sonde_profiler_record_t r = profiler(&f->sink, (size_t)i);
         assert_int_equal(SONDE_PROFILE_COUNTER_BUCKET(r.counter_id), want[i].bucket);
@@ -112,7 +114,10 @@ static void test_emit_summed(void **state) {
     assert_int_equal(emitted, 3);
     assert_int_equal(sonde_stop_session(f->session), SONDE_STATUS_SUCCESS);
     assert_int_equal(f->sink.count, 3);
-    const struct { uint32_t record, word; uint64_t value; } want[3] = {{0, 0, 6}, {1, 1, 9}, {2, 1, 7}};
+    const struct {
+        uint32_t record, word;
+        uint64_t value;
+    } want[3] = {{0, 0, 6}, {1, 1, 9}, {2, 1, 7}};
     for (int i = 0; i < 3; ++i) {
         const sonde_profiler_record_t r = profiler(&f->sink, (size_t)i);
         assert_int_equal(SONDE_PROFILE_COUNTER_BUCKET(r.counter_id), SONDE_PROFILE_COUNTER_ALL_BUCKETS);
@@ -140,8 +145,9 @@ static void test_emit_failures(void **state) {
                      SONDE_STATUS_ERROR_NULL_POINTER);
     assert_int_equal(sonde_profile_array_emit(f->arr, NULL, f->buffer, 0, &emitted),
                      SONDE_STATUS_ERROR_NULL_POINTER);
-    assert_int_equal(sonde_profile_array_emit(f->arr, (sonde_profile_buffer_t *)f->arr, f->buffer, 0, &emitted),
-                     SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(
+        sonde_profile_array_emit(f->arr, (sonde_profile_buffer_t *)f->arr, f->buffer, 0, &emitted),
+        SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     /* records that are not whole u64 words */
     sonde_profile_array_t *odd = NULL;
     assert_int_equal(sonde_profile_array_create(12, 2, 1, 64, &odd), SONDE_STATUS_SUCCESS);

@@ -58,7 +58,8 @@ static void run(uint32_t threads, uint32_t buckets, int shared) {
     sonde_profile_buffer_t *pb = NULL;
     sonde_profile_array_t *arr = NULL;
     assert_int_equal(sonde_profile_buffer_create(1 << 16, &pb), SONDE_STATUS_SUCCESS);
-    assert_int_equal(sonde_profile_array_create(16, 1 + MAX_THREADS, buckets, 64, &arr), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_profile_array_create(16, 1 + MAX_THREADS, buckets, 64, &arr),
+                     SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_profile_array_allocate(arr, pb), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_profile_array_initialize(arr, pb), SONDE_STATUS_SUCCESS);
     pthread_barrier_t start;

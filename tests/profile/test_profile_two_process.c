@@ -56,8 +56,7 @@ static int write_full(int fd, const void *buf, size_t n) {
 
 static void child_sums(sonde_profile_array_t *arr, sonde_profile_buffer_t *pb, answer_t *a) {
     for (uint32_t r = 0; r < RECORDS; ++r)
-        if (sonde_profile_array_sum_u64(arr, pb, r, 0, &a->sums[r]) != SONDE_STATUS_SUCCESS)
-            a->status = 1;
+        if (sonde_profile_array_sum_u64(arr, pb, r, 0, &a->sums[r]) != SONDE_STATUS_SUCCESS) a->status = 1;
 }
 
 /* The reader process. Exit status 0 when every step worked. */
@@ -181,8 +180,7 @@ static void run_parent(sonde_profile_buffer_t *pb, const char *child_path) {
         assert_int_equal(sonde_profile_array_write(arr, pb, rec, 3, 1, (v.bucket + 1) % BUCKETS),
                          SONDE_STATUS_SUCCESS);
         a = ask(&child, 'r');
-        for (uint32_t r = 0; r < RECORDS; ++r)
-            assert_int_equal(a.sums[r], expect[r] + (r == 3 ? round : 0));
+        for (uint32_t r = 0; r < RECORDS; ++r) assert_int_equal(a.sums[r], expect[r] + (r == 3 ? round : 0));
     }
 
     /* Race: the child samples while this thread counts; its samples never go backwards, and

@@ -45,10 +45,14 @@ static inline int lackey_line(lackey_trace_t *t, const char *s, size_t len, unsi
     for (; i < len && s[i] != ','; ++i, ++digits) {
         char c = s[i];
         unsigned v;
-        if (c >= '0' && c <= '9') v = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') v = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v = (unsigned)(c - 'A' + 10);
-        else return -1;
+        if (c >= '0' && c <= '9')
+            v = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v = (unsigned)(c - 'A' + 10);
+        else
+            return -1;
         a = a << 4 | v;
     }
     if (digits == 0 || i == len) return -1;
@@ -73,7 +77,10 @@ static inline int lackey_load(const char *path, unsigned shift, lackey_trace_t *
         while (rc == 0 && ib.pos < ib.size) {
             ZSTD_outBuffer ob = {out, out_cap, 0};
             size_t r = ZSTD_decompressStream(dctx, &ob, &ib);
-            if (ZSTD_isError(r)) { rc = -1; break; }
+            if (ZSTD_isError(r)) {
+                rc = -1;
+                break;
+            }
             for (size_t k = 0; k < ob.pos && rc == 0; ++k) {
                 if (out[k] == '\n') {
                     rc = lackey_line(t, carry, carry_n, shift);

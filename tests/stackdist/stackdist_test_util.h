@@ -76,7 +76,8 @@ static inline sonde_histogram_bin_t *get_exact_bins(const sonde_histogram_t *h, 
     sonde_histogram_bin_t *b = (sonde_histogram_bin_t *)calloc(actual + 1, sizeof *b);
     uint32_t again = 0;
     if (sonde_histogram_get_bins(h, SONDE_HISTOGRAM_BINS_EXACT, 0, b, actual, &again) !=
-            SONDE_STATUS_SUCCESS || again != actual) {
+            SONDE_STATUS_SUCCESS ||
+        again != actual) {
         free(b);
         return NULL;
     }
@@ -86,7 +87,7 @@ static inline sonde_histogram_bin_t *get_exact_bins(const sonde_histogram_t *h, 
 
 /* Mean absolute difference of the two MRCs over cache sizes 1..max_lines. */
 static inline double mrc_error(const sonde_histogram_t *approx, const sonde_histogram_t *exact,
-                        uint64_t max_lines) {
+                               uint64_t max_lines) {
     uint32_t na = 0, ne = 0;
     sonde_histogram_bin_t *a = get_exact_bins(approx, &na);
     sonde_histogram_bin_t *e = get_exact_bins(exact, &ne);

@@ -67,8 +67,7 @@ static void test_gem5_ops(void **state) {
                 assert_int_equal(sonde_stackdist_calc_and_update(sd, addr, arg != 0, &d, &m), OK);
             else
                 assert_int_equal(sonde_stackdist_calc(sd, addr, arg != 0, &d, &m), OK);
-            uint64_t want = strcmp(dist, "inf") == 0 ? SONDE_STACKDIST_INFINITY
-                                                     : strtoull(dist, NULL, 10);
+            uint64_t want = strcmp(dist, "inf") == 0 ? SONDE_STACKDIST_INFINITY : strtoull(dist, NULL, 10);
             if (d != want || (int)m != want_mark)
                 fail_msg("line %d: %c %llu %d: got %llu/%d want %s/%d", lines + 1, op, addr, arg,
                          (unsigned long long)d, (int)m, dist, want_mark);
@@ -98,8 +97,10 @@ static void test_random_vs_naive(void **state) {
             const int ops = universes[u] >= 3000 ? 6000 : 3000;
             for (int i = 0; i < ops; ++i) {
                 uint64_t addr = rng_next(&rs) % universes[u];
-                if (addr == 2) addr = UINT64_MAX; /* the table's empty-key value is a valid line */
-                else addr = addr * 0x10001ULL + (seed << 40);
+                if (addr == 2)
+                    addr = UINT64_MAX; /* the table's empty-key value is a valid line */
+                else
+                    addr = addr * 0x10001ULL + (seed << 40);
                 int r = (int)(rng_next(&rs) % 100);
                 bool update = r < mix[0] + mix[1];
                 bool arg = update ? r < mix[0] : r < mix[0] + mix[1] + mix[2];
@@ -257,8 +258,10 @@ static void test_batch_equals_calls(void **state) {
     for (int i = 0; i < N; ++i) {
         uint64_t d;
         assert_int_equal(sonde_stackdist_calc_and_update(b, tr[i], true, &d, NULL), OK);
-        if (d == SONDE_STACKDIST_INFINITY) ++inf;
-        else ++count[d];
+        if (d == SONDE_STACKDIST_INFINITY)
+            ++inf;
+        else
+            ++count[d];
     }
     uint32_t n = 0;
     sonde_histogram_bin_t *bins = get_exact_bins(h, &n);
@@ -312,10 +315,13 @@ static void test_parallel_equals_serial(void **state) {
         uint64_t rs = 77 + (uint64_t)kind;
         for (int i = 0; i < N; ++i) {
             switch (kind) {
-            case 0: tr[i] = rng_next(&rs) % 100000; break;             /* uniform */
-            case 1: tr[i] = (uint64_t)(i % 7000); break;               /* cyclic scan */
-            case 2: tr[i] = rng_next(&rs) % (1 + (uint64_t)(i / 1000)); break; /* growing */
-            default: { uint64_t r = rng_next(&rs); tr[i] = (r & 7) ? r % 64 : r % 50000; }
+                case 0: tr[i] = rng_next(&rs) % 100000; break;                     /* uniform */
+                case 1: tr[i] = (uint64_t)(i % 7000); break;                       /* cyclic scan */
+                case 2: tr[i] = rng_next(&rs) % (1 + (uint64_t)(i / 1000)); break; /* growing */
+                default: {
+                    uint64_t r = rng_next(&rs);
+                    tr[i] = (r & 7) ? r % 64 : r % 50000;
+                }
             }
             w[i] = (uint8_t)(i % 3 == 0);
         }
@@ -391,8 +397,8 @@ static void test_parallel_state_and_marks(void **state) {
                     if (r % 5 == 0)
                         assert_int_equal(sonde_stackdist_calc(both[k], line, true, &d, &m), OK);
                     else
-                        assert_int_equal(sonde_stackdist_calc_and_update(both[k], line,
-                                                                         r % 7 != 0, &d, &m), OK);
+                        assert_int_equal(sonde_stackdist_calc_and_update(both[k], line, r % 7 != 0, &d, &m),
+                                         OK);
                 }
             }
             for (int i = 0; i < N; ++i) {

@@ -37,8 +37,8 @@ static int teardown(void **state) {
     return 0;
 }
 
-static sonde_histogram_t *run_seed(uint32_t sampling, double rate, uint64_t size,
-                                   uint32_t workers, size_t batch, uint64_t seed) {
+static sonde_histogram_t *run_seed(uint32_t sampling, double rate, uint64_t size, uint32_t workers,
+                                   size_t batch, uint64_t seed) {
     sonde_stackdist_options_t o;
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
@@ -60,8 +60,7 @@ static sonde_histogram_t *run_seed(uint32_t sampling, double rate, uint64_t size
     return h;
 }
 
-static sonde_histogram_t *run(uint32_t sampling, double rate, uint64_t size, uint32_t workers,
-                              size_t batch) {
+static sonde_histogram_t *run(uint32_t sampling, double rate, uint64_t size, uint32_t workers, size_t batch) {
     return run_seed(sampling, rate, size, workers, batch, 0);
 }
 

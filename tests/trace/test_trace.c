@@ -118,7 +118,8 @@ static void test_empty_and_defaults(void **state) {
     assert_int_equal(sonde_trace_writer_write(w, 0, NULL, 0), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_trace_writer_close(w), SONDE_STATUS_SUCCESS);
     sonde_trace_reader_t *r = NULL;
-    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     uint32_t shards = 9;
     assert_int_equal(sonde_trace_reader_num_shards(r, &shards), SONDE_STATUS_SUCCESS);
     assert_int_equal(shards, 1);
@@ -137,18 +138,23 @@ static void test_bad_arguments(void **state) {
     sonde_trace_writer_properties_t props;
     memset(&props, 0, sizeof props);
     assert_int_equal(sonde_trace_writer_create(NULL, NULL, &w), SONDE_STATUS_ERROR_NULL_POINTER);
-    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), NULL, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), NULL, NULL),
+                     SONDE_STATUS_ERROR_NULL_POINTER);
     props.struct_size = 4;
-    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), &props, &w), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI);
+    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), &props, &w),
+                     SONDE_STATUS_ERROR_INCOMPATIBLE_ABI);
     props.struct_size = sizeof props;
     props.compression_level = 40;
-    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), &props, &w), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), &props, &w),
+                     SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     props.compression_level = 0;
     props.chunk_records = (1u << 20) + 1;
-    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), &props, &w), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), &props, &w),
+                     SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     props.chunk_records = 0;
     props.reserved = 1;
-    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), &props, &w), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(sonde_trace_writer_create(tmp_path("x.sonde"), &props, &w),
+                     SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     assert_int_equal(sonde_trace_writer_create("/nonexistent-dir/x.sonde", NULL, &w), SONDE_STATUS_ERROR_IO);
     assert_null(w);
 
@@ -164,8 +170,10 @@ static void test_bad_arguments(void **state) {
 
     sonde_trace_reader_t *r = NULL;
     assert_int_equal(sonde_trace_reader_open(NULL, 0, NULL, 0, &r), SONDE_STATUS_ERROR_NULL_POINTER);
-    assert_int_equal(sonde_trace_reader_open(tmp_path("x.sonde"), 0, NULL, 0, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
-    assert_int_equal(sonde_trace_reader_open(tmp_path("x.sonde"), 9, NULL, 0, &r), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(sonde_trace_reader_open(tmp_path("x.sonde"), 0, NULL, 0, NULL),
+                     SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(sonde_trace_reader_open(tmp_path("x.sonde"), 9, NULL, 0, &r),
+                     SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     assert_int_equal(sonde_trace_reader_open(tmp_path("x.sonde"), 0, NULL, 0, &r), SONDE_STATUS_SUCCESS);
     uint32_t shards = 0;
     assert_int_equal(sonde_trace_reader_num_shards(r, &shards), SONDE_STATUS_SUCCESS);
@@ -212,7 +220,9 @@ static void spit(const char *path, const unsigned char *d, size_t size) {
     fclose(f);
 }
 
-static uint32_t le32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t le32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 /* Offset of the first chunk of `shard`, walking the chunk headers (docs/trace-format.md). */
 static size_t chunk_of(const unsigned char *d, size_t size, uint32_t shard, size_t *payload) {
@@ -233,12 +243,14 @@ static void expect_open_error(const char *path, uint32_t format, sonde_status_t 
     char err[512];
     assert_int_equal(sonde_trace_reader_open(path, format, err, sizeof err, &r), status);
     assert_null(r);
-    if (strstr(err, path) == NULL || strstr(err, needle) == NULL) fail_msg("message \"%s\" lacks \"%s\"", err, needle);
+    if (strstr(err, path) == NULL || strstr(err, needle) == NULL)
+        fail_msg("message \"%s\" lacks \"%s\"", err, needle);
 }
 
 static void expect_read_error(const char *path, uint32_t shard, const char *needle) {
     sonde_trace_reader_t *r = NULL;
-    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     sonde_memref_t buf[512];
     size_t n = 0;
     sonde_status_t s;
@@ -246,7 +258,8 @@ static void expect_read_error(const char *path, uint32_t shard, const char *need
     }
     assert_int_equal(s, SONDE_STATUS_ERROR_FORMAT);
     const char *err = sonde_trace_reader_error(r);
-    if (strstr(err, path) == NULL || strstr(err, needle) == NULL) fail_msg("message \"%s\" lacks \"%s\"", err, needle);
+    if (strstr(err, path) == NULL || strstr(err, needle) == NULL)
+        fail_msg("message \"%s\" lacks \"%s\"", err, needle);
     /* The serial view reports the same damage. */
     while ((s = sonde_trace_reader_read(r, buf, 512, &n)) == SONDE_STATUS_SUCCESS && n > 0) {
     }
@@ -262,8 +275,10 @@ static void test_open_errors(void **state) {
     unsigned char *d = slurp(good, &size);
     const char *bad = tmp_path("bad.sonde");
 
-    expect_open_error(tmp_path("missing.sonde"), SONDE_TRACE_FORMAT_SONDE, SONDE_STATUS_ERROR_IO, "cannot open");
-    expect_open_error(tmp_path("missing.sonde"), SONDE_TRACE_FORMAT_AUTO, SONDE_STATUS_ERROR_IO, "cannot open");
+    expect_open_error(tmp_path("missing.sonde"), SONDE_TRACE_FORMAT_SONDE, SONDE_STATUS_ERROR_IO,
+                      "cannot open");
+    expect_open_error(tmp_path("missing.sonde"), SONDE_TRACE_FORMAT_AUTO, SONDE_STATUS_ERROR_IO,
+                      "cannot open");
 
     d[0] ^= 0xFF;
     spit(bad, d, size);
@@ -272,16 +287,19 @@ static void test_open_errors(void **state) {
 
     d[8] = 7;
     spit(bad, d, size);
-    expect_open_error(bad, SONDE_TRACE_FORMAT_SONDE, SONDE_STATUS_ERROR_FORMAT, "offset 8: unsupported version 7");
+    expect_open_error(bad, SONDE_TRACE_FORMAT_SONDE, SONDE_STATUS_ERROR_FORMAT,
+                      "offset 8: unsupported version 7");
     d[8] = 1;
 
     d[30] ^= 1;
     spit(bad, d, size);
-    expect_open_error(bad, SONDE_TRACE_FORMAT_AUTO, SONDE_STATUS_ERROR_FORMAT, "offset 56: header checksum mismatch");
+    expect_open_error(bad, SONDE_TRACE_FORMAT_AUTO, SONDE_STATUS_ERROR_FORMAT,
+                      "offset 56: header checksum mismatch");
     d[30] ^= 1;
 
     spit(bad, d, 40);
-    expect_open_error(bad, SONDE_TRACE_FORMAT_SONDE, SONDE_STATUS_ERROR_FORMAT, "offset 40: truncated header");
+    expect_open_error(bad, SONDE_TRACE_FORMAT_SONDE, SONDE_STATUS_ERROR_FORMAT,
+                      "offset 40: truncated header");
     free(d);
 }
 
@@ -299,7 +317,8 @@ static void test_damaged_chunks(void **state) {
     d[off + 48 + payload / 2] ^= 0x5A;
     spit(bad, d, size);
     sonde_trace_reader_t *r = NULL;
-    assert_int_equal(sonde_trace_reader_open(bad, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(bad, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     check_shard(r, 0, 3000);
     sonde_trace_reader_close(r);
     snprintf(needle, sizeof needle, "offset %zu: chunk payload checksum mismatch", off + 48);
@@ -326,7 +345,8 @@ static void test_damaged_chunks(void **state) {
     spit(bad, d, last + 48 + 10);
     /* Without the footer the scan recovers the complete chunks and warns. */
     r = NULL;
-    assert_int_equal(sonde_trace_reader_open(bad, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(bad, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     const char *warn = sonde_trace_reader_warnings(r);
     assert_non_null(strstr(warn, "no footer"));
     assert_non_null(strstr(warn, "recovered 3 complete chunks (1500 records)"));
@@ -349,7 +369,8 @@ static void test_truncated_recovery(void **state) {
     for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; ++c) {
         spit(bad, d, cuts[c]);
         sonde_trace_reader_t *r = NULL;
-        assert_int_equal(sonde_trace_reader_open(bad, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_trace_reader_open(bad, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r),
+                         SONDE_STATUS_SUCCESS);
         assert_non_null(strstr(sonde_trace_reader_warnings(r), "recovered"));
         sonde_memref_t buf[1000];
         size_t n;
@@ -364,7 +385,8 @@ static void test_truncated_recovery(void **state) {
     d[size - 1] ^= 0xFF;
     spit(bad, d, size);
     sonde_trace_reader_t *r = NULL;
-    assert_int_equal(sonde_trace_reader_open(bad, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(bad, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     assert_non_null(strstr(sonde_trace_reader_warnings(r), "footer checksum mismatch"));
     check_shard(r, 1, 4000);
     sonde_trace_reader_close(r);
@@ -382,12 +404,14 @@ static void test_serial_untimed_runs(void **state) {
                                   {0xA1, 0, 0, 0, SONDE_MEMREF_WRITE, 4},
                                   {7, 0, 0, 0, SONDE_MEMREF_MARKER, SONDE_MARKER_CPU_ID},
                                   {0xA3, 0, 30, 0, SONDE_MEMREF_READ, 4}};
-    const sonde_memref_t s1[2] = {{0xB0, 0, 20, 0, SONDE_MEMREF_IFETCH, 2}, {0xB1, 0, 25, 0, SONDE_MEMREF_READ, 8}};
+    const sonde_memref_t s1[2] = {{0xB0, 0, 20, 0, SONDE_MEMREF_IFETCH, 2},
+                                  {0xB1, 0, 25, 0, SONDE_MEMREF_READ, 8}};
     assert_int_equal(sonde_trace_writer_write(w, 1, s1, 2), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_trace_writer_write(w, 0, s0, 4), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_trace_writer_close(w), SONDE_STATUS_SUCCESS);
     sonde_trace_reader_t *r = NULL;
-    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     sonde_memref_t out[8];
     size_t total = 0, n;
     while (sonde_trace_reader_read(r, out + total, 1, &n) == SONDE_STATUS_SUCCESS && n > 0) total += n;
@@ -420,9 +444,9 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_empty_and_defaults),
-        cmocka_unit_test(test_bad_arguments),   cmocka_unit_test(test_open_errors),
-        cmocka_unit_test(test_damaged_chunks),  cmocka_unit_test(test_truncated_recovery),
+        cmocka_unit_test(test_round_trip),          cmocka_unit_test(test_empty_and_defaults),
+        cmocka_unit_test(test_bad_arguments),       cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_damaged_chunks),      cmocka_unit_test(test_truncated_recovery),
         cmocka_unit_test(test_serial_untimed_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -35,7 +35,8 @@ static void *producer(void *arg) {
         if (s != SONDE_STATUS_SUCCESS) return (void *)1;
         if (i % 1000 == 0) {
             sonde_profiler_record_t p = {1, i, 0};
-            if (sonde_emit(g_buffer, SONDE_RECORD_KIND_PROFILER, &p, sizeof p) != SONDE_STATUS_SUCCESS) return (void *)1;
+            if (sonde_emit(g_buffer, SONDE_RECORD_KIND_PROFILER, &p, sizeof p) != SONDE_STATUS_SUCCESS)
+                return (void *)1;
         }
     }
     return NULL;
@@ -56,11 +57,13 @@ static void test_consumer(void **state) {
     assert_int_equal(sonde_initialize(), SONDE_STATUS_SUCCESS);
     sonde_session_id_t session;
     assert_int_equal(sonde_create_session(NULL, &session), SONDE_STATUS_SUCCESS);
-    assert_int_equal(sonde_create_buffer(session, 4u << 20, sonde_trace_buffer_consumer, w, NULL, 0, &g_buffer),
-                     SONDE_STATUS_SUCCESS);
+    assert_int_equal(
+        sonde_create_buffer(session, 4u << 20, sonde_trace_buffer_consumer, w, NULL, 0, &g_buffer),
+        SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_start_session(session), SONDE_STATUS_SUCCESS);
     pthread_t th[THREADS];
-    for (uintptr_t t = 0; t < THREADS; ++t) assert_int_equal(pthread_create(&th[t], NULL, producer, (void *)t), 0);
+    for (uintptr_t t = 0; t < THREADS; ++t)
+        assert_int_equal(pthread_create(&th[t], NULL, producer, (void *)t), 0);
     for (int t = 0; t < THREADS; ++t) {
         void *ret = (void *)2;
         pthread_join(th[t], &ret);
@@ -75,7 +78,8 @@ static void test_consumer(void **state) {
     assert_int_equal(sonde_trace_writer_close(w), SONDE_STATUS_SUCCESS);
 
     sonde_trace_reader_t *r = NULL;
-    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     uint32_t shards = 0;
     sonde_trace_reader_num_shards(r, &shards);
     assert_int_equal(shards, THREADS);
@@ -83,7 +87,8 @@ static void test_consumer(void **state) {
     static sonde_memref_t m[PER_THREAD + 1];
     for (uint32_t s = 0; s < shards; ++s) {
         size_t total = 0, n;
-        while (sonde_trace_reader_read_shard(r, s, m + total, PER_THREAD + 1 - total, &n) == SONDE_STATUS_SUCCESS &&
+        while (sonde_trace_reader_read_shard(r, s, m + total, PER_THREAD + 1 - total, &n) ==
+                   SONDE_STATUS_SUCCESS &&
                n > 0)
             total += n;
         assert_int_equal(total, PER_THREAD);
@@ -126,8 +131,8 @@ static void test_consumer_bad_input(void **state) {
     uint64_t span[4] = {0, 0, 0, 0};
     sonde_record_header_t h = {64, SONDE_RECORD_KIND_MEMREF, 0};
     memcpy(span, &h, sizeof h);
-    sonde_trace_buffer_consumer((const sonde_record_header_t *)span, (const sonde_record_header_t *)(span + 4), s, b,
-                                w);
+    sonde_trace_buffer_consumer((const sonde_record_header_t *)span,
+                                (const sonde_record_header_t *)(span + 4), s, b, w);
     assert_non_null(strstr(sonde_trace_writer_error(w), "invalid size 64"));
     sonde_memref_t m;
     memset(&m, 0, sizeof m);

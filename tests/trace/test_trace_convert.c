@@ -33,8 +33,10 @@ static void spit(const char *path, const void *d, size_t size) {
     fclose(f);
 }
 
-static int convert(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5, const char *a6) {
-    char *argv[8] = {(char *)"convert", (char *)a1, (char *)a2, (char *)a3, (char *)a4, (char *)a5, (char *)a6, NULL};
+static int convert(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
+                   const char *a6) {
+    char *argv[8] = {(char *)"convert", (char *)a1, (char *)a2, (char *)a3,
+                     (char *)a4,        (char *)a5, (char *)a6, NULL};
     int argc = 1;
     while (argc < 7 && argv[argc] != NULL) ++argc;
     return sonde_cli_convert(argc, argv);
@@ -44,8 +46,8 @@ static size_t read_all(const char *path, uint32_t format, sonde_memref_t *out, s
     sonde_trace_reader_t *r = NULL;
     assert_int_equal(sonde_trace_reader_open(path, format, NULL, 0, &r), SONDE_STATUS_SUCCESS);
     size_t total = 0, n;
-    while (total < cap && sonde_trace_reader_read_shard(r, 0, out + total, cap - total, &n) == SONDE_STATUS_SUCCESS &&
-           n > 0)
+    while (total < cap &&
+           sonde_trace_reader_read_shard(r, 0, out + total, cap - total, &n) == SONDE_STATUS_SUCCESS && n > 0)
         total += n;
     assert_string_equal(sonde_trace_reader_error(r), "");
     sonde_trace_reader_close(r);
@@ -54,7 +56,8 @@ static size_t read_all(const char *path, uint32_t format, sonde_memref_t *out, s
 
 static void test_convert_lackey_and_raw64(void **state) {
     (void)state;
-    static const char text[] = "==1== log\nI  0401ab70,3\n S 1fff0005e8,8\nI  0401b770,1\n L 04022f00,4\n M 7ff000398,16\n";
+    static const char text[] =
+        "==1== log\nI  0401ab70,3\n S 1fff0005e8,8\nI  0401b770,1\n L 04022f00,4\n M 7ff000398,16\n";
     const char *in = tmp_path("in.lackey");
     spit(in, text, strlen(text));
     const char *out = tmp_path("out.sonde");

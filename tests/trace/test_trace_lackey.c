@@ -45,8 +45,9 @@ static const char kLackey[] =
 static size_t read_all(sonde_trace_reader_t *r, sonde_memref_t *out, size_t cap) {
     size_t total = 0, n;
     while (total < cap) {
-        assert_int_equal(sonde_trace_reader_read_shard(r, 0, out + total, cap - total < 3 ? cap - total : 3, &n),
-                         SONDE_STATUS_SUCCESS);
+        assert_int_equal(
+            sonde_trace_reader_read_shard(r, 0, out + total, cap - total < 3 ? cap - total : 3, &n),
+            SONDE_STATUS_SUCCESS);
         if (n == 0) break;
         total += n;
     }
@@ -106,7 +107,8 @@ static void expect_read_error(const char *text, size_t len, const char *needle) 
     const char *path = tmp_path("bad.lackey");
     spit(path, text, len);
     sonde_trace_reader_t *r = NULL;
-    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_LACKEY, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_LACKEY, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     sonde_memref_t m[8];
     size_t n;
     sonde_status_t s;
@@ -114,7 +116,8 @@ static void expect_read_error(const char *text, size_t len, const char *needle) 
     }
     assert_int_equal(s, SONDE_STATUS_ERROR_FORMAT);
     const char *err = sonde_trace_reader_error(r);
-    if (strstr(err, path) == NULL || strstr(err, needle) == NULL) fail_msg("message \"%s\" lacks \"%s\"", err, needle);
+    if (strstr(err, path) == NULL || strstr(err, needle) == NULL)
+        fail_msg("message \"%s\" lacks \"%s\"", err, needle);
     sonde_trace_reader_close(r);
 }
 
@@ -150,12 +153,13 @@ static void test_lackey_errors(void **state) {
     for (int i = 0; len + 32 < 200000; ++i) len += (size_t)snprintf(big + len, 32, " L %x,8\n", i * 7919);
     spit(plain, big, len);
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/t.zst' && head -c 300 '%s/t.zst' > '%s/cut.zst'", plain, g_dir,
-             g_dir, g_dir);
+    snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/t.zst' && head -c 300 '%s/t.zst' > '%s/cut.zst'", plain,
+             g_dir, g_dir, g_dir);
     assert_int_equal(system(cmd), 0);
     sonde_trace_reader_t *r = NULL;
     const char *cut = tmp_path("cut.zst");
-    assert_int_equal(sonde_trace_reader_open(cut, SONDE_TRACE_FORMAT_LACKEY, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(cut, SONDE_TRACE_FORMAT_LACKEY, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     sonde_memref_t m[64];
     size_t n;
     sonde_status_t s;
@@ -175,7 +179,8 @@ static void test_raw64(void **state) {
     const char *path = tmp_path("a.raw64");
     spit(path, addrs, sizeof addrs);
     sonde_trace_reader_t *r = NULL;
-    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     uint32_t f = 0;
     sonde_trace_reader_format(r, &f);
     assert_int_equal(f, SONDE_TRACE_FORMAT_RAW64);
@@ -206,20 +211,24 @@ static void test_raw64(void **state) {
     snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/odd.raw64.zst'", odd, g_dir);
     assert_int_equal(system(cmd), 0);
     const char *oddz = tmp_path("odd.raw64.zst");
-    assert_int_equal(sonde_trace_reader_open(oddz, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(oddz, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
     sonde_status_t s;
     total = 0;
-    while ((s = sonde_trace_reader_read_shard(r, 0, m, 1000, &n)) == SONDE_STATUS_SUCCESS && n > 0) total += n;
+    while ((s = sonde_trace_reader_read_shard(r, 0, m, 1000, &n)) == SONDE_STATUS_SUCCESS && n > 0)
+        total += n;
     assert_int_equal(s, SONDE_STATUS_ERROR_FORMAT);
     assert_non_null(strstr(sonde_trace_reader_error(r), "offset 80: raw64 size is not a multiple of 8"));
     sonde_trace_reader_close(r);
 
     /* Missing file, unknown AUTO format. */
-    assert_int_equal(sonde_trace_reader_open(tmp_path("none.raw64"), SONDE_TRACE_FORMAT_RAW64, err, sizeof err, &r),
-                     SONDE_STATUS_ERROR_IO);
+    assert_int_equal(
+        sonde_trace_reader_open(tmp_path("none.raw64"), SONDE_TRACE_FORMAT_RAW64, err, sizeof err, &r),
+        SONDE_STATUS_ERROR_IO);
     assert_non_null(strstr(err, "none.raw64: cannot open"));
-    assert_int_equal(sonde_trace_reader_open(tmp_path("none.lackey"), SONDE_TRACE_FORMAT_LACKEY, err, sizeof err, &r),
-                     SONDE_STATUS_ERROR_IO);
+    assert_int_equal(
+        sonde_trace_reader_open(tmp_path("none.lackey"), SONDE_TRACE_FORMAT_LACKEY, err, sizeof err, &r),
+        SONDE_STATUS_ERROR_IO);
     const char *unk = tmp_path("data.xyz");
     spit(unk, "\x01\x02\x03\x04\x05\x06\x07\x08\x09", 9);
     assert_int_equal(sonde_trace_reader_open(unk, SONDE_TRACE_FORMAT_AUTO, err, sizeof err, &r),
@@ -241,7 +250,8 @@ static void test_lackey_real(void **state) {
     if (access(path, R_OK) != 0) skip();
     sonde_trace_reader_t *r = NULL;
     char err[512];
-    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_AUTO, err, sizeof err, &r), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_AUTO, err, sizeof err, &r),
+                     SONDE_STATUS_SUCCESS);
     static sonde_memref_t m[65536];
     uint64_t counts[5] = {0, 0, 0, 0, 0};
     size_t n;
@@ -251,7 +261,8 @@ static void test_lackey_real(void **state) {
     assert_int_equal(counts[SONDE_MEMREF_READ], 1443112);
     assert_int_equal(counts[SONDE_MEMREF_WRITE], 509816);
     assert_int_equal(counts[SONDE_MEMREF_MODIFY], 17687);
-    assert_int_equal(counts[SONDE_MEMREF_READ] + counts[SONDE_MEMREF_WRITE] + counts[SONDE_MEMREF_MODIFY], 1970615);
+    assert_int_equal(counts[SONDE_MEMREF_READ] + counts[SONDE_MEMREF_WRITE] + counts[SONDE_MEMREF_MODIFY],
+                     1970615);
     assert_int_equal(counts[SONDE_MEMREF_IFETCH], 6779579);
     assert_int_equal(counts[SONDE_MEMREF_MARKER], 0);
     sonde_trace_reader_close(r);
