@@ -24,6 +24,13 @@
 // sees the new state and backs out, or destroy sees busy and waits. Under ThreadSanitizer both
 // sides use seq_cst atomics instead, which TSan understands.
 //
+// fork(): the child keeps nothing of this. Its fork handler (forked_child in table.cpp, through
+// the core) makes every slot refuse producers, parks the forking thread's ThreadState, and
+// re-creates the locks of the table, the delivery thread and the barrier in place; the child's
+// next sonde_initialize parks the parent's buffers (table.h). Delivery code that runs a
+// callback checks the core's fork epoch afterwards: a callback that forked leaves the child
+// in Sonde code, which then returns without touching the parent's buffers again.
+//
 // Locks, in order: Buffer::deliver_mu -> Runtime::mu (core) -> Table::mu -> Buffer::mu.
 // deliver_mu serialises callbacks of one buffer; no Sonde lock but deliver_mu is held while a
 // callback runs (a callback may create sessions and buffers, never flush, stop or destroy).
@@ -111,6 +118,7 @@ struct ThreadState {
     Writer *writers[kMaxBuffers];  // never null: unused slots point to a detached sentinel
     uint64_t thread_id = 0;
     uint64_t os_tid = 0;
+    ThreadState *parked_next = nullptr;  // a forked child's list of the parent's states
 };
 
 struct Buffer {
@@ -145,6 +153,8 @@ struct Buffer {
     std::atomic<bool> drain_requested{false};
     uint64_t next_interval_flush = 0;  // delivery thread only
 
+    std::shared_ptr<Buffer> parked_next;  // a forked child's list of the parent's buffers (table.h)
+
     ~Buffer();
 };
 
@@ -165,12 +175,16 @@ inline uint64_t writer_emitted_locked(const Writer *w) {
 }
 
 // Delivery (consumer.cpp). `partial` also delivers the committed prefix of every writer's
-// current chunk.
+// current chunk. Allocates nothing. In a child that forked inside a callback it stops after
+// that callback and answers NOT_INITIALIZED.
 sonde_status_t deliver(Buffer &b, bool partial);
 void fill_stats(Buffer &b, sonde_buffer_stats_t &s);
 
 // Thread exit (producer.cpp; pthread key destructor).
 void thread_exit(ThreadState *t);
+// Fork child handler part (producer.cpp): parks the forking thread's state, so that the child
+// thread starts afresh and its exit never delivers the parent's records.
+void thread_forked_child();
 
 // Whether the calling thread is inside a buffer callback (consumer.cpp).
 bool in_callback();
@@ -178,11 +192,19 @@ bool in_callback();
 // The process-wide memory barrier of the busy handshake (barrier.cpp).
 void barrier_init();
 void process_barrier();
+// Fork child handler part: re-creates the barrier's lock; the next barrier_init registers the
+// child for membarrier again.
+void barrier_forked_child();
 
 // The delivery thread (delivery.cpp): started with the runtime, stopped at finalize; wake()
 // asks it to look at buffers whose drain_requested is set.
 sonde_status_t delivery_start();
 void delivery_stop();
 void delivery_wake();
+// Makes the delivery thread's state (at load time, so that the fork handler never allocates).
+void delivery_make();
+// Fork child handler part: the delivery thread does not exist in the child; forget it and
+// re-create its lock and condition variable in place.
+void delivery_forked_child();
 
 }  // namespace sonde::buffer

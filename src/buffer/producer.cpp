@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "buffer/internal.h"
 #include "buffer/table.h"
@@ -26,6 +27,10 @@ namespace {
 std::atomic<uint64_t> g_next_thread_id{1};
 pthread_key_t g_thread_key;
 std::once_flag g_key_once;
+std::atomic<bool> g_key_made{false};
+// A forked child's copies of the parent's thread states (the forking thread's): kept, never
+// used, so that nothing of the parent is delivered or freed in the child.
+ThreadState *g_parked_threads = nullptr;
 
 void thread_key_destructor(void *p) { thread_exit(static_cast<ThreadState *>(p)); }
 
@@ -34,14 +39,30 @@ void thread_key_destructor(void *p) { thread_exit(static_cast<ThreadState *>(p))
 ThreadState *thread_state() {
     ThreadState *t = tls_thread;
     if (t) return t;
-    std::call_once(g_key_once, [] { pthread_key_create(&g_thread_key, thread_key_destructor); });
+    std::call_once(g_key_once, [] {
+        if (pthread_key_create(&g_thread_key, thread_key_destructor) == 0)
+            g_key_made.store(true, std::memory_order_release);
+    });
     t = new ThreadState();
     for (auto &w : t->writers) w = &g_detached_writer;
+    // Without the key the thread's exit could not deliver its records: refuse, as for memory.
+    if (!g_key_made.load(std::memory_order_acquire) || pthread_setspecific(g_thread_key, t) != 0) {
+        delete t;
+        throw std::bad_alloc();
+    }
     t->thread_id = g_next_thread_id.fetch_add(1, std::memory_order_relaxed);
     t->os_tid = static_cast<uint64_t>(syscall(SYS_gettid));
     tls_thread = t;
-    pthread_setspecific(g_thread_key, t);
     return t;
+}
+
+void thread_forked_child() {
+    ThreadState *t = tls_thread;
+    if (t == nullptr) return;
+    t->parked_next = g_parked_threads;
+    g_parked_threads = t;
+    tls_thread = nullptr;
+    if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_thread_key, nullptr);
 }
 
 sonde_status_t attach(uint64_t handle, Writer **out) {
@@ -193,6 +214,7 @@ sonde_status_t refill(Writer *w, uint32_t need) {
 // Delivers what this thread emitted into each buffer, then detaches its writers. Once a
 // buffer is dead only its destroyer detaches writers, so this thread waits for that instead.
 void thread_exit(ThreadState *t) {
+    const uint64_t epoch = core::fork_epoch();
     for (uint32_t slot = 0; slot < kMaxBuffers; ++slot) {
         Writer *w = t->writers[slot];
         if (w == &g_detached_writer) continue;
@@ -220,6 +242,8 @@ void thread_exit(ThreadState *t) {
                 }
                 if (live) {
                     deliver_locked(*b, false);
+                    // A callback forked: this is the child, where t is parked; stop here.
+                    if (core::fork_epoch() != epoch) return;
                     std::lock_guard<std::mutex> g(b->mu);
                     if (!b->dead) {
                         Writer **pp = &b->writers;

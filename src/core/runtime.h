@@ -1,7 +1,14 @@
 // Runtime: the process-wide state behind sonde_initialize/finalize and the session table.
 //
 // Runtime::mu protects the table and the initialized flag's transitions; it is never held
-// while a user callback runs or while waiting for producers. Lock order: Runtime::mu is taken
+// while a user callback runs or while waiting for producers.
+//
+// fork(): the core's pthread_atfork child handler (runtime.cpp) leaves the child not
+// initialised, re-creates Runtime::mu in place (a parent thread may have held it), marks the
+// session table inherited (the child's next sonde_initialize frees those sessions without any
+// delivery; their generations stay, so the parent's ids stay stale), bumps the fork epoch and
+// calls SessionResources::forked_child. Every call that needs the runtime then answers
+// NOT_INITIALIZED in the child until it calls sonde_initialize. Lock order: Runtime::mu is taken
 // before any lock of the concepts built on the core (the buffer table's, see buffer/table.h);
 // SessionResources::set_active_locked runs under it, nothing else does.
 #pragma once
@@ -27,6 +34,7 @@ struct Session {
 struct Runtime {
     std::mutex mu;
     std::atomic<bool> initialized{false};
+    bool inherited = false;  // a forked child's table: the sessions are the parent's
     uint32_t session_gen[kMaxSessions] = {};
     std::unique_ptr<Session> sessions[kMaxSessions];
 };
@@ -34,6 +42,12 @@ struct Runtime {
 Runtime &runtime();
 
 inline bool initialized() { return runtime().initialized.load(std::memory_order_acquire); }
+
+// Counts the forks this process came out of as a child (0 in the original process). Code that
+// runs a user callback compares it before and after: a change means the callback forked and
+// the calling thread is now the child's only thread.
+extern std::atomic<uint64_t> g_fork_epoch;
+inline uint64_t fork_epoch() { return g_fork_epoch.load(std::memory_order_relaxed); }
 
 // Whether `handle` names a live session (takes Runtime::mu).
 bool session_exists(uint64_t handle);
