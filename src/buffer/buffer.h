@@ -9,7 +9,10 @@
 // * Writer: one per (thread, buffer slot), owned by that thread's ThreadState and reused for
 //   every buffer that later occupies the slot. Its write window (pos, end, chunk, records,
 //   reservation) is written only by the owning thread. Destroy/finalize only unlink it and
-//   clear `handle`; attach() resets the window on the owning thread. The chunk pointer read
+//   clear `handle`; attach() resets the window on the owning thread. A writer is linked into
+//   one buffer at a time: when a slot's new buffer is attached before the previous buffer's
+//   drain detached the writer (handle still non-zero), attach() retires it to the thread's
+//   `retired` list and makes a new one. The chunk pointer read
 //   under Buffer::mu and the sealed list are the hand-over points to delivery.
 // * Chunk: owned by exactly one of: the free list (Buffer::mu), a writer as its current chunk
 //   (the producer appends; delivery may read the committed prefix in place), a writer's sealed
@@ -112,10 +115,16 @@ struct Writer {
     Writer *next_in_buffer = nullptr;
     ThreadState *thread = nullptr;
     uint32_t slot = 0;
+    // ---- owning thread only ----
+    Writer *next_retired = nullptr;  // ThreadState::retired list
 };
 
 struct ThreadState {
     Writer *writers[kMaxBuffers];  // never null: unused slots point to a detached sentinel
+    // Writers replaced while still linked into a buffer whose drain had not detached them yet
+    // (the slot's previous buffer: a writer is in one buffer's list at a time). Freed once
+    // their handle is 0, at the next attach or at thread exit.
+    Writer *retired = nullptr;
     uint64_t thread_id = 0;
     uint64_t os_tid = 0;
     ThreadState *parked_next = nullptr;  // a forked child's list of the parent's states

@@ -65,12 +65,42 @@ void thread_forked_child() {
     if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_thread_key, nullptr);
 }
 
+namespace {
+
+// Frees the retired writers that their buffer's drain has detached (handle 0).
+void free_retired(ThreadState *t) {
+    for (Writer **pp = &t->retired; *pp != nullptr;) {
+        Writer *w = *pp;
+        if (w->handle.load(std::memory_order_acquire) != 0) {
+            pp = &w->next_retired;
+            continue;
+        }
+        *pp = w->next_retired;
+        delete w;
+    }
+}
+
+}  // namespace
+
 sonde_status_t attach(uint64_t handle, Writer **out) {
     if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
     const uint32_t slot = static_cast<uint32_t>(handle);
     if (slot >= kMaxBuffers) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
     ThreadState *t = thread_state();
+    free_retired(t);
     Writer *w = t->writers[slot];
+    if (w != &g_detached_writer) {
+        const uint64_t old = w->handle.load(std::memory_order_acquire);
+        if (old != 0 && old != handle) {
+            // Still linked into the slot's previous buffer, which was retired (the slot holds
+            // another one now) and whose drain has not detached it yet: relinking it here
+            // would splice the two buffers' writer lists. Leave it to that drain.
+            w->next_retired = t->retired;
+            t->retired = w;
+            t->writers[slot] = &g_detached_writer;
+            w = &g_detached_writer;
+        }
+    }
     if (w == &g_detached_writer) {
         w = new Writer();
         w->thread = t;
@@ -257,6 +287,12 @@ void thread_exit(ThreadState *t) {
             }
             while (w->handle.load(std::memory_order_acquire) != 0) sched_yield();
         }
+        delete w;
+    }
+    // Retired writers belong to buffers already being drained: wait for their detach.
+    while (Writer *w = t->retired) {
+        while (w->handle.load(std::memory_order_acquire) != 0) sched_yield();
+        t->retired = w->next_retired;
         delete w;
     }
     tls_thread = nullptr;
