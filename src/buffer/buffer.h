@@ -28,9 +28,10 @@
 // sides use seq_cst atomics instead, which TSan understands.
 //
 // fork(): the child keeps nothing of this. Its fork handler (forked_child in table.cpp, through
-// the core) makes every slot refuse producers, parks the forking thread's ThreadState, and
-// re-creates the locks of the table, the delivery thread and the barrier in place; the child's
-// next sonde_initialize parks the parent's buffers (table.h). Delivery code that runs a
+// the core) makes every slot refuse producers, forgets the forking thread's ThreadState (it
+// stays, never freed, in the list of every thread state, like those of the parent's other
+// threads) and re-creates the locks of the thread list, the table, the delivery thread and the
+// barrier in place; the child's next sonde_initialize parks the parent's buffers (table.h). Delivery code that runs a
 // callback checks the core's fork epoch afterwards: a callback that forked leaves the child
 // in Sonde code, which then returns without touching the parent's buffers again.
 //
@@ -127,7 +128,9 @@ struct ThreadState {
     Writer *retired = nullptr;
     uint64_t thread_id = 0;
     uint64_t os_tid = 0;
-    ThreadState *parked_next = nullptr;  // a forked child's list of the parent's states
+    // The list of every thread state (producer.cpp, its own lock): it keeps them reachable in
+    // a forked child, where the parent's threads are gone but their states may not be freed.
+    ThreadState *prev_state = nullptr, *next_state = nullptr;
 };
 
 struct Buffer {
@@ -191,8 +194,8 @@ void fill_stats(Buffer &b, sonde_buffer_stats_t &s);
 
 // Thread exit (producer.cpp; pthread key destructor).
 void thread_exit(ThreadState *t);
-// Fork child handler part (producer.cpp): parks the forking thread's state, so that the child
-// thread starts afresh and its exit never delivers the parent's records.
+// Fork child handler part (producer.cpp): forgets the forking thread's state, so that the
+// child's thread starts afresh and its exit never delivers the parent's records.
 void thread_forked_child();
 
 // Whether the calling thread is inside a buffer callback (consumer.cpp).

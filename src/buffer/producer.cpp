@@ -28,9 +28,24 @@ std::atomic<uint64_t> g_next_thread_id{1};
 pthread_key_t g_thread_key;
 std::once_flag g_key_once;
 std::atomic<bool> g_key_made{false};
-// A forked child's copies of the parent's thread states (the forking thread's): kept, never
-// used, so that nothing of the parent is delivered or freed in the child.
-ThreadState *g_parked_threads = nullptr;
+// Every thread state, live or (in a forked child) the parent's: those are kept, never used,
+// so that nothing of the parent is delivered or freed in the child, and stay reachable.
+std::mutex g_states_mu;
+ThreadState *g_states = nullptr;
+
+void link_state(ThreadState *t) {
+    std::lock_guard<std::mutex> g(g_states_mu);
+    t->next_state = g_states;
+    if (g_states != nullptr) g_states->prev_state = t;
+    g_states = t;
+}
+
+void unlink_state(ThreadState *t) {
+    std::lock_guard<std::mutex> g(g_states_mu);
+    if (t->prev_state != nullptr) t->prev_state->next_state = t->next_state;
+    else g_states = t->next_state;
+    if (t->next_state != nullptr) t->next_state->prev_state = t->prev_state;
+}
 
 void thread_key_destructor(void *p) { thread_exit(static_cast<ThreadState *>(p)); }
 
@@ -52,15 +67,15 @@ ThreadState *thread_state() {
     }
     t->thread_id = g_next_thread_id.fetch_add(1, std::memory_order_relaxed);
     t->os_tid = static_cast<uint64_t>(syscall(SYS_gettid));
+    link_state(t);
     tls_thread = t;
     return t;
 }
 
 void thread_forked_child() {
-    ThreadState *t = tls_thread;
-    if (t == nullptr) return;
-    t->parked_next = g_parked_threads;
-    g_parked_threads = t;
+    // The list's lock may have been held by a parent thread; the states stay in the list.
+    new (&g_states_mu) std::mutex();
+    if (tls_thread == nullptr) return;
     tls_thread = nullptr;
     if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_thread_key, nullptr);
 }
@@ -296,6 +311,7 @@ void thread_exit(ThreadState *t) {
         delete w;
     }
     tls_thread = nullptr;
+    unlink_state(t);
     delete t;
 }
 
