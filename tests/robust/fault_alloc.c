@@ -1,13 +1,57 @@
-/* malloc, calloc, realloc and free of the test executable: they interpose libc's (the
- * executable comes first in the symbol lookup order) and forward to the next definition,
- * found with dlsym(RTLD_NEXT). While dlsym itself runs, allocations come from a small static
- * arena that free ignores. See fault_alloc.h. */
+/* The allocation counter and, outside AddressSanitizer builds, malloc, calloc, realloc and
+ * free of the test executable: they interpose libc's (the executable comes first in the
+ * symbol lookup order) and forward to the next definition, found with dlsym(RTLD_NEXT). While
+ * dlsym itself runs, allocations come from a small static arena that free ignores. See
+ * fault_alloc.h. */
 #include "fault_alloc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FAULT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FAULT_SANITIZED 1
+#endif
+#endif
+
+static atomic_bool armed;
+static atomic_bool fired;
+static atomic_uint_fast64_t counted;
+static atomic_uint_fast64_t fail_at;
+
+void fault_arm(uint64_t n) {
+    atomic_store(&fired, false);
+    atomic_store(&counted, 0);
+    atomic_store(&fail_at, n);
+    atomic_store(&armed, true);
+}
+
+uint64_t fault_disarm(void) {
+    atomic_store(&armed, false);
+    return atomic_load(&counted);
+}
+
+bool fault_fired(void) { return atomic_load(&fired); }
+
+bool fault_should_fail(void) {
+    if (!atomic_load_explicit(&armed, memory_order_acquire)) return false;
+    const uint64_t n = atomic_fetch_add(&counted, 1) + 1;
+    if (n != atomic_load(&fail_at)) return false;
+    atomic_store(&fired, true);
+    return true;
+}
+
+#if defined(FAULT_SANITIZED)
+
+/* The sanitizer's allocator serves malloc; only operator new is counted (fault_alloc.h). */
+void *fault_raw_malloc(size_t n) { return malloc(n); }
+
+#else
 
 typedef void *(*malloc_fn)(size_t);
 typedef void *(*calloc_fn)(size_t, size_t);
@@ -18,11 +62,6 @@ static malloc_fn real_malloc;
 static calloc_fn real_calloc;
 static realloc_fn real_realloc;
 static free_fn real_free;
-
-static atomic_bool armed;
-static atomic_bool fired;
-static atomic_uint_fast64_t counted;
-static atomic_uint_fast64_t fail_at;
 
 static _Alignas(16) unsigned char arena[64 * 1024];
 static atomic_size_t arena_used;
@@ -55,26 +94,9 @@ static void resolve(void) {
 
 __attribute__((constructor(101))) static void fault_alloc_init(void) { resolve(); }
 
-void fault_arm(uint64_t n) {
-    atomic_store(&fired, false);
-    atomic_store(&counted, 0);
-    atomic_store(&fail_at, n);
-    atomic_store(&armed, true);
-}
-
-uint64_t fault_disarm(void) {
-    atomic_store(&armed, false);
-    return atomic_load(&counted);
-}
-
-bool fault_fired(void) { return atomic_load(&fired); }
-
-bool fault_should_fail(void) {
-    if (!atomic_load_explicit(&armed, memory_order_acquire)) return false;
-    const uint64_t n = atomic_fetch_add(&counted, 1) + 1;
-    if (n != atomic_load(&fail_at)) return false;
-    atomic_store(&fired, true);
-    return true;
+void *fault_raw_malloc(size_t n) {
+    if (real_malloc == NULL) resolve();
+    return real_malloc(n);
 }
 
 void *malloc(size_t n) {
@@ -121,3 +143,5 @@ void free(void *p) {
     if (real_free == NULL) resolve();
     real_free(p);
 }
+
+#endif

@@ -3,7 +3,12 @@
  * that every allocation of the process (libsonde, libstdc++, libc, zstd) goes through a
  * counter. Armed with N, the Nth allocation from then on fails (NULL, or std::bad_alloc from
  * operator new) and no later one does. The real allocator is the next definition in the
- * lookup order (libc, or the sanitizer runtime in sanitizer builds). */
+ * lookup order, libc's.
+ *
+ * In AddressSanitizer builds only operator new is counted and failed: the sanitizer runtime
+ * calls malloc itself (e.g. through pthread_getattr_np when a thread starts) and stops the
+ * process if that fails, so the malloc family is left to it. Every allocation of libsonde's
+ * own code is an operator new. */
 #ifndef SONDE_TEST_FAULT_ALLOC_H
 #define SONDE_TEST_FAULT_ALLOC_H
 
@@ -23,6 +28,8 @@ uint64_t fault_disarm(void);
 bool fault_fired(void);
 /* The allocation counter's decision for one allocation (used by fault_new.cpp): true = fail. */
 bool fault_should_fail(void);
+/* The real allocator, not counted (used by fault_new.cpp). */
+void *fault_raw_malloc(size_t size);
 
 #ifdef __cplusplus
 }

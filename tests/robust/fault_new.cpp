@@ -1,6 +1,6 @@
-// operator new and delete of the test executable: every form goes through the counting
-// malloc/free of fault_alloc.c (also in sanitizer builds, whose runtime would otherwise serve
-// operator new itself), so a failure can land in any C++ allocation. See fault_alloc.h.
+// operator new and delete of the test executable: every form is counted (fault_should_fail)
+// and served by the real malloc, also in sanitizer builds, whose runtime would otherwise serve
+// operator new itself; delete is free. See fault_alloc.h.
 #include <cstdlib>
 #include <new>
 
@@ -9,9 +9,15 @@
 namespace {
 
 void *allocate(std::size_t n) {
-    void *p = std::malloc(n == 0 ? 1 : n);
+    if (fault_should_fail()) throw std::bad_alloc();
+    void *p = fault_raw_malloc(n == 0 ? 1 : n);
     if (p == nullptr) throw std::bad_alloc();
     return p;
+}
+
+void *allocate_nothrow(std::size_t n) noexcept {
+    if (fault_should_fail()) return nullptr;
+    return fault_raw_malloc(n == 0 ? 1 : n);
 }
 
 void *allocate_aligned(std::size_t n, std::align_val_t a) {
@@ -27,8 +33,8 @@ void *allocate_aligned(std::size_t n, std::align_val_t a) {
 
 void *operator new(std::size_t n) { return allocate(n); }
 void *operator new[](std::size_t n) { return allocate(n); }
-void *operator new(std::size_t n, const std::nothrow_t &) noexcept { return std::malloc(n == 0 ? 1 : n); }
-void *operator new[](std::size_t n, const std::nothrow_t &) noexcept { return std::malloc(n == 0 ? 1 : n); }
+void *operator new(std::size_t n, const std::nothrow_t &) noexcept { return allocate_nothrow(n); }
+void *operator new[](std::size_t n, const std::nothrow_t &) noexcept { return allocate_nothrow(n); }
 void *operator new(std::size_t n, std::align_val_t a) { return allocate_aligned(n, a); }
 void *operator new[](std::size_t n, std::align_val_t a) { return allocate_aligned(n, a); }
 void *operator new(std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept {

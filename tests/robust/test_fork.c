@@ -190,12 +190,21 @@ static void test_child_fails_fast(void **state) {
 }
 
 /* A producer thread forks: in the child that thread leaves through pthread_exit, whose key
- * destructors must neither deliver the parent's records nor wait for the parent's buffers. */
+ * destructors must neither deliver the parent's records nor wait for the parent's buffers
+ * (a thread of the child joins it, then ends the child). */
 typedef struct thread_arg_t {
     setup_t x;
     tally_t *t;
     pid_t child;
 } thread_arg_t;
+
+/* In the child: waits for the forking thread to end (its key destructors run then), then ends
+ * the process without running exit handlers (the parent's other threads are gone). */
+static void *join_then_exit(void *arg) {
+    const pthread_t forking = *(const pthread_t *)arg;
+    _exit(pthread_join(forking, NULL) == 0 ? 0 : 32);
+    return NULL;
+}
 
 static void *fork_from_producer(void *arg) {
     thread_arg_t *a = (thread_arg_t *)arg;
@@ -215,7 +224,11 @@ static void *fork_from_producer(void *arg) {
         if (sonde_commit(a->x.b) != SONDE_STATUS_ERROR_NOT_INITIALIZED) _exit(31);
         const int rc = child_checks(&a->x, a->t);
         if (rc != 0) _exit(rc);
-        pthread_exit(NULL); /* the last thread: the process exits with status 0 */
+        static pthread_t self;
+        self = pthread_self();
+        pthread_t joiner;
+        if (pthread_create(&joiner, NULL, join_then_exit, &self) != 0) _exit(33);
+        pthread_exit(NULL); /* a hang here leaves the joiner waiting: the alarm fires */
     }
     if (sonde_commit(a->x.b) != SONDE_STATUS_SUCCESS) a->child = -2;
     return NULL;
