@@ -31,9 +31,11 @@ SONDE_BEGIN_DECLS
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_ALREADY_INITIALIZED (nothing changed),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (nothing initialised, also when a client could not
  *         take the new runtime in), SONDE_STATUS_ERROR (a client failed otherwise; nothing
- *         initialised).
- * Thread-safe; may be called again after ::sonde_finalize (old ids stay invalid), and in the
- * child of a fork() (which starts not initialised; the parent's ids stay invalid).
+ *         initialised), SONDE_STATUS_ERROR_IN_CALLBACK (called from a buffer callback while
+ *         ::sonde_finalize is under way; nothing done).
+ * Thread-safe (a call that races ::sonde_finalize waits for it to finish); may be called again
+ * after ::sonde_finalize (old ids stay invalid), and in the child of a fork() (which starts not
+ * initialised; the parent's ids stay invalid).
  */
 SONDE_API sonde_status_t sonde_initialize(void);
 

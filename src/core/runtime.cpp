@@ -90,6 +90,7 @@ sonde_status_t first_error(sonde_status_t a, sonde_status_t b) {
 // the resource owner's runtime. The observers' on_finalize has run before.
 sonde_status_t shut_down() {
     Runtime &r = runtime();
+    std::lock_guard<std::mutex> lifecycle(r.lifecycle_mu);
     sonde_status_t result = SONDE_STATUS_SUCCESS;
     {
         std::unique_lock<std::mutex> lk(r.mu);
@@ -109,6 +110,7 @@ sonde_status_t shut_down() {
 // (a parent thread may have held Runtime::mu) and nothing is allocated; see runtime.h.
 void forked_child() {
     Runtime &r = runtime();
+    new (&r.lifecycle_mu) std::mutex();
     new (&r.mu) std::mutex();
     r.inherited = true;
     r.initialized.store(false, std::memory_order_release);
@@ -164,6 +166,15 @@ SONDE_API sonde_status_t sonde_initialize(void) {
     return guarded([]() -> sonde_status_t {
         Runtime &r = runtime();
         {
+            std::unique_lock<std::mutex> lifecycle(r.lifecycle_mu, std::defer_lock);
+            if (!core::g_resources->in_callback()) {
+                lifecycle.lock();
+            } else if (!lifecycle.try_lock()) {
+                // A finalise (or an initialise) is under way and may be waiting for this
+                // callback to return.
+                return core::initialized() ? SONDE_STATUS_ERROR_ALREADY_INITIALIZED
+                                           : SONDE_STATUS_ERROR_IN_CALLBACK;
+            }
             std::lock_guard<std::mutex> g(r.mu);
             if (r.initialized.load(std::memory_order_relaxed))
                 return SONDE_STATUS_ERROR_ALREADY_INITIALIZED;

@@ -3,8 +3,16 @@
 // Runtime::mu protects the table and the initialized flag's transitions; it is never held
 // while a user callback runs or while waiting for producers.
 //
+// Runtime::lifecycle_mu serialises starting and stopping the runtime: sonde_initialize holds it
+// from its check to the end of SessionResources::start_runtime, sonde_finalize from clearing
+// the flag to the end of stop_runtime (which joins the delivery thread, so Runtime::mu cannot
+// be held then). Without it an initialise that ran between a finalise's flag and its
+// stop_runtime started a delivery thread that the finalise then stopped or lost. It comes
+// first in the lock order. A callback that calls sonde_initialize only tries it (the holder may
+// be waiting for that very callback).
+//
 // fork(): the core's pthread_atfork child handler (runtime.cpp) leaves the child not
-// initialised, re-creates Runtime::mu in place (a parent thread may have held it), marks the
+// initialised, re-creates both locks in place (a parent thread may have held them), marks the
 // session table inherited (the child's next sonde_initialize frees those sessions without any
 // delivery; their generations stay, so the parent's ids stay stale), bumps the fork epoch and
 // calls SessionResources::forked_child. Every call that needs the runtime then answers
@@ -32,6 +40,7 @@ struct Session {
 };
 
 struct Runtime {
+    std::mutex lifecycle_mu;
     std::mutex mu;
     std::atomic<bool> initialized{false};
     bool inherited = false;  // a forked child's table: the sessions are the parent's
