@@ -6,7 +6,8 @@
  *   - two controllers create sessions and buffers (LOSSLESS and DISCARD, some with an interval
  *     flush), start, stop and flush them, destroy buffers and sessions gracefully (producers
  *     kept out first, then flush, stats, destroy) or abruptly (while producers emit), load a
- *     client plugin, and finalize and re-initialise the runtime.
+ *     client plugin and register linked-in clients, and finalize and re-initialise the
+ *     runtime.
  * Then every instance is accounted for exactly: each record a producer was told was accepted
  * reached its own buffer's callback exactly once and no other record did; for graceful
  * destroys, sonde_get_buffer_stats before the destroy agrees with the producers and the
@@ -270,16 +271,36 @@ static void destroy_abruptly(inst_t *in, int whole_session) {
 }
 
 static atomic_int g_client_loads;
+static atomic_uint_fast64_t g_session_starts; /* seen by the linked-in clients */
 
+static void on_session_start(const sonde_event_data_t *data, void *user_data) {
+    (void)data;
+    (void)user_data;
+    atomic_fetch_add(&g_session_starts, 1);
+}
+
+static sonde_status_t counting_client(const sonde_api_t *api, sonde_client_id_t id, const char *options) {
+    (void)options;
+    return api->register_event(id, SONDE_EVENT_SESSION_START, 0, on_session_start, NULL);
+}
+
+/* The first time plugin_ok from tests/client (dlopen'ed; once, since its options live in one
+ * static buffer that a second instantiation would overwrite under its running observer), then
+ * clients linked into this program. */
 static void load_client(void) {
-    if (atomic_fetch_add(&g_client_loads, 1) >= MAX_CLIENT_LOADS) return;
-    const char *dir = getenv("SONDE_TEST_PLUGIN_DIR");
-    if (dir == NULL) return;
-    char path[1024], out[64];
-    snprintf(path, sizeof path, "%s/plugin_ok.so", dir);
-    snprintf(out, sizeof out, "/tmp/sonde-stress-client-%d.txt", (int)getpid());
+    const int n = atomic_fetch_add(&g_client_loads, 1);
+    if (n >= MAX_CLIENT_LOADS) return;
     sonde_client_id_t id;
-    expect("load_client", sonde_load_client(path, out, &id), 0);
+    if (n == 0) {
+        const char *dir = getenv("SONDE_TEST_PLUGIN_DIR");
+        if (dir == NULL) return;
+        char path[1024], out[64];
+        snprintf(path, sizeof path, "%s/plugin_ok.so", dir);
+        snprintf(out, sizeof out, "/tmp/sonde-stress-client-%d.txt", (int)getpid());
+        expect("load_client", sonde_load_client(path, out, &id), 0);
+    } else {
+        expect("register_client", sonde_register_client(counting_client, NULL, &id), 0);
+    }
 }
 
 static void *controller(void *arg) {
@@ -375,9 +396,11 @@ static void test_lifecycle_stress(void **state) {
                          (unsigned long long)in->seen_at_stats);
         }
     }
-    print_message("%u buffers (%llu destroyed gracefully), %llu records accepted, %llu dropped, %d client loads\n", n,
-                  (unsigned long long)graceful, (unsigned long long)accepted, (unsigned long long)full,
-                  atomic_load(&g_client_loads) < MAX_CLIENT_LOADS ? atomic_load(&g_client_loads) : MAX_CLIENT_LOADS);
+    print_message("%u buffers (%llu destroyed gracefully), %llu records accepted, %llu dropped, %d clients, "
+                  "%llu session starts seen by them\n",
+                  n, (unsigned long long)graceful, (unsigned long long)accepted, (unsigned long long)full,
+                  atomic_load(&g_client_loads) < MAX_CLIENT_LOADS ? atomic_load(&g_client_loads) : MAX_CLIENT_LOADS,
+                  (unsigned long long)atomic_load(&g_session_starts));
     assert_true(n > 0);
     assert_true(accepted > 0);
     for (uint32_t i = 0; i < MAX_INST; ++i) pthread_mutex_destroy(&g_inst[i].mu);
