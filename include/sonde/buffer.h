@@ -168,7 +168,8 @@ SONDE_API sonde_status_t sonde_destroy_buffer(sonde_session_id_t session, sonde_
  * @param size Payload bytes.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE (nothing recorded),
  *         SONDE_STATUS_ERROR_BUFFER_FULL (dropped and counted), SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
- *         SONDE_STATUS_ERROR_NOT_INITIALIZED, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_NOT_INITIALIZED (also at once in the child of a fork(), see
+ *         session.h), SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (kind, or size larger than a chunk allows),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (a reservation of this thread is open),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
