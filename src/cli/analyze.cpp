@@ -21,7 +21,13 @@
 
 #include <sonde/analysis.h>
 
+#include "cli/options.h"
+
 namespace {
+
+namespace cli = sonde::cli;
+
+constexpr const char *kCommand = "sonde analyze";
 
 // A tool that only counts records, for the progress line. It has no results.
 struct Progress {
@@ -106,7 +112,11 @@ int fail(const char *what, sonde_status_t st, sonde_analyzer_t *a) {
 }  // namespace
 
 int sonde_cli_analyze(int argc, char **argv) {
-    CLI::App app{"Run analysis tools over memory-reference traces.", "sonde analyze"};
+    CLI::App app{
+        "Run analysis tools over memory-reference traces.\n"
+        "Exit status: 0 success, 1 an input or a tool fails while running, 2 bad usage\n"
+        "(refused before anything runs).",
+        kCommand};
     std::vector<std::string> inputs;
     std::string format = "auto";
     std::vector<std::string> tools;
@@ -118,34 +128,81 @@ int sonde_cli_analyze(int argc, char **argv) {
     uint64_t sample_size = 0;
     bool per_shard = false;
     std::string json_path;
-    app.add_option("INPUT", inputs, "Trace files")->required();
-    app.add_option("--format", format, "Input format")
+    std::vector<std::string> tool_lists;
+    cli::add_version(app);
+    app.add_option("INPUT", inputs, "Trace files (each must exist and be readable)")
+        ->required()
+        ->check(cli::input_file(true));
+    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64")
         ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64"}))
         ->capture_default_str();
-    app.add_option("--tool", tools,
-                   "Tools, comma-separated: basic_counts, cache_sim, reuse_distance, or the path of a tool "
-                   "shared object")
-        ->delimiter(',');
-    app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")
-        ->check(CLI::Range(1u, 1024u));
+    app.add_option(
+           "--tool", tool_lists,
+           "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
+           "a tool shared object (default basic_counts, or cache_sim with --cache)")
+        ->check(cli::list_items());
+    auto *jobs_opt = app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")
+                         ->check(cli::unsigned_range(1, 1024));
     app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
-    app.add_option("--cache", cache, "cache_sim levels NAME:SIZE:WAYS:LINE[:POLICY],... (lru, fifo, random)");
-    app.add_option("--line-size", line_size, "Line size of basic_counts and reuse_distance (default 64)");
-    auto *rate =
-        app.add_option("--sample-rate", sample_rate, "reuse_distance: SHARDS fixed-rate sampling, 0 < R <= 1")
-            ->check(CLI::Range(1e-9, 1.0));
-    app.add_option("--sample-size", sample_size,
-                   "reuse_distance: SHARDS fixed-size sampling, most lines kept")
-        ->check(CLI::Range(uint64_t{1}, UINT64_MAX))
-        ->excludes(rate);
-    app.add_flag("--per-shard", per_shard, "reuse_distance: also one stack per shard (\"shards\" in JSON)");
-    app.add_option("--json", json_path, "Also write the results as JSON to this file");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2, --help 0
-    }
+    auto *cache_opt =
+        app.add_option("--cache", cache,
+                       "cache_sim levels NAME:SIZE:WAYS:LINE[:POLICY],...: SIZE in bytes or with K, M, G, at "
+                       "most 4G; WAYS "
+                       "1..1024 and at most the level's lines; LINE a power of two 1..65536; SIZE / (WAYS * "
+                       "LINE) a power of two; POLICY lru, fifo or random; at most 16 levels")
+            ->check(cli::cache_levels());
+    auto *line_opt =
+        app.add_option("--line-size", line_size, "Line size of basic_counts and reuse_distance (default 64)")
+            ->check(cli::power_of_two(1, 1u << 20));
+    auto *rate = app.add_option("--sample-rate", sample_rate,
+                                "reuse_distance: SHARDS fixed-rate sampling, a finite rate")
+                     ->check(cli::real_range(1e-9, 1.0));
+    auto *size_opt = app.add_option("--sample-size", sample_size,
+                                    "reuse_distance: SHARDS fixed-size sampling, most lines kept")
+                         ->check(cli::unsigned_range(1, UINT64_MAX))
+                         ->excludes(rate);
+    auto *shard_opt = app.add_flag("--per-shard", per_shard,
+                                   "reuse_distance: also one stack per shard (\"shards\" in JSON)");
+    app.add_option("--json", json_path,
+                   "Also write the results as JSON to this file (its directory must exist; not an input)")
+        ->check(cli::output_file());
+    const int parsed = cli::parse(app, argc, argv);
+    if (parsed >= 0) return parsed;
+    for (const std::string &list : tool_lists)
+        for (const std::string &t : cli::split_list(list)) {
+            for (const std::string &seen : tools)
+                if (seen == t) return cli::usage_error(kCommand, "--tool: '" + t + "' is given twice");
+            if (t.find('/') != std::string::npos) {
+                const std::string why = cli::check_input_file(t, false);
+                if (!why.empty()) return cli::usage_error(kCommand, "--tool: " + why);
+            }
+            tools.push_back(t);
+        }
     if (tools.empty()) tools.push_back(cache.empty() ? "basic_counts" : "cache_sim");
+    // An option that no chosen tool reads would be ignored silently: refuse it.
+    auto chosen = [&tools](const char *name) {
+        for (const std::string &t : tools)
+            if (t == name) return true;
+        return false;
+    };
+    if (cache_opt->count() > 0 && !chosen("cache_sim"))
+        return cli::usage_error(kCommand, "--cache: only cache_sim reads it, and it is not among the tools");
+    if (line_opt->count() > 0 && !chosen("basic_counts") && !chosen("reuse_distance"))
+        return cli::usage_error(
+            kCommand,
+            "--line-size: only basic_counts and reuse_distance read it, and neither is among "
+            "the tools");
+    for (const CLI::Option *o : {rate, size_opt, shard_opt})
+        if (o->count() > 0 && !chosen("reuse_distance"))
+            return cli::usage_error(
+                kCommand, o->get_name() + ": only reuse_distance reads it, and it is not among the tools");
+    if (serial && jobs_opt->count() > 0 && !chosen("reuse_distance"))
+        return cli::usage_error(kCommand,
+                                "--jobs: a --serial run has no workers (only reuse_distance reads "
+                                "--jobs in a serial run)");
+    for (const std::string &in : inputs)
+        if (!json_path.empty() && cli::same_file(in, json_path))
+            return cli::usage_error(kCommand, "--json: " + json_path + " is the input " + in);
 
     sonde_analyzer_t *a = nullptr;
     sonde_status_t st = sonde_analyzer_create(&a);
@@ -172,7 +229,13 @@ int sonde_cli_analyze(int argc, char **argv) {
             }
             st = sonde_analyzer_add_tool(a, t.c_str(), options.c_str());
         }
-        if (st != SONDE_STATUS_SUCCESS) return fail(("tool " + t).c_str(), st, a);
+        if (st == SONDE_STATUS_ERROR_OUT_OF_MEMORY) return fail(("tool " + t).c_str(), st, a);
+        if (st != SONDE_STATUS_SUCCESS) {
+            // A tool that cannot be made is refused before anything runs: a usage error.
+            const std::string why = sonde_analyzer_error(a);
+            sonde_analyzer_destroy(a);
+            return cli::usage_error(kCommand, "--tool " + t + ": " + why);
+        }
     }
     for (const std::string &in : inputs) {
         st = sonde_analyzer_add_input(a, in.c_str(), format_value(format));

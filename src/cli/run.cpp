@@ -3,6 +3,12 @@
 // then execs the program. Everything else (loading the clients, the events) happens inside the
 // program, so what `sonde run` does can also be done by hand with the two variables.
 //
+// Before the exec, every client given as a path (with a '/') is checked (client_check.h): a
+// client that does not exist, is not a readable ELF shared object of the right class, or does
+// not define sonde_client_instantiate itself stops `sonde run` with exit status 2, and the
+// program does not run. A bare name is left to the dynamic loader's search path, inside the
+// program. Once exec'ed, the process is the program: its exit status is `sonde run`'s.
+//
 // The instrumentation library is found, in order: $SONDE_INSTRUMENT_LIBRARY; the build tree's
 // copy when this executable runs from the build tree; the installed copy in the library dir.
 #include "cli/run.h"
@@ -18,7 +24,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/client_check.h"
+#include "cli/options.h"
+
 namespace {
+
+namespace cli = sonde::cli;
+
+constexpr const char *kCommand = "sonde run";
 
 bool readable(const std::string &p) { return !p.empty() && access(p.c_str(), R_OK) == 0; }
 
@@ -59,33 +72,37 @@ int sonde_cli_run(int argc, char **argv) {
         }
     CLI::App app{
         "Run a program built with -finstrument-functions under Sonde clients.\n"
-        "usage: sonde run --client PATH[=OPTIONS] ... -- PROGRAM [ARGS...]",
-        "sonde run"};
+        "usage: sonde run --client PATH[=OPTIONS] ... -- PROGRAM [ARGS...]\n"
+        "A client given as a path (with a '/') must be a readable ELF shared object that defines\n"
+        "sonde_client_instantiate itself, else the program does not run (exit 2).\n"
+        "Exit status: the program's; 127 when it cannot be started; 2 on bad usage.",
+        kCommand};
     std::vector<std::string> clients;
-    app.add_option("--client", clients, "client plugin (shared object) and its options; repeatable")
+    cli::add_version(app);
+    app.add_option("--client", clients,
+                   "Client plugin (shared object) and its options, PATH[=OPTIONS]; repeatable; no ';'")
         ->required()
         ->allow_extra_args(false);
-    try {
-        app.parse(split, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e) == 0 ? 0 : 2;
-    }
-    if (split + 1 >= argc) {
-        std::fprintf(stderr, "sonde run: no program given (put it after --)\n");
-        return 2;
-    }
+    const int parsed = cli::parse(app, split, argv);
+    if (parsed >= 0) return parsed;
+    if (split + 1 >= argc) return cli::usage_error(kCommand, "no program given (put it after --)");
     std::string list;
     for (const std::string &c : clients) {
-        if (c.find(';') != std::string::npos) {
-            std::fprintf(stderr, "sonde run: a client and its options cannot contain ';': %s\n", c.c_str());
-            return 2;
+        if (c.find(';') != std::string::npos)
+            return cli::usage_error(kCommand, "--client: a client and its options cannot contain ';': " + c);
+        const std::string path = c.substr(0, c.find('='));
+        if (path.empty()) return cli::usage_error(kCommand, "--client: no plugin path in '" + c + "'");
+        if (path.find('/') != std::string::npos) {
+            const std::string why = cli::check_client_plugin(path);
+            if (!why.empty()) return cli::usage_error(kCommand, "--client: " + why);
         }
         if (!list.empty()) list += ';';
         list += client_spec(c);
     }
     const std::string lib = instrument_library();
     if (lib.empty()) {
-        std::fprintf(stderr, "sonde run: libsonde-instrument.so not found (set SONDE_INSTRUMENT_LIBRARY)\n");
+        std::fprintf(stderr, "%s: libsonde-instrument.so not found (set SONDE_INSTRUMENT_LIBRARY)\n",
+                     kCommand);
         return 127;
     }
     std::string preload = lib;
@@ -94,6 +111,6 @@ int sonde_cli_run(int argc, char **argv) {
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("SONDE_CLIENTS", list.c_str(), 1);
     execvp(argv[split + 1], argv + split + 1);
-    std::fprintf(stderr, "sonde run: cannot run '%s': %s\n", argv[split + 1], std::strerror(errno));
+    std::fprintf(stderr, "%s: cannot run '%s': %s\n", kCommand, argv[split + 1], std::strerror(errno));
     return 127;
 }
