@@ -1,5 +1,7 @@
 // `sonde analyze`: parses the command line (CLI11), builds an analyzer through the public C API
 // (sonde/analysis.h), runs it, prints the human summary on stdout and writes the JSON results.
+// The readers' warnings (a truncated trace, an input without records) go to stderr as
+// "sonde analyze: warning: ..."; --strict refuses an incomplete input before any tool runs.
 // On a terminal, a progress line on stderr appears for runs that take more than a second.
 //
 // Threads: the progress tool's counter is an atomic written by the analyzer's workers and read
@@ -8,10 +10,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -102,6 +106,24 @@ uint32_t format_value(const std::string &f) {
     return SONDE_TRACE_FORMAT_AUTO;
 }
 
+// Prints the warnings of input `input` after the first `*printed` ones, each on its own line
+// of stderr, and counts them in *printed; returns whether the input is complete.
+bool print_warnings(sonde_analyzer_t *a, uint32_t input, size_t *printed) {
+    bool complete = true;
+    const char *text = "";
+    if (sonde_analyzer_input_warnings(a, input, &complete, &text) != SONDE_STATUS_SUCCESS) return true;
+    size_t line = 0;
+    for (const char *p = text; *p != '\0'; ++line) {
+        const char *end = std::strchr(p, '\n');
+        const size_t len = end != nullptr ? static_cast<size_t>(end - p) : std::strlen(p);
+        if (line >= *printed)
+            std::fprintf(stderr, "sonde analyze: warning: %.*s\n", static_cast<int>(len), p);
+        p += len + (end != nullptr ? 1 : 0);
+    }
+    *printed = std::max(*printed, line);
+    return complete;
+}
+
 int fail(const char *what, sonde_status_t st, sonde_analyzer_t *a) {
     std::fprintf(stderr, "sonde analyze: %s: %s (%s)\n", what, sonde_analyzer_error(a),
                  sonde_status_name(st));
@@ -129,8 +151,10 @@ int sonde_cli_analyze(int argc, char **argv) {
     bool per_shard = false;
     std::string json_path;
     std::vector<std::string> tool_lists;
+    bool strict = false;
     cli::add_version(app);
-    app.add_option("INPUT", inputs, "Trace files (each must exist and be readable)")
+    app.add_option("INPUT", inputs,
+                   "Trace files (each must exist and be readable); - reads standard input (lackey or raw64)")
         ->required()
         ->check(cli::input_file(true));
     app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64")
@@ -166,6 +190,7 @@ int sonde_cli_analyze(int argc, char **argv) {
     app.add_option("--json", json_path,
                    "Also write the results as JSON to this file (its directory must exist; not an input)")
         ->check(cli::output_file());
+    app.add_flag("--strict", strict, "Refuse an incomplete input (a truncated trace) instead of warning");
     const int parsed = cli::parse(app, argc, argv);
     if (parsed >= 0) return parsed;
     for (const std::string &list : tool_lists)
@@ -237,9 +262,17 @@ int sonde_cli_analyze(int argc, char **argv) {
             return cli::usage_error(kCommand, "--tool " + t + ": " + why);
         }
     }
-    for (const std::string &in : inputs) {
-        st = sonde_analyzer_add_input(a, in.c_str(), format_value(format));
+    std::vector<size_t> printed(inputs.size(), 0);
+    for (uint32_t i = 0; i < inputs.size(); ++i) {
+        const std::string path = inputs[i] == "-" ? "/dev/stdin" : inputs[i];
+        st = sonde_analyzer_add_input(a, path.c_str(), format_value(format));
         if (st != SONDE_STATUS_SUCCESS) return fail("input", st, a);
+        if (!print_warnings(a, i, &printed[i]) && strict) {
+            std::fprintf(stderr, "sonde analyze: input %s is incomplete (--strict); nothing was analysed\n",
+                         path.c_str());
+            sonde_analyzer_destroy(a);
+            return 1;
+        }
     }
     sonde_analyzer_set_parallel(a, !serial);
     sonde_analyzer_set_workers(a, jobs);
@@ -256,6 +289,7 @@ int sonde_cli_analyze(int argc, char **argv) {
         st = sonde_analyzer_run(a);
     }
     if (st != SONDE_STATUS_SUCCESS) return fail("run", st, a);
+    for (uint32_t i = 0; i < inputs.size(); ++i) print_warnings(a, i, &printed[i]);  // e.g. "no records"
 
     bool parallel = false;
     uint32_t workers = 0;

@@ -163,6 +163,9 @@ SONDE_API sonde_status_t sonde_trace_writer_write(sonde_trace_writer_t *writer, 
                                                   const sonde_memref_t *memrefs, size_t count) {
     if (writer == nullptr || (memrefs == nullptr && count > 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (shard > sonde::trace::fmt::kMaxShard) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    // Only what the readers accept: known memref and marker types.
+    if (count > 0 && sonde::trace::fmt::first_invalid(memrefs, count) != SIZE_MAX)
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     return sonde::guarded([&]() -> sonde_status_t { return writer->writer->write(shard, memrefs, count); });
 }
 

@@ -100,6 +100,42 @@ void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t 
     state[2] = pt;
 }
 
+namespace {
+inline bool valid_record(uint16_t type, uint16_t size) {
+    return type < SONDE_MEMREF_MARKER ||
+           (type == SONDE_MEMREF_MARKER && size >= SONDE_MARKER_TIMESTAMP && size <= SONDE_MARKER_CPU_ID);
+}
+}  // namespace
+
+std::string check_columns(const unsigned char *payload, size_t n) {
+    const unsigned char *type = payload + 24 * n, *size = payload + 26 * n;
+    uint16_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {  // the common case: no record above MODIFY/IFETCH
+        uint16_t t;
+        std::memcpy(&t, type + 2 * i, 2);
+        bad = static_cast<uint16_t>(bad | (t >= SONDE_MEMREF_MARKER));
+    }
+    if (bad == 0) return {};
+    for (size_t i = 0; i < n; ++i) {
+        uint16_t t, sz;
+        std::memcpy(&t, type + 2 * i, 2);
+        std::memcpy(&sz, size + 2 * i, 2);
+        if (valid_record(t, sz)) continue;
+        if (t != SONDE_MEMREF_MARKER)
+            return "chunk record " + std::to_string(i) + ": memref type " + std::to_string(t) +
+                   " is not a known type (0 to 4)";
+        return "chunk record " + std::to_string(i) + ": marker type " + std::to_string(sz) +
+               " is not a known marker type (1 to 3)";
+    }
+    return {};
+}
+
+size_t first_invalid(const sonde_memref_t *records, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!valid_record(records[i].type, records[i].size)) return i;
+    return SIZE_MAX;
+}
+
 std::string at(const std::string &path, uint64_t offset, const std::string &what) {
     return path + ": offset " + std::to_string(offset) + ": " + what;
 }

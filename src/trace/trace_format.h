@@ -75,6 +75,14 @@ void encode_columns(const sonde_memref_t *records, size_t n, unsigned char *out)
 void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t count, uint32_t shard,
                     uint64_t state[3], sonde_memref_t *out);
 
+// Checks the type column (and, for markers, the size column) of a payload of n records:
+// empty when every record is a known memref type (SONDE_MEMREF_READ .. SONDE_MEMREF_MARKER)
+// and every marker a known marker type (SONDE_MARKER_TIMESTAMP .. SONDE_MARKER_CPU_ID), else
+// "chunk record I: ..." for the first that is not. Cost: one pass over 2n bytes.
+std::string check_columns(const unsigned char *payload, size_t n);
+// Same for records about to be written: SIZE_MAX when all are valid, else the first bad one.
+size_t first_invalid(const sonde_memref_t *records, size_t n);
+
 // "PATH: offset N: what"
 std::string at(const std::string &path, uint64_t offset, const std::string &what);
 

@@ -21,10 +21,16 @@ namespace sonde::trace {
 
 namespace {
 
+// One chunk of a shard: where it is, how far it may extend (the next chunk in file order, or
+// the index), its record count, and the index entries of it and of what follows it.
 struct ChunkRef {
     uint64_t offset;
+    uint64_t end;  // first byte after the largest extent the chunk may have
     uint32_t records;
+    uint32_t entry;  // its index entry, kNoEntry for a chunk found by the recovery scan
+    uint32_t next;   // the index entry of the chunk at `end`, kNoEntry when `end` is the index
 };
+constexpr uint32_t kNoEntry = UINT32_MAX;
 
 // Reads exactly `size` bytes at `offset`; returns bytes read (short at end of file), or -1.
 ssize_t pread_full(int fd, void *dst, size_t size, uint64_t offset) {
@@ -44,20 +50,28 @@ ssize_t pread_full(int fd, void *dst, size_t size, uint64_t offset) {
 
 class SondeInput final : public Input {
 public:
-    ~SondeInput() override {
-        if (fd_ >= 0) ::close(fd_);
+    explicit SondeInput(std::unique_ptr<Source> source) {
+        path_ = source->path();
+        format_ = SONDE_TRACE_FORMAT_SONDE;
+        source_ = std::move(source);
     }
 
-    sonde_status_t open(const std::string &path, std::string *error) {
-        path_ = path;
-        format_ = SONDE_TRACE_FORMAT_SONDE;
-        fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
-            *error = path + ": cannot open: " + std::strerror(errno);
+    sonde_status_t open(std::string *error) {
+        const std::string &path = path_;
+        if (!source_->seekable()) {
+            *error =
+                path +
+                ": a Sonde trace needs a seekable file (its index is at the end), and this input is a pipe "
+                "or FIFO; save it to a file first";
             return SONDE_STATUS_ERROR_IO;
         }
-        size_ = static_cast<uint64_t>(st.st_size);
+        fd_ = source_->fd();
+        size_ = source_->size();
+        if (size_ == 0) {
+            *error = fmt::at(path, 0,
+                             "empty file (0 bytes, no records): a Sonde trace starts with a 64-byte header");
+            return SONDE_STATUS_ERROR_FORMAT;
+        }
         unsigned char h[fmt::kHeaderSize];
         const ssize_t got = pread_full(fd_, h, sizeof h, 0);
         if (got < 0) {
@@ -88,8 +102,11 @@ public:
             return SONDE_STATUS_ERROR_FORMAT;
         }
         std::string why;
-        if (!load_index(&why)) {
+        const int index = load_index(&why, error);
+        if (index < 0) return SONDE_STATUS_ERROR_FORMAT;
+        if (index == 0) {
             warnings_.push_back(path + ": " + why);
+            complete_ = false;
             scan();
         }
         return SONDE_STATUS_SUCCESS;
@@ -102,75 +119,154 @@ public:
         for (const ChunkRef &c : shards_[shard]) n += c.records;
         return n;
     }
+    uint64_t shard_memory(size_t shard) const override {
+        if (shard >= shards_.size()) return 0;
+        // The decoded columns of its largest chunk and that chunk's compressed bytes (held
+        // together while it decompresses).
+        uint64_t m = 0;
+        for (const ChunkRef &c : shards_[shard])
+            m = std::max<uint64_t>(m, uint64_t(c.records) * fmt::kRecordSize + (c.end - c.offset));
+        return m;
+    }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override;
+
+    // "FILE: offset N: index entry K: what" for index entry k.
+    std::string entry_error(uint32_t k, const std::string &what) const {
+        return fmt::at(path_, index_offset_ + fmt::kIndexHeaderSize + uint64_t(k) * fmt::kIndexEntrySize,
+                       "index entry " + std::to_string(k) + ": " + what);
+    }
 
     int fd_ = -1;
     uint64_t size_ = 0;
+    uint64_t index_offset_ = 0;
     std::vector<std::vector<ChunkRef>> shards_;
 
 private:
-    void add_chunk(uint32_t shard, uint64_t offset, uint32_t records) {
-        if (shard >= shards_.size()) shards_.resize(shard + 1);
-        shards_[shard].push_back(ChunkRef{offset, records});
-    }
-
-    // Reads footer and index; false (with the reason) when either is missing or damaged.
-    bool load_index(std::string *why) {
+    // Reads footer and index: 1 when valid; 0 (with the reason in *why) when either is missing
+    // or damaged, so that the chunks are recovered by scanning; -1 (with *error set) when the
+    // index is intact (its checksum holds) but contradicts itself: its entries must be
+    // distinct, non-overlapping chunks between the header and the index, each shard's in file
+    // order (docs/trace-format.md, "Index").
+    int load_index(std::string *why, std::string *error) {
         if (size_ < fmt::kHeaderSize + fmt::kFooterSize) {
             *why = "no footer (the writer did not finish)";
-            return false;
+            return 0;
         }
         unsigned char f[fmt::kFooterSize];
         const uint64_t foff = size_ - fmt::kFooterSize;
         if (pread_full(fd_, f, sizeof f, foff) != static_cast<ssize_t>(sizeof f) ||
             std::memcmp(f, fmt::kFooterMagic, 8) != 0) {
             *why = "no footer (the writer did not finish)";
-            return false;
+            return 0;
         }
         if (fmt::load64(f + 24) != fmt::checksum64(f, 24)) {
             *why = "offset " + std::to_string(foff + 24) + ": footer checksum mismatch";
-            return false;
+            return 0;
         }
         const uint64_t ioff = fmt::load64(f + 8);
         const uint64_t isize = fmt::load64(f + 16);
-        if (ioff < fmt::kHeaderSize || isize < fmt::kIndexHeaderSize + 8 || ioff + isize != foff ||
-            (isize - fmt::kIndexHeaderSize - 8) % fmt::kIndexEntrySize != 0) {
+        if (ioff < fmt::kHeaderSize || isize < fmt::kIndexHeaderSize + 8 || isize > foff ||
+            ioff != foff - isize || (isize - fmt::kIndexHeaderSize - 8) % fmt::kIndexEntrySize != 0) {
             *why = "offset " + std::to_string(foff + 8) + ": footer points to an invalid index";
-            return false;
+            return 0;
         }
         std::vector<unsigned char> idx(isize);
         if (pread_full(fd_, idx.data(), isize, ioff) != static_cast<ssize_t>(isize)) {
             *why = "offset " + std::to_string(ioff) + ": index unreadable";
-            return false;
+            return 0;
         }
         if (std::memcmp(idx.data(), fmt::kIndexMagic, 8) != 0 ||
             fmt::load64(idx.data() + isize - 8) != fmt::checksum64(idx.data(), isize - 8)) {
             *why = "offset " + std::to_string(ioff) + ": index damaged (magic or checksum)";
-            return false;
+            return 0;
         }
+        index_offset_ = ioff;
         const uint32_t nchunks = fmt::load32(idx.data() + 8);
         const uint32_t nshards = fmt::load32(idx.data() + 12);
-        if (static_cast<uint64_t>(nchunks) * fmt::kIndexEntrySize != isize - fmt::kIndexHeaderSize - 8 ||
-            nshards > fmt::kMaxShard + 1) {
-            *why = "offset " + std::to_string(ioff) + ": index counts do not match its size";
-            return false;
+        if (static_cast<uint64_t>(nchunks) * fmt::kIndexEntrySize != isize - fmt::kIndexHeaderSize - 8) {
+            *error = fmt::at(path_, ioff + 8,
+                             "index declares " + std::to_string(nchunks) + " chunks but holds " +
+                                 std::to_string((isize - fmt::kIndexHeaderSize - 8) / fmt::kIndexEntrySize));
+            return -1;
+        }
+        if (nshards > fmt::kMaxShard + 1) {
+            *error = fmt::at(path_, ioff + 12,
+                             "index declares " + std::to_string(nshards) + " shards (at most 65536)");
+            return -1;
+        }
+        // The smallest chunk: its header and one byte of payload.
+        constexpr uint64_t kMinChunk = fmt::kChunkHeaderSize + 1;
+        struct Entry {
+            uint64_t offset;
+            uint32_t shard, records, k;
+        };
+        std::vector<Entry> entries(nchunks);
+        for (uint32_t k = 0; k < nchunks; ++k) {
+            const unsigned char *e = idx.data() + fmt::kIndexHeaderSize + uint64_t(k) * fmt::kIndexEntrySize;
+            Entry &en = entries[k];
+            en = Entry{fmt::load64(e), fmt::load32(e + 8), fmt::load32(e + 12), k};
+            if (en.offset < fmt::kHeaderSize || en.offset >= ioff || ioff - en.offset < kMinChunk) {
+                *error =
+                    entry_error(k, "chunk offset " + std::to_string(en.offset) +
+                                       " is outside the chunks (offsets 64 to " + std::to_string(ioff) + ")");
+                return -1;
+            }
+            if (en.shard >= nshards) {
+                *error = entry_error(k, "shard " + std::to_string(en.shard) + " but the index declares " +
+                                            std::to_string(nshards) + " shards");
+                return -1;
+            }
+            if (en.records == 0 || en.records > fmt::kMaxChunkRecords) {
+                *error = entry_error(k, "record count " + std::to_string(en.records) + " out of range");
+                return -1;
+            }
+        }
+        // Distinct chunks: in file order, each starts at least a minimal chunk after the
+        // previous one. (Whether a chunk's payload ends before the next begins is checked when
+        // it is read: the index does not hold payload sizes.)
+        std::vector<uint32_t> order(nchunks);
+        for (uint32_t k = 0; k < nchunks; ++k) order[k] = k;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](uint32_t a, uint32_t b) { return entries[a].offset < entries[b].offset; });
+        for (uint32_t i = 1; i < nchunks; ++i) {
+            const Entry &prev = entries[order[i - 1]], &cur = entries[order[i]];
+            const Entry &later = prev.k > cur.k ? prev : cur, &earlier = prev.k > cur.k ? cur : prev;
+            if (cur.offset == prev.offset) {
+                *error = entry_error(later.k, "same chunk as index entry " + std::to_string(earlier.k) +
+                                                  " (offset " + std::to_string(cur.offset) + ")");
+                return -1;
+            }
+            if (cur.offset - prev.offset < kMinChunk) {
+                *error = entry_error(cur.k, "chunk at offset " + std::to_string(cur.offset) +
+                                                " overlaps index entry " + std::to_string(prev.k) +
+                                                " (chunk at offset " + std::to_string(prev.offset) +
+                                                ", at least 49 bytes)");
+                return -1;
+            }
+        }
+        // Each shard's chunks in file order, as the index lists them.
+        std::vector<uint64_t> last(nshards, 0);
+        for (const Entry &en : entries) {
+            if (en.offset <= last[en.shard]) {
+                *error = entry_error(en.k, "shard " + std::to_string(en.shard) +
+                                               "'s chunks are not in file order (offset " +
+                                               std::to_string(en.offset) + " listed after offset " +
+                                               std::to_string(last[en.shard]) + ")");
+                return -1;
+            }
+            last[en.shard] = en.offset;
+        }
+        std::vector<uint64_t> end(nchunks);
+        std::vector<uint32_t> next(nchunks);
+        for (uint32_t i = 0; i < nchunks; ++i) {
+            const bool last_one = i + 1 == nchunks;
+            end[order[i]] = last_one ? ioff : entries[order[i + 1]].offset;
+            next[order[i]] = last_one ? kNoEntry : order[i + 1];
         }
         shards_.assign(nshards, {});
-        for (uint32_t i = 0; i < nchunks; ++i) {
-            const unsigned char *e = idx.data() + fmt::kIndexHeaderSize + i * fmt::kIndexEntrySize;
-            const uint64_t off = fmt::load64(e);
-            const uint32_t shard = fmt::load32(e + 8);
-            const uint32_t recs = fmt::load32(e + 12);
-            if (off < fmt::kHeaderSize || off + fmt::kChunkHeaderSize > ioff || shard >= nshards ||
-                recs == 0 || recs > fmt::kMaxChunkRecords) {
-                shards_.clear();
-                *why = "offset " + std::to_string(ioff + fmt::kIndexHeaderSize + i * fmt::kIndexEntrySize) +
-                       ": invalid index entry " + std::to_string(i);
-                return false;
-            }
-            shards_[shard].push_back(ChunkRef{off, recs});
-        }
-        return true;
+        for (const Entry &en : entries)
+            shards_[en.shard].push_back(ChunkRef{en.offset, end[en.k], en.records, en.k, next[en.k]});
+        return 1;
     }
 
     // Recovery: walks the chunks from the header on, keeping every complete, intact chunk.
@@ -211,7 +307,8 @@ private:
                        ": chunk payload checksum mismatch";
                 break;
             }
-            add_chunk(ch.shard, off, ch.records);
+            if (ch.shard >= shards_.size()) shards_.resize(ch.shard + 1);
+            shards_[ch.shard].push_back(ChunkRef{off, pend, ch.records, kNoEntry, kNoEntry});
             ++chunks;
             records += ch.records;
             off = pend;
@@ -223,22 +320,26 @@ private:
 };
 
 // Reads one shard's chunks in file order. Cost per chunk: one pread, a checksum over the
-// compressed bytes and one zstd decompression into a reused buffer; per record, one pass of
-// column decoding straight into the caller's array (no intermediate copy, no allocation).
+// compressed bytes, one zstd decompression into a reused buffer and a pass over the type
+// column; per record, one pass of column decoding straight into the caller's array (no
+// intermediate copy). Buffers are sized by the shard's chunks and freed at its end, so a
+// finished shard holds nothing.
 class SondeShardReader final : public ShardReader {
 public:
     SondeShardReader(const SondeInput *in, const std::vector<ChunkRef> *chunks, uint32_t shard, uint32_t id)
         : in_(in), chunks_(chunks), shard_(shard), id_(id) {}
-    ~SondeShardReader() override {
-        if (dctx_ != nullptr) ZSTD_freeDCtx(dctx_);
-    }
 
     size_t read(sonde_memref_t *out, size_t max) override {
         if (status_ != SONDE_STATUS_SUCCESS) return 0;
         size_t n = 0;
         while (n < max) {
             if (pos_ == count_) {
-                if (next_ == chunks_->size() || !load(chunks_->at(next_++))) break;
+                if (next_ == chunks_->size()) {
+                    payload_.reset();  // the shard is done: hold nothing
+                    payload_cap_ = 0;
+                    break;
+                }
+                if (!load(chunks_->at(next_++))) break;
             }
             const size_t k = std::min(count_ - pos_, max - n);
             fmt::decode_columns(payload_.get(), count_, pos_, k, id_, state_, out + n);
@@ -252,6 +353,8 @@ private:
     bool fail(uint64_t offset, const std::string &what) {
         status_ = SONDE_STATUS_ERROR_FORMAT;
         error_ = fmt::at(in_->path(), offset, what);
+        payload_.reset();
+        payload_cap_ = 0;
         return false;
     }
 
@@ -271,33 +374,49 @@ private:
         if (h.shard != shard_ || h.records != c.records)
             return fail(c.offset, "chunk header does not match the index (shard " + std::to_string(h.shard) +
                                       ", " + std::to_string(h.records) + " records)");
-        cbuf_.resize(h.compressed_size);
         const uint64_t poff = c.offset + fmt::kChunkHeaderSize;
-        const ssize_t pgot = pread_full(in_->fd_, cbuf_.data(), cbuf_.size(), poff);
+        if (h.compressed_size > c.end - poff) {
+            // The chunk runs into the next one (or the index): the index lists overlapping chunks.
+            const std::string what = "chunk at offset " + std::to_string(c.offset) + " (" +
+                                     std::to_string(fmt::kChunkHeaderSize + h.compressed_size) +
+                                     " bytes) overlaps ";
+            if (c.entry != kNoEntry) {
+                status_ = SONDE_STATUS_ERROR_FORMAT;
+                error_ = in_->entry_error(
+                    c.entry,
+                    what + (c.next != kNoEntry ? "index entry " + std::to_string(c.next) +
+                                                     " (chunk at offset " + std::to_string(c.end) + ")"
+                                               : "the index at offset " + std::to_string(c.end)));
+                return false;
+            }
+            return fail(c.offset, what + "the end of the chunks at offset " + std::to_string(c.end));
+        }
+        std::unique_ptr<unsigned char[]> cbuf(new unsigned char[h.compressed_size]);
+        const ssize_t pgot = pread_full(in_->fd_, cbuf.get(), h.compressed_size, poff);
         if (pgot < 0) {
             status_ = SONDE_STATUS_ERROR_IO;
             error_ = fmt::at(in_->path(), poff, std::string("read failed: ") + std::strerror(errno));
             return false;
         }
-        if (static_cast<size_t>(pgot) != cbuf_.size())
+        if (static_cast<size_t>(pgot) != h.compressed_size)
             return fail(poff, "truncated chunk (" + std::to_string(pgot) + " of " +
-                                  std::to_string(cbuf_.size()) + " payload bytes)");
-        if (fmt::checksum64(cbuf_.data(), cbuf_.size()) != h.payload_checksum)
+                                  std::to_string(h.compressed_size) + " payload bytes)");
+        if (fmt::checksum64(cbuf.get(), h.compressed_size) != h.payload_checksum)
             return fail(poff, "chunk payload checksum mismatch");
-        if (dctx_ == nullptr) {
-            dctx_ = ZSTD_createDCtx();
-            if (dctx_ == nullptr) throw std::bad_alloc();
-        }
         const size_t want = static_cast<size_t>(h.records) * fmt::kRecordSize;
         if (payload_cap_ < want) {
+            payload_.reset();
             payload_.reset(new unsigned char[want]);
             payload_cap_ = want;
         }
-        const size_t r = ZSTD_decompressDCtx(dctx_, payload_.get(), want, cbuf_.data(), cbuf_.size());
+        // One-shot decompression into the payload buffer: no window of the decoder's own.
+        const size_t r = ZSTD_decompress(payload_.get(), want, cbuf.get(), h.compressed_size);
         if (ZSTD_isError(r)) return fail(poff, std::string("zstd: ") + ZSTD_getErrorName(r));
         if (r != want)
             return fail(poff, "chunk decompresses to " + std::to_string(r) + " bytes, expected " +
                                   std::to_string(want));
+        const std::string invalid = fmt::check_columns(payload_.get(), h.records);
+        if (!invalid.empty()) return fail(poff, invalid);
         pos_ = 0;
         count_ = h.records;
         state_[0] = state_[1] = state_[2] = 0;
@@ -314,8 +433,6 @@ private:
     std::unique_ptr<unsigned char[]> payload_;  // decompressed column payload, not zero-filled
     size_t payload_cap_ = 0;
     uint64_t state_[3] = {0, 0, 0};  // running address, pc, timestamp
-    std::vector<unsigned char> cbuf_;
-    ZSTD_DCtx *dctx_ = nullptr;
 };
 
 std::unique_ptr<ShardReader> SondeInput::open_shard(size_t shard, uint32_t shard_id) const {
@@ -327,19 +444,35 @@ bool ends_with(const std::string &s, const std::string &suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// AUTO: magic first, then extension, then a look at the first decoded bytes.
-sonde_status_t detect(const std::string &path, uint32_t *format, std::string *error) {
-    ByteStream probe;
-    const sonde_status_t s = probe.open(path, error);
-    if (s != SONDE_STATUS_SUCCESS) return s;
-    unsigned char head[64];
-    size_t n = 0;
-    while (n < sizeof head) {
-        const size_t got = probe.fill(head + n, sizeof head - n);
-        if (got == 0) break;
-        n += got;
+// The first decoded bytes of `source` (decompressing the peeked bytes of a zstd input), at most
+// `cap`; none when a zstd input's first frame is damaged.
+size_t decoded_head(const Source &source, unsigned char *out, size_t cap) {
+    if (!source.zstd()) {
+        const size_t n = std::min(cap, source.head_size());
+        if (n != 0) std::memcpy(out, source.head(), n);
+        return n;
     }
-    if (!probe.compressed() && n >= 8 && std::memcmp(head, fmt::kFileMagic, 8) == 0) {
+    ZSTD_DStream *d = ZSTD_createDStream();
+    if (d == nullptr) throw std::bad_alloc();
+    ZSTD_initDStream(d);
+    ZSTD_outBuffer o{out, cap, 0};
+    ZSTD_inBuffer i{source.head(), source.head_size(), 0};
+    while (o.pos < o.size && i.pos < i.size) {
+        const size_t r = ZSTD_decompressStream(d, &o, &i);
+        if (ZSTD_isError(r) || r == 0) break;
+    }
+    ZSTD_freeDStream(d);
+    return o.pos;
+}
+
+// Bytes peeked to tell the format: enough for a zstd frame's first block to decode.
+constexpr size_t kProbe = 64;
+constexpr size_t kZstdProbe = (128u << 10) + 64;
+
+// AUTO: magic first, then extension, then a look at the first decoded bytes.
+sonde_status_t detect(Source &source, uint32_t *format, std::string *error) {
+    const std::string &path = source.path();
+    if (!source.zstd() && source.head_size() >= 8 && std::memcmp(source.head(), fmt::kFileMagic, 8) == 0) {
         *format = SONDE_TRACE_FORMAT_SONDE;
         return SONDE_STATUS_SUCCESS;
     }
@@ -358,11 +491,28 @@ sonde_status_t detect(const std::string &path, uint32_t *format, std::string *er
         *format = SONDE_TRACE_FORMAT_RAW64;
         return SONDE_STATUS_SUCCESS;
     }
+    if (source.zstd()) {
+        const sonde_status_t s = source.peek(kZstdProbe, error);
+        if (s != SONDE_STATUS_SUCCESS) return s;
+    }
+    unsigned char head[kProbe];
+    const size_t n = decoded_head(source, head, sizeof head);
     if (n >= 3 &&
         ((head[0] == '=' && head[1] == '=') || (head[0] == 'I' && head[1] == ' ' && head[2] == ' ') ||
          (head[0] == ' ' && (head[1] == 'L' || head[1] == 'S' || head[1] == 'M') && head[2] == ' '))) {
         *format = SONDE_TRACE_FORMAT_LACKEY;
         return SONDE_STATUS_SUCCESS;
+    }
+    if (source.head_size() == 0) {
+        *error = fmt::at(path, 0, "empty input (0 bytes, no records); its format cannot be told");
+        return SONDE_STATUS_ERROR_FORMAT;
+    }
+    if (n == 0 && source.zstd()) {
+        *error =
+            fmt::at(path, 0,
+                    "the zstd stream decodes to no bytes at its start (no records, or damaged); its format "
+                    "cannot be told");
+        return SONDE_STATUS_ERROR_FORMAT;
     }
     *error =
         fmt::at(path, 0, "cannot tell the format (no Sonde magic, unknown extension); name it explicitly");
@@ -379,18 +529,44 @@ sonde_status_t Input::open(const std::string &path, uint32_t format, std::unique
         *error = path + ": unknown format value " + std::to_string(format);
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
+    auto source = std::make_unique<Source>();
+    sonde_status_t s = source->open(path, error);
+    if (s == SONDE_STATUS_SUCCESS && (format != SONDE_TRACE_FORMAT_SONDE || source->seekable()))
+        s = source->peek(kProbe, error);
+    if (s != SONDE_STATUS_SUCCESS) return s;
     if (format == SONDE_TRACE_FORMAT_AUTO) {
-        const sonde_status_t s = detect(path, &format, error);
+        s = detect(*source, &format, error);
         if (s != SONDE_STATUS_SUCCESS) return s;
     }
-    if (format == SONDE_TRACE_FORMAT_LACKEY) return open_lackey(path, out, error);
-    if (format == SONDE_TRACE_FORMAT_RAW64) return open_raw64(path, out, error);
-    auto in = std::make_unique<SondeInput>();
-    const sonde_status_t s = in->open(path, error);
+    if (format == SONDE_TRACE_FORMAT_LACKEY) return open_lackey(std::move(source), out, error);
+    if (format == SONDE_TRACE_FORMAT_RAW64) return open_raw64(std::move(source), out, error);
+    auto in = std::make_unique<SondeInput>(std::move(source));
+    s = in->open(error);
     if (s != SONDE_STATUS_SUCCESS) return s;
     *out = std::move(in);
     return SONDE_STATUS_SUCCESS;
 }
+
+MemoryNeed memory_need(const std::vector<const Input *> &inputs, size_t window) {
+    MemoryNeed m;
+    uint64_t stored = 0;
+    for (const Input *in : inputs) {
+        stored += in->stored_size();
+        for (size_t s = 0; s < in->num_shards(); ++s) {
+            const uint64_t records = in->shard_records(s);
+            if (records == 0) continue;
+            const uint64_t one =
+                in->shard_memory(s) + std::min<uint64_t>(records, window) * sizeof(sonde_memref_t);
+            m.need += one;
+            m.largest = std::max(m.largest, one);
+            ++m.shards;
+        }
+    }
+    m.budget = (uint64_t(256) << 20) + std::min<uint64_t>(stored, uint64_t(1) << 58) * 16;
+    return m;
+}
+
+std::string mebibytes(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
 // ---- serial view ----
 
@@ -400,18 +576,24 @@ constexpr size_t kSerialBatch = 4096;
 
 struct SerialReader::Impl {
     struct Shard {
-        std::unique_ptr<ShardReader> reader;
-        std::unique_ptr<sonde_memref_t[]> buf;  // kSerialBatch records, not zero-filled
+        const Input *input = nullptr;
+        size_t index = 0;
+        uint32_t id = 0;
+        std::unique_ptr<ShardReader> reader;    // opened on the first read
+        std::unique_ptr<sonde_memref_t[]> buf;  // up to kSerialBatch records, not zero-filled
+        size_t cap = 0;
         size_t pos = 0;
         size_t len = 0;
         uint64_t last_ts = 0;
         bool done = false;
     };
-    std::vector<Shard> shards;
+    std::vector<const Input *> inputs;
+    std::vector<Shard> shards;  // shards with records (or an unknown count) only
     std::vector<uint32_t> bases;
+    uint32_t total = 0;
     bool markers = false;
     bool started = false;
-    // Min-heap of (effective timestamp of next record, global shard).
+    // Min-heap of (effective timestamp of next record, position in `shards`).
     using Key = std::pair<uint64_t, uint32_t>;
     std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
     int64_t current = -1;
@@ -421,24 +603,31 @@ struct SerialReader::Impl {
 SerialReader::SerialReader(const std::vector<const Input *> &inputs, bool thread_switch_markers)
     : impl_(std::make_unique<Impl>()) {
     impl_->markers = thread_switch_markers;
+    impl_->inputs = inputs;
     uint32_t base = 0;
     for (const Input *in : inputs) {
         impl_->bases.push_back(base);
         for (size_t s = 0; s < in->num_shards(); ++s) {
+            const uint64_t records = in->shard_records(s);
+            if (records == 0) continue;  // a declared shard without records costs nothing
             Impl::Shard sh;
-            sh.reader = in->open_shard(s, base + static_cast<uint32_t>(s));
+            sh.input = in;
+            sh.index = s;
+            sh.id = base + static_cast<uint32_t>(s);
+            sh.cap = static_cast<size_t>(std::min<uint64_t>(records, kSerialBatch));
             impl_->shards.push_back(std::move(sh));
         }
         base += static_cast<uint32_t>(in->num_shards());
     }
+    impl_->total = base;
 }
 
 SerialReader::~SerialReader() = default;
 
-size_t SerialReader::num_shards() const { return impl_->shards.size(); }
+size_t SerialReader::num_shards() const { return impl_->total; }
 
 uint32_t SerialReader::shard_base(size_t input) const {
-    return input < impl_->bases.size() ? impl_->bases[input] : static_cast<uint32_t>(impl_->shards.size());
+    return input < impl_->bases.size() ? impl_->bases[input] : impl_->total;
 }
 
 size_t SerialReader::read(sonde_memref_t *out, size_t max) {
@@ -449,8 +638,9 @@ size_t SerialReader::read(sonde_memref_t *out, size_t max) {
         Impl::Shard &sh = im.shards[i];
         if (sh.pos < sh.len) return true;
         if (sh.done) return false;
-        if (!sh.buf) sh.buf.reset(new sonde_memref_t[kSerialBatch]);
-        sh.len = sh.reader->read(sh.buf.get(), kSerialBatch);
+        if (!sh.reader) sh.reader = sh.input->open_shard(sh.index, sh.id);
+        if (!sh.buf) sh.buf.reset(new sonde_memref_t[sh.cap]);
+        sh.len = sh.reader->read(sh.buf.get(), sh.cap);
         sh.pos = 0;
         if (sh.len == 0) {
             sh.done = true;
@@ -458,6 +648,8 @@ size_t SerialReader::read(sonde_memref_t *out, size_t max) {
                 status_ = sh.reader->status();
                 error_ = sh.reader->error();
             }
+            sh.reader.reset();  // a finished shard holds nothing
+            sh.buf.reset();
             return false;
         }
         return true;
@@ -469,6 +661,17 @@ size_t SerialReader::read(sonde_memref_t *out, size_t max) {
     };
     if (!im.started) {
         im.started = true;
+        const MemoryNeed m = memory_need(im.inputs, kSerialBatch);
+        if (m.need > m.budget) {
+            status_ = SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+            error_ = (im.inputs.size() == 1 ? im.inputs[0]->path() + ": " : std::string()) +
+                     "the serial view of " + std::to_string(m.shards) + " shards would need " +
+                     mebibytes(m.need) + " at once (each shard's largest chunk decoded), more than the " +
+                     mebibytes(m.budget) +
+                     " allowed for inputs of this size; read it shard by shard, or rewrite it with smaller "
+                     "chunks (sonde convert --chunk-records)";
+            return 0;
+        }
         for (uint32_t i = 0; i < im.shards.size(); ++i) {
             if (ready(i)) im.heap.emplace(next_ts(i), i);
             if (status_ != SONDE_STATUS_SUCCESS) return 0;

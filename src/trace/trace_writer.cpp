@@ -159,6 +159,12 @@ void TraceWriter::consume(const sonde_record_header_t *begin, const sonde_record
                    psize >= sizeof(sonde_memref_record_t)) {
             sonde_memref_record_t m;
             std::memcpy(&m, payload, sizeof m);
+            if (m.type > SONDE_MEMREF_IFETCH) {
+                fail_locked(SONDE_STATUS_ERROR_RECORD_CORRUPTED,
+                            path_ + ": delivered span holds a MEMREF record of type " +
+                                std::to_string(m.type) + " (a memory reference is of type 0 to 3)");
+                break;
+            }
             sonde_memref_t &out = batch[n++];
             out.address = m.address;
             out.pc = m.pc;
