@@ -2,6 +2,7 @@
 #include "cli/output.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -111,7 +112,19 @@ AtomicOutput::Created AtomicOutput::create(const std::string &path, bool replace
         *error = path + ": name too long";
         return Created::failed;
     }
+    // The signals are held from before the temporary file exists until the handler knows its
+    // name, so that a signal arriving in between cannot leave the file behind.
+    sigset_t hold, previous;
+    sigemptyset(&hold);
+    for (int sig : kSignals) sigaddset(&hold, sig);
+    pthread_sigmask(SIG_BLOCK, &hold, &previous);
     fd_ = mkostemp(&tmpl[0], O_CLOEXEC);
+    if (fd_ >= 0) {
+        std::memcpy(g_temp, tmpl.c_str(), tmpl.size() + 1);
+        install_handlers();
+        handlers_ = true;
+    }
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     if (fd_ < 0) {
         *error =
             path + ": cannot create a temporary file in " + dir_of(target_) + ": " + std::strerror(errno);
@@ -123,9 +136,6 @@ AtomicOutput::Created AtomicOutput::create(const std::string &path, bool replace
         discard();
         return Created::failed;
     }
-    std::memcpy(g_temp, temp_.c_str(), temp_.size() + 1);
-    install_handlers();
-    handlers_ = true;
     return Created::ok;
 }
 
