@@ -7,6 +7,8 @@
 
 #include "cli/analyze.h"
 #include "cli/convert.h"
+#include "cli/export.h"
+#include "cli/report.h"
 #include "cli/run.h"
 
 namespace {
@@ -19,6 +21,9 @@ void usage(FILE *f) {
         "commands:\n"
         "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
         "  convert INPUT      turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
+        "  export FILE --format chrome|folded|csv -o OUT\n"
+        "                     calls for Perfetto UI, speedscope, flame graphs (sonde export --help)\n"
+        "  report FILE        functions, threads, call tree; JSON and HTML (sonde report --help)\n"
         "  run --client C -- PROGRAM ARGS\n"
         "                     run a program under client plugins (sonde run --help)\n"
         "\n"
@@ -47,6 +52,8 @@ int main(int argc, char **argv) {
     }
     if (std::strcmp(cmd, "analyze") == 0) return sonde_cli_analyze(argc - 1, argv + 1);
     if (std::strcmp(cmd, "convert") == 0) return sonde_cli_convert(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "export") == 0) return sonde_cli_export(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "report") == 0) return sonde_cli_report(argc - 1, argv + 1);
     if (std::strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 1, argv + 1);
     std::fprintf(stderr, "sonde: unknown command '%s'\n\n", cmd);
     usage(stderr);
