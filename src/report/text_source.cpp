@@ -48,7 +48,7 @@ TextEventSource::TextEventSource(const std::string &path) : path_(path) {
     if (file_ == nullptr) throw Error(path + ": " + std::strerror(errno));
     if (!next_line() || line_ != kMagic) {
         lineno_ = 1;
-        fail("not an event text file (its first line must be \"sonde-events 1\")");
+        malformed("not an event text file (its first line must be \"sonde-events 1\")");
     }
     while (next_line()) {
         std::string_view rest = line_;
@@ -58,23 +58,23 @@ TextEventSource::TextEventSource(const std::string &path) : path_(path) {
             return;
         }
         if (key == "pid") {
-            if (!number(word(rest), &pid_) || !rest.empty()) fail("expected: pid PID");
+            if (!number(word(rest), &pid_) || !rest.empty()) malformed("expected: pid PID");
         } else if (key == "method") {
             uint32_t index = 0;
             MethodInfo m;
-            if (!number(word(rest), &index)) fail("expected: method INDEX MODULE FILE LINE NAME");
+            if (!number(word(rest), &index)) malformed("expected: method INDEX MODULE FILE LINE NAME");
             const std::string_view module = word(rest), file = word(rest);
             if (module.empty() || file.empty() || !number(word(rest), &m.line) || rest.empty())
-                fail("expected: method INDEX MODULE FILE LINE NAME");
+                malformed("expected: method INDEX MODULE FILE LINE NAME");
             if (module != "-") m.module = std::string(module);
             if (file != "-") m.file = std::string(file);
             m.name = std::string(rest);
             if (!methods_.emplace(index, std::move(m)).second)
-                fail("method " + std::to_string(index) + " is defined twice");
+                malformed("method " + std::to_string(index) + " is defined twice");
         } else if (key == "enter" || key == "leave" || key == "start" || key == "end" || key == "mark") {
-            fail("an event before the first thread line");
+            malformed("an event before the first thread line");
         } else {
-            fail("unknown line \"" + std::string(key) + "\"");
+            malformed("unknown line \"" + std::string(key) + "\"");
         }
     }
 }
@@ -84,7 +84,7 @@ TextEventSource::~TextEventSource() {
     std::free(buf_);
 }
 
-void TextEventSource::fail(const std::string &message) const {
+void TextEventSource::malformed(const std::string &message) const {
     throw Error(path_ + ":" + std::to_string(lineno_) + ": " + message);
 }
 
@@ -120,9 +120,10 @@ bool TextEventSource::next_thread(ThreadInfo *thread) {
     std::string_view rest = line_;
     word(rest);
     ThreadInfo t;
-    if (!number(word(rest), &t.id) || !number(word(rest), &t.tid)) fail("expected: thread ID TID [NAME]");
+    if (!number(word(rest), &t.id) || !number(word(rest), &t.tid))
+        malformed("expected: thread ID TID [NAME]");
     t.name = std::string(rest);
-    if (!thread_ids_.insert(t.id).second) fail("thread " + std::to_string(t.id) + " appears twice");
+    if (!thread_ids_.insert(t.id).second) malformed("thread " + std::to_string(t.id) + " appears twice");
     *thread = std::move(t);
     in_thread_ = true;
     return true;
@@ -155,18 +156,18 @@ size_t TextEventSource::read(Event *out, size_t max) {
         else if (key == "mark")
             e.kind = EventKind::mark;
         else if (key == "method" || key == "pid")
-            fail("\"" + std::string(key) + "\" lines must come before the first thread");
+            malformed("\"" + std::string(key) + "\" lines must come before the first thread");
         else
-            fail("unknown line \"" + std::string(key) + "\"");
-        if (!number(word(rest), &e.ts)) fail("expected a timestamp after \"" + std::string(key) + "\"");
+            malformed("unknown line \"" + std::string(key) + "\"");
+        if (!number(word(rest), &e.ts)) malformed("expected a timestamp after \"" + std::string(key) + "\"");
         if (e.kind == EventKind::enter || e.kind == EventKind::leave) {
             if (!number(word(rest), &e.method) || !rest.empty())
-                fail("expected: " + std::string(key) + " TS METHOD");
+                malformed("expected: " + std::string(key) + " TS METHOD");
         } else if (e.kind == EventKind::mark) {
             texts_.emplace_back(rest);
             e.text = texts_.back();
         } else if (!rest.empty()) {
-            fail("expected: " + std::string(key) + " TS");
+            malformed("expected: " + std::string(key) + " TS");
         }
         out[n++] = e;
     }

@@ -49,7 +49,7 @@ public:
 
 private:
     bool next_line();  // reads the next non-blank, non-comment line into line_; false at EOF
-    [[noreturn]] void fail(const std::string &message) const;
+    [[noreturn]] void malformed(const std::string &message) const;
 
     std::string path_;
     std::FILE *file_ = nullptr;
