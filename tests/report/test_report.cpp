@@ -139,14 +139,12 @@ const Expected kBySelf[] = {
 
 const char *const kWarnings[] = {
     "thread 3 (tid 102, broken): 2 LEAVE event(s) without a matching ENTER ignored (the first at 5 ns)",
-    "thread 3 (tid 102, broken): 1 LEAVE event(s) of a method below the top of the stack (longjmp or "
-    "exception); "
-    "2 frame(s) above it closed at its timestamp",
-    "thread 3 (tid 102, broken): 3 call(s) still open at the end of the thread (innermost: C) closed at its "
-    "last "
-    "timestamp, 80 ns",
-    "thread 3 (tid 102, broken): 1 timestamp(s) earlier than the previous event (by up to 2 ns) taken as "
-    "equal to it",
+    ("thread 3 (tid 102, broken): 1 LEAVE event(s) of a method below the top of the stack (longjmp or "
+     "exception); 2 frame(s) above it closed at its timestamp"),
+    ("thread 3 (tid 102, broken): 3 call(s) still open at the end of the thread (innermost: C) closed at "
+     "its last timestamp, 80 ns"),
+    ("thread 3 (tid 102, broken): 1 timestamp(s) earlier than the previous event (by up to 2 ns) taken as "
+     "equal to it"),
     "1 method index(es) missing from the method table, named method#INDEX",
 };
 
