@@ -632,6 +632,86 @@ void test_text_source(void **) {
     unlink(other.c_str());
 }
 
+// Random streams of every kind of event, damaged ones included: whatever comes in, the outputs
+// stay consistent with each other and with time.
+void test_random_streams(void **) {
+    uint64_t state = 0x9E3779B97F4A7C15u;
+    auto next = [&state](uint64_t n) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state % n;
+    };
+    for (int round = 0; round < 100; ++round) {
+        synthetic::VectorSource s(1 + next(7));
+        for (uint32_t m = 0; m < 8; ++m) s.method(m, "f" + std::to_string(m));
+        const uint64_t threads = 1 + next(3);
+        for (uint64_t t = 0; t < threads; ++t) {
+            synthetic::Thread &th = s.thread(t + 1, 100 + t, "t");
+            uint64_t ts = next(1000), depth = 0;
+            for (int i = 0; i < 400; ++i) {
+                ts = next(10) == 0 ? ts - std::min<uint64_t>(ts, next(4)) : ts + next(20);
+                const uint64_t r = next(100);
+                const uint32_t m = next(30) == 0 ? 50 : static_cast<uint32_t>(next(depth > 6 ? 3 : 8));
+                if (r < 45 || depth == 0) {
+                    th.enter(ts, m);
+                    ++depth;
+                } else if (r < 95) {
+                    th.leave(ts, m);
+                    if (depth > 0) --depth;
+                } else if (r < 98) {
+                    th.mark(ts, "mark");
+                } else {
+                    th.end(ts);
+                }
+            }
+        }
+        Walker w(s);
+        Profile p(w.functions(), true);
+        std::ostringstream chrome_out, folded_out, csv_out;
+        ChromeWriter chrome(w.functions(), chrome_out, 1, "v");
+        FoldedWriter folded(w.functions(), folded_out);
+        CsvWriter csv(w.functions(), csv_out);
+        w.add(&p);
+        w.add(&chrome);
+        w.add(&folded);
+        w.add(&csv);
+        w.run();
+
+        uint64_t calls = 0, self = 0;
+        for (const ThreadProfile &t : p.threads()) {
+            uint64_t thread_self = 0, outermost = 0;
+            for (const FunctionStats &f : t.functions) {
+                thread_self += f.self_ns;
+                calls += f.calls;
+                assert_true(f.total_ns <= t.summary.end - t.summary.begin);
+                assert_true(f.self_ns <= f.total_ns);  // its self slices lie inside its outermost calls
+            }
+            for (uint32_t c : t.tree.children(CallTree::root)) outermost += t.tree.node(c).total_ns;
+            assert_int_equal(thread_self, outermost);  // self times tile the time under calls
+            for (size_t n = 1; n < t.tree.nodes().size(); ++n) {
+                uint64_t children = 0;
+                for (uint32_t c : t.tree.children(static_cast<uint32_t>(n)))
+                    children += t.tree.node(c).total_ns;
+                assert_int_equal(t.tree.node(static_cast<uint32_t>(n)).self_ns,
+                                 t.tree.node(static_cast<uint32_t>(n)).total_ns - children);
+            }
+            self += thread_self;
+        }
+        uint64_t folded_sum = 0, csv_rows = 0, x_events = 0;
+        std::istringstream fin(folded_out.str());
+        std::string line;
+        while (std::getline(fin, line)) folded_sum += std::stoull(line.substr(line.rfind(' ') + 1));
+        assert_int_equal(folded_sum, self);
+        std::istringstream cin(csv_out.str());
+        while (std::getline(cin, line)) ++csv_rows;
+        assert_int_equal(csv_rows, calls + 1);
+        const json trace = json::parse(chrome_out.str());
+        for (const json &e : trace["traceEvents"]) x_events += e["ph"] == "X";
+        assert_int_equal(x_events, calls);
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -646,6 +726,7 @@ int main() {
         cmocka_unit_test(test_html),
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_text_source),
+        cmocka_unit_test(test_random_streams),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
