@@ -59,8 +59,8 @@ int sonde_cli_report(int argc, char **argv) {
     app.add_flag("--tree", tree, "Print the call tree of each thread instead of the function table");
     app.add_option("--depth", depth, "With --tree: show this many levels of calls (0: all)");
     app.add_flag("--threads", per_thread, "Also print a function table per thread");
-    app.add_option("--json", json_path, "Also write the report as JSON to this file");
-    app.add_option("--html", html_path, "Also write the report as one HTML page to this file");
+    app.add_option("--json", json_path, "Also write the report as JSON to this file (- for stdout)");
+    app.add_option("--html", html_path, "Also write the report as one HTML page to this file (- for stdout)");
     app.add_option("--analysis", analysis_path,
                    "With --html: show these results of sonde analyze --json in the page")
         ->check(CLI::ExistingFile);
