@@ -1,12 +1,14 @@
-// The `sonde` executable: dispatches `analyze`, `convert` and `run` to their implementations
-// and answers --help and --version. Every command exits 2 on bad usage, with a message naming
-// the option (options.h), and has --help and --version of its own.
+// The `sonde` executable: dispatches `analyze`, `convert`, `export`, `report` and `run` to their
+// implementations and answers --help and --version. Every command exits 2 on bad usage, with a
+// message naming the option (options.h), and has --help and --version of its own.
 #include <cstdio>
 #include <cstring>
 
 #include "cli/analyze.h"
 #include "cli/convert.h"
+#include "cli/export.h"
 #include "cli/options.h"
+#include "cli/report.h"
 #include "cli/run.h"
 
 namespace {
@@ -20,6 +22,9 @@ void usage(FILE *f) {
         "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
         "  convert INPUT -o OUTPUT\n"
         "                     turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
+        "  export FILE --format chrome|folded|csv -o OUT\n"
+        "                     calls for Perfetto UI, speedscope, flame graphs (sonde export --help)\n"
+        "  report FILE        functions, threads, call tree; JSON and HTML (sonde report --help)\n"
         "  run --client C -- PROGRAM ARGS\n"
         "                     run a program under client plugins (sonde run --help)\n"
         "\n"
@@ -49,6 +54,8 @@ int main(int argc, char **argv) {
     }
     if (std::strcmp(cmd, "analyze") == 0) return sonde_cli_analyze(argc - 1, argv + 1);
     if (std::strcmp(cmd, "convert") == 0) return sonde_cli_convert(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "export") == 0) return sonde_cli_export(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "report") == 0) return sonde_cli_report(argc - 1, argv + 1);
     if (std::strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 1, argv + 1);
     std::fprintf(stderr, "sonde: unknown %s '%s'\n\n", cmd[0] == '-' ? "option" : "command", cmd);
     usage(stderr);

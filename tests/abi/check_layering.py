@@ -15,7 +15,8 @@ ALLOWED = {
     "analysis": {"core", "trace", "stackdist"},
     "client": {"core"},
     "instrument": set(),
-    "cli": set(),
+    "report": set(),
+    "cli": {"report"},
 }
 
 root = sys.argv[1]
