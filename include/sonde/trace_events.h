@@ -38,7 +38,7 @@ enum sonde_trace_event_kind {
     SONDE_TRACE_EVENT_THREAD_START = 3, /**< id: the shard; value: OS thread id. First event of a thread seen from its start. */
     SONDE_TRACE_EVENT_THREAD_END = 4,   /**< id: the shard; value: OS thread id. Last event of the thread. */
     SONDE_TRACE_EVENT_THREAD_NAME = 5,  /**< id: string id of the thread's name at this time. */
-    SONDE_TRACE_EVENT_MARK = 6,         /**< id: string id of the mark's text; value: its payload size in bytes (the payload is not kept). */
+    SONDE_TRACE_EVENT_MARK = 6,         /**< id: string id of the mark's text (its payload is not kept). */
     SONDE_TRACE_EVENT_RANGE_PUSH = 7,   /**< id: string id of the range's text; aux: its depth (0 outermost). */
     SONDE_TRACE_EVENT_RANGE_POP = 8,    /**< id: string id of the range's text; aux: its depth. */
     SONDE_TRACE_EVENT_LOSS = 9          /**< value: events of this shard lost just before this point (a full buffer). */
