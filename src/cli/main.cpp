@@ -1,4 +1,4 @@
-// The `sonde` executable: dispatches `analyze`, `convert` and `run` to their
+// The `sonde` executable: dispatches `analyze`, `convert`, `run` and `record` to their
 // implementations and answers --help and --version.
 #include <cstdio>
 #include <cstring>
@@ -7,6 +7,7 @@
 
 #include "cli/analyze.h"
 #include "cli/convert.h"
+#include "cli/record.h"
 #include "cli/run.h"
 
 namespace {
@@ -21,6 +22,8 @@ void usage(FILE *f) {
         "  convert INPUT      turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
         "  run --client C -- PROGRAM ARGS\n"
         "                     run a program under client plugins (sonde run --help)\n"
+        "  record [-o FILE] -- PROGRAM ARGS\n"
+        "                     record a program's call graph into a trace (sonde record --help)\n"
         "\n"
         "options:\n"
         "  -h, --help         this help\n"
@@ -48,6 +51,7 @@ int main(int argc, char **argv) {
     if (std::strcmp(cmd, "analyze") == 0) return sonde_cli_analyze(argc - 1, argv + 1);
     if (std::strcmp(cmd, "convert") == 0) return sonde_cli_convert(argc - 1, argv + 1);
     if (std::strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "record") == 0) return sonde_cli_record(argc - 1, argv + 1);
     std::fprintf(stderr, "sonde: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

@@ -18,6 +18,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/instrumented.h"
+
 namespace {
 
 bool readable(const std::string &p) { return !p.empty() && access(p.c_str(), R_OK) == 0; }
@@ -93,6 +95,9 @@ int sonde_cli_run(int argc, char **argv) {
     if (old != nullptr && *old != '\0') preload += std::string(":") + old;
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("SONDE_CLIENTS", list.c_str(), 1);
+    const std::string program = find_program(argv[split + 1]);
+    if (!program.empty() && !calls_instrument_hooks(program))
+        warn_uninstrumented("sonde run", argv[split + 1]);
     execvp(argv[split + 1], argv + split + 1);
     std::fprintf(stderr, "sonde run: cannot run '%s': %s\n", argv[split + 1], std::strerror(errno));
     return 127;
