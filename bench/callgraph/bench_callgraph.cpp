@@ -44,7 +44,8 @@ Run run(const std::vector<std::string> &args, const std::vector<std::string> &en
     std::vector<std::string> envs;
     for (char **e = environ; *e != nullptr; ++e) {
         std::string s(*e);
-        if (s.rfind("LD_PRELOAD=", 0) == 0 || s.rfind("SONDE_CLIENTS=", 0) == 0 || s.rfind("SONDE_RECORD=", 0) == 0)
+        if (s.rfind("LD_PRELOAD=", 0) == 0 || s.rfind("SONDE_CLIENTS=", 0) == 0 ||
+            s.rfind("SONDE_RECORD=", 0) == 0)
             continue;
         envs.push_back(s);
     }
@@ -152,7 +153,8 @@ int main(int argc, char **argv) {
         std::printf("%-32s %12.2f %14.2f\n", v[i].name, m / 1e6, i == 0 ? 0.0 : added[i]);
     }
     // Over the floor: what each variant adds to the empty hooks.
-    const double floor = added[1], one = added[3] - floor, filtered = added[4] - floor, record = added[5] - floor;
+    const double floor = added[1], one = added[3] - floor, filtered = added[4] - floor,
+                 record = added[5] - floor;
     std::printf("\nover the floor (empty hooks, %.2f ns/call):\n", floor);
     std::printf("counting client: %.2f ns/call (target <= 5)                          %s\n", one,
                 one <= 5 ? "met" : "missed");

@@ -116,30 +116,35 @@ __attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, Threa
     if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
     mask &= s->mask;
     if (mask == 0) return;
-    const uint32_t depth =
-        t->depth.load(std::memory_order_relaxed) - (event == SONDE_EVENT_METHOD_ENTER ? 1 : 0);
     ++t->in_hook;
-    sonde_event_data_t d;
-    std::memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
+    // The thread's own event struct, prepared once per set of items: every field an item of
+    // the set names is written below on each event (0 when the item is not available), every
+    // other field stays zero, so no clearing per event.
+    const uint64_t items = s->union_items & kCallItems;
+    sonde_event_data_t &d = t->call_data;
+    if (t->call_items != items) {
+        std::memset(&d, 0, sizeof d);
+        d.struct_size = sizeof d;
+        d.thread.handle = (items & SONDE_DATA_THREAD_ID) ? make_handle(kTagThread, t->index) : 0;
+        t->call_items = items;
+    }
     d.event = event;
-    uint64_t items = s->union_items & kCallItems;
+    uint64_t valid = items;
     if (items & SONDE_DATA_METHOD_ID) d.method.handle = make_handle(kTagMethod, m->index);
-    if (items & SONDE_DATA_THREAD_ID) d.thread.handle = make_handle(kTagThread, t->index);
     if (items & SONDE_DATA_TIMESTAMP) d.timestamp = now_ns();
     if (items & SONDE_DATA_MODULE_ID) {
-        if (m->module != nullptr)
-            d.module.handle = make_handle(kTagModule, m->module->index);
-        else
-            items &= ~uint64_t{SONDE_DATA_MODULE_ID};
+        d.module.handle = m->module != nullptr ? make_handle(kTagModule, m->module->index) : 0;
+        if (m->module == nullptr) valid &= ~uint64_t{SONDE_DATA_MODULE_ID};
     }
     if (items & SONDE_DATA_CALL_SITE) d.call_site = reinterpret_cast<uint64_t>(call_site);
-    if (items & SONDE_DATA_STACK_DEPTH) d.stack_depth = depth;
+    if (items & SONDE_DATA_STACK_DEPTH)
+        d.stack_depth =
+            t->depth.load(std::memory_order_relaxed) - (event == SONDE_EVENT_METHOD_ENTER ? 1 : 0);
     if (items & SONDE_DATA_ADDRESS) d.address = m->fn;
-    d.valid_items = items;
+    d.valid_items = valid;
     // One observer that asked for exactly what is filled (the common case): call it directly.
     const Subs::Entry &e = s->entries[0];
-    if (s->count == 1 && (e.items & items) == items && (mask & e.bit) != 0) {
+    if (s->count == 1 && (e.items & valid) == valid) {
         try {
             e.fn(&d, e.user_data);
         } catch (...) {
@@ -371,6 +376,17 @@ __attribute__((always_inline)) inline void stage(ThreadState *t, CallEvent *p, u
     t->rec_pos.store(p + 1, std::memory_order_release);
 }
 
+// An enter or leave of a recording thread (out of line, so that the path without recording
+// stays a leaf): stages it, then delivers it like the plain path.
+__attribute__((noinline)) void call_recorded(uint32_t event, ThreadState *t, const Method *m,
+                                             const void *call_site, CallEvent *p) {
+    const bool enter = event == SONDE_EVENT_METHOD_ENTER;
+    stage(t, p, m->index, enter ? SONDE_TRACE_EVENT_METHOD_ENTER : SONDE_TRACE_EVENT_METHOD_LEAVE);
+    const uint64_t mask = (enter ? m->enter_mask : m->leave_mask).load(std::memory_order_relaxed) &
+                          t->notify.load(std::memory_order_relaxed);
+    if (mask != 0) deliver_call(event, mask, t, m, call_site);
+}
+
 // Pushes m on t's shadow stack, stages the enter when the thread records and delivers
 // METHOD_ENTER to the clients that want it.
 __attribute__((always_inline)) inline void enter_known(ThreadState *t, Method *m, const void *call_site) {
@@ -378,7 +394,7 @@ __attribute__((always_inline)) inline void enter_known(ThreadState *t, Method *m
     if (__builtin_expect(d < kStackCapacity, 1)) t->stack[d].store(m, std::memory_order_relaxed);
     t->depth.store(d + 1, std::memory_order_release);
     CallEvent *p = t->rec_pos.load(std::memory_order_relaxed);
-    if (p != nullptr) stage(t, p, m->index, SONDE_TRACE_EVENT_METHOD_ENTER);
+    if (p != nullptr) return call_recorded(SONDE_EVENT_METHOD_ENTER, t, m, call_site, p);
     const uint64_t mask =
         m->enter_mask.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
     if (mask != 0) deliver_call(SONDE_EVENT_METHOD_ENTER, mask, t, m, call_site);
@@ -426,7 +442,7 @@ extern "C" SONDE_API void sonde_method_leave(const void *function, const void *c
     }
     t->depth.store(d - 1, std::memory_order_release);
     CallEvent *p = t->rec_pos.load(std::memory_order_relaxed);
-    if (p != nullptr) stage(t, p, m->index, SONDE_TRACE_EVENT_METHOD_LEAVE);
+    if (p != nullptr) return call_recorded(SONDE_EVENT_METHOD_LEAVE, t, m, call_site, p);
     const uint64_t mask =
         m->leave_mask.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
     if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, mask, t, m, call_site);

@@ -181,6 +181,9 @@ struct ThreadState {
     // (acquire) under rec_mu to take what was staged.
     std::atomic<CallEvent *> rec_pos{nullptr};
     CallEvent *rec_end = nullptr;
+    // The CALL_GRAPH event struct handed to observers (owner only), prepared for call_items.
+    uint64_t call_items = ~0ull;
+    sonde_event_data_t call_data{};
     uint32_t index = 0;
     // Cold.
     uint64_t os_tid = 0;

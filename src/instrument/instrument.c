@@ -2,8 +2,8 @@
  * libsonde-instrument.so: turns a program built with -finstrument-functions into a source of
  * Sonde events without a source change, preloaded (LD_PRELOAD, what `sonde run` does) or linked.
  *
- *  - __cyg_profile_func_enter/exit forward to sonde_method_enter/leave (the hot path lives in
- *    libsonde; these two are marked no_instrument_function so they never report themselves).
+ *  - __cyg_profile_func_enter/exit resolve to sonde_method_enter/leave (the hot path lives in
+ *    libsonde; the program calls it directly through its PLT).
  *  - A constructor initialises Sonde (which loads SONDE_CLIENTS) unless the program already did;
  *    a destructor finalises it at exit if the constructor initialised it, so clients see
  *    SHUTDOWN after the program's own destructors.
@@ -32,9 +32,22 @@ __attribute__((no_instrument_function)) static void next_fn(const char *name, vo
     memcpy(out, &p, sizeof p);
 }
 
-HOOK void __cyg_profile_func_enter(void *fn, void *call_site) { sonde_method_enter(fn, call_site); }
+/* The hooks are GNU indirect functions resolved to sonde_method_enter and sonde_method_leave
+ * themselves (same arguments, same calling convention): the program's call through its PLT lands
+ * in libsonde's hot path directly, without a hop through this library. The resolvers run when
+ * the program's hook slot is bound, after this library and libsonde are relocated. */
+typedef void (*hook_fn)(void *, void *);
 
-HOOK void __cyg_profile_func_exit(void *fn, void *call_site) { sonde_method_leave(fn, call_site); }
+__attribute__((no_instrument_function)) static hook_fn resolve_enter(void) {
+    return (hook_fn)(void (*)(const void *, const void *))sonde_method_enter;
+}
+
+__attribute__((no_instrument_function)) static hook_fn resolve_exit(void) {
+    return (hook_fn)(void (*)(const void *, const void *))sonde_method_leave;
+}
+
+HOOK void __cyg_profile_func_enter(void *fn, void *call_site) __attribute__((ifunc("resolve_enter")));
+HOOK void __cyg_profile_func_exit(void *fn, void *call_site) __attribute__((ifunc("resolve_exit")));
 
 __attribute__((constructor, no_instrument_function)) static void sonde_instrument_init(void) {
     if (!sonde_is_initialized() && sonde_initialize() == SONDE_STATUS_SUCCESS) g_we_initialised = 1;
