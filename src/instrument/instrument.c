@@ -4,9 +4,10 @@
  *
  *  - __cyg_profile_func_enter/exit resolve to sonde_method_enter/leave (the hot path lives in
  *    libsonde; the program calls it directly through its PLT).
- *  - A constructor initialises Sonde (which loads SONDE_CLIENTS) unless the program already did;
- *    a destructor finalises it at exit if the constructor initialised it, so clients see
- *    SHUTDOWN after the program's own destructors.
+ *  - A constructor initialises Sonde (which loads SONDE_CLIENTS and starts recording when
+ *    SONDE_RECORD is set) unless the program already did; a destructor finalises it at exit if
+ *    the constructor initialised it, so clients see SHUTDOWN after the program's own
+ *    destructors; _exit and _Exit are wrapped to finalise too (not in a fork child).
  *  - pthread_create is wrapped so each new thread is registered (THREAD_START) before its start
  *    routine runs; its end is reported by libsonde at thread exit.
  *  - dlopen and dlclose are wrapped so module loads and unloads are reported
@@ -19,12 +20,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sonde/sonde.h>
 
 #define HOOK __attribute__((visibility("default"), no_instrument_function))
 
 static int g_we_initialised;
+static pid_t g_pid; /* the process that initialised: a fork child finalises nothing */
 
 /* The next definition of `name` after this library, as a function pointer stored in *out. */
 __attribute__((no_instrument_function)) static void next_fn(const char *name, void *out) {
@@ -50,12 +53,31 @@ HOOK void __cyg_profile_func_enter(void *fn, void *call_site) __attribute__((ifu
 HOOK void __cyg_profile_func_exit(void *fn, void *call_site) __attribute__((ifunc("resolve_exit")));
 
 __attribute__((constructor, no_instrument_function)) static void sonde_instrument_init(void) {
-    if (!sonde_is_initialized() && sonde_initialize() == SONDE_STATUS_SUCCESS) g_we_initialised = 1;
+    if (!sonde_is_initialized() && sonde_initialize() == SONDE_STATUS_SUCCESS) {
+        g_we_initialised = 1;
+        g_pid = getpid();
+    }
 }
 
 __attribute__((destructor, no_instrument_function)) static void sonde_instrument_fini(void) {
-    if (g_we_initialised && sonde_is_initialized()) sonde_finalize();
+    if (g_we_initialised && getpid() == g_pid && sonde_is_initialized()) sonde_finalize();
 }
+
+/* _exit and _Exit skip the destructors: finalise first (clients get SHUTDOWN, a recording is
+ * finished), unless this is a fork child, which owns neither. exit() reaches the destructor
+ * above instead (it calls the real _exit inside libc, not this one). */
+typedef void (*exit_fn)(int);
+
+__attribute__((no_instrument_function, noreturn)) static void exit_now(const char *name, int status) {
+    sonde_instrument_fini();
+    exit_fn real = NULL;
+    next_fn(name, &real);
+    if (real != NULL) real(status);
+    abort(); /* unreachable: there is always a libc _exit */
+}
+
+HOOK void _exit(int status) { exit_now("_exit", status); }
+HOOK void _Exit(int status) { exit_now("_Exit", status); }
 
 struct start {
     void *(*routine)(void *);

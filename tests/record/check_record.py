@@ -6,7 +6,7 @@ public reading API (examples/python/sonde_trace.py):
    `uftrace record --no-libcall` + `uftrace report`, function by function; thread names;
 2. the trace stays readable, names and source lines included, after the binary is deleted;
 3. marks and ranges; the exit status is the program's;
-4. SIGSEGV and abort(): the trace keeps every event up to the crash and is complete;
+4. SIGSEGV, abort() and _exit(): the trace keeps every event up to the end and is complete;
 5. SIGKILL: the reader recovers the trace with a warning;
 6. errors: an existing output, an unwritable output, a missing program (127), and the warning
    for a program without instrumentation (also for `sonde run`).
@@ -146,6 +146,13 @@ with tempfile.TemporaryDirectory() as tmp:
         if mode == "segv":
             check(counts.get("crash") == 1, "the crashing function's enter is recorded")
         trace.close()
+
+    out4 = os.path.join(tmp, "_exit.trace")
+    r = run([sonde, "record", "-o", out4, "--", prog, "_exit", "300"])
+    trace = sonde_trace.Trace(out4)
+    check(r.returncode == 4 and trace.warnings == "" and trace.call_counts().get("step") == 300,
+          "_exit(): the trace is complete: %d %s" % (r.returncode, trace.warnings))
+    trace.close()
 
     # 5. SIGKILL: no footer, recovered by the reader's scan with a warning.
     out5 = os.path.join(tmp, "killed.trace")

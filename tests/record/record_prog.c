@@ -3,11 +3,13 @@
  *   record_prog marks     marks and ranges around a few calls, then exits normally;
  *   record_prog segv N    N calls of step(), then a write through a null pointer;
  *   record_prog abort N   N calls of step(), then abort();
+ *   record_prog _exit N   N calls of step(), then _exit(4) (no destructors run);
  *   record_prog spin      calls step() until killed. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sonde/instrument.h>
 
@@ -39,6 +41,10 @@ int main(int argc, char **argv) {
         fflush(stdout);
         if (mode[0] == 's') crash();
         abort();
+    }
+    if (strcmp(mode, "_exit") == 0) {
+        for (long i = 0; i < n; ++i) step(i);
+        _exit(4);
     }
     if (strcmp(mode, "spin") == 0) {
         printf("spinning\n");
