@@ -260,7 +260,7 @@ __attribute__((noinline)) CallEvent *record_refill(ThreadState *t, CallEvent *p)
 }
 
 void record_event(ThreadState *t, uint16_t kind, uint32_t id, uint16_t aux) {
-    CallEvent *p = t->rec_pos.load(std::memory_order_relaxed);
+    CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
     if (p == nullptr) return;
     if (p == t->rec_end && (p = record_refill(t, p)) == nullptr) return;
     *p = CallEvent{clock::ticks(), id, kind, aux};
@@ -292,7 +292,7 @@ void record_thread_end(ThreadState *t) {
     record_event(t, SONDE_TRACE_EVENT_THREAD_NAME, sink->intern(sink->ctx, name.c_str()), 0);
     record_event(t, SONDE_TRACE_EVENT_THREAD_END, t->index, 0);
     std::lock_guard<std::mutex> g(t->rec_mu);
-    CallEvent *p = t->rec_pos.load(std::memory_order_relaxed);
+    CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
     if (!t->rec_closed && p != nullptr && p > t->rec_taken) sink->batch(sink->ctx, t->index, t->rec_taken, p);
     t->rec_closed = true;
     release_staging_locked(t);
@@ -393,7 +393,7 @@ __attribute__((always_inline)) inline void enter_known(ThreadState *t, Method *m
     const uint32_t d = t->depth.load(std::memory_order_relaxed);
     if (__builtin_expect(d < kStackCapacity, 1)) t->stack[d].store(m, std::memory_order_relaxed);
     t->depth.store(d + 1, std::memory_order_release);
-    CallEvent *p = t->rec_pos.load(std::memory_order_relaxed);
+    CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
     if (p != nullptr) return call_recorded(SONDE_EVENT_METHOD_ENTER, t, m, call_site, p);
     const uint64_t mask =
         m->enter_mask.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
@@ -441,7 +441,7 @@ extern "C" SONDE_API void sonde_method_leave(const void *function, const void *c
         return;
     }
     t->depth.store(d - 1, std::memory_order_release);
-    CallEvent *p = t->rec_pos.load(std::memory_order_relaxed);
+    CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
     if (p != nullptr) return call_recorded(SONDE_EVENT_METHOD_LEAVE, t, m, call_site, p);
     const uint64_t mask =
         m->leave_mask.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
