@@ -41,11 +41,11 @@ __attribute__((no_instrument_function)) static void next_fn(const char *name, vo
  * the program's hook slot is bound, after this library and libsonde are relocated. */
 typedef void (*hook_fn)(void *, void *);
 
-__attribute__((no_instrument_function)) static hook_fn resolve_enter(void) {
+__attribute__((no_instrument_function, used)) static hook_fn resolve_enter(void) {
     return (hook_fn)(void (*)(const void *, const void *))sonde_method_enter;
 }
 
-__attribute__((no_instrument_function)) static hook_fn resolve_exit(void) {
+__attribute__((no_instrument_function, used)) static hook_fn resolve_exit(void) {
     return (hook_fn)(void (*)(const void *, const void *))sonde_method_leave;
 }
 
