@@ -180,7 +180,7 @@ __attribute__((noinline)) void leave_slow(ThreadState *t, uint64_t fn, const voi
         }
     }
     t->depth.store(at, std::memory_order_release);
-    if (t->rec_pos.load(std::memory_order_relaxed) != nullptr)
+    if (t->rec_pos.load(std::memory_order_acquire) != nullptr)
         record_event(t, SONDE_TRACE_EVENT_METHOD_LEAVE, m->index, 0);
     const uint64_t mask =
         m->leave_mask.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
@@ -268,7 +268,7 @@ void record_event(ThreadState *t, uint16_t kind, uint32_t id, uint16_t aux) {
 }
 
 void record_text(ThreadState *t, uint16_t kind, const char *text, uint16_t aux) {
-    if (t->rec_pos.load(std::memory_order_relaxed) == nullptr) return;
+    if (t->rec_pos.load(std::memory_order_acquire) == nullptr) return;
     record_event(t, kind, t->rec_sink->intern(t->rec_sink->ctx, text), aux);
 }
 
@@ -281,7 +281,7 @@ void record_thread_start(ThreadState *t, const std::string &name) {
 }
 
 void record_thread_end(ThreadState *t) {
-    if (t->rec_pos.load(std::memory_order_relaxed) == nullptr) return;
+    if (t->rec_pos.load(std::memory_order_acquire) == nullptr) return;
     const RecordSink *sink = t->rec_sink;
     std::string name;
     {
