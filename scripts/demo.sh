@@ -3,7 +3,9 @@
 #   1. sessions and buffers: four threads emitting, what the callback received, buffer stats;
 #   2. trace analysis: a live session recorded to a Sonde trace, analysed by the built-in tools
 #      and an external tool plugin; the real gzip trace through cachegrind's cache hierarchy and
-#      through the exact reuse-distance tool (gem5 StackDistCalc semantics).
+#      through the exact reuse-distance tool (gem5 StackDistCalc semantics);
+#   3. client plugins on an instrumented program, then its call graph recorded with
+#      `sonde record` and read back with Python ctypes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -41,3 +43,9 @@ echo "== 6. Client plugins on a -finstrument-functions program (examples/clients
   --client build/examples/class_filter.so=class=geo::Circle -- build/examples/shapes 3
 echo "calls per method (call_counter, first lines):"
 head -n 5 "$tmp/calls.txt"
+
+echo
+echo "== 7. Record the call graph of the same program and read the trace back (docs/recording.md)"
+"$sonde" record -o "$tmp/shapes.trace" -- build/examples/shapes 3
+echo "calls per function, from the trace with Python ctypes (first lines):"
+SONDE_LIBRARY=build/libsonde.so.1 python3 examples/python/sonde_trace.py "$tmp/shapes.trace" | head -n 5

@@ -1,5 +1,5 @@
-// The `sonde` executable: dispatches `analyze`, `convert`, `export`, `report` and `run` to their
-// implementations and answers --help and --version. Every command exits 2 on bad usage, with a
+// The `sonde` executable: dispatches `analyze`, `convert`, `export`, `record`, `report` and `run`
+// to their implementations and answers --help and --version. Every command exits 2 on bad usage, with a
 // message naming the option (options.h), and has --help and --version of its own.
 #include <cstdio>
 #include <cstring>
@@ -8,6 +8,7 @@
 #include "cli/convert.h"
 #include "cli/export.h"
 #include "cli/options.h"
+#include "cli/record.h"
 #include "cli/report.h"
 #include "cli/run.h"
 
@@ -27,6 +28,8 @@ void usage(FILE *f) {
         "  report FILE        functions, threads, call tree; JSON and HTML (sonde report --help)\n"
         "  run --client C -- PROGRAM ARGS\n"
         "                     run a program under client plugins (sonde run --help)\n"
+        "  record [-o FILE] -- PROGRAM ARGS\n"
+        "                     record a program's call graph into a trace (sonde record --help)\n"
         "\n"
         "options:\n"
         "  -h, --help         this help\n"
@@ -57,6 +60,7 @@ int main(int argc, char **argv) {
     if (std::strcmp(cmd, "export") == 0) return sonde_cli_export(argc - 1, argv + 1);
     if (std::strcmp(cmd, "report") == 0) return sonde_cli_report(argc - 1, argv + 1);
     if (std::strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "record") == 0) return sonde_cli_record(argc - 1, argv + 1);
     std::fprintf(stderr, "sonde: unknown %s '%s'\n\n", cmd[0] == '-' ? "option" : "command", cmd);
     usage(stderr);
     return sonde::cli::kExitUsage;

@@ -26,6 +26,7 @@
 
 #include "cli/client_check.h"
 #include "cli/options.h"
+#include "cli/instrumented.h"
 
 namespace {
 
@@ -110,6 +111,9 @@ int sonde_cli_run(int argc, char **argv) {
     if (old != nullptr && *old != '\0') preload += std::string(":") + old;
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("SONDE_CLIENTS", list.c_str(), 1);
+    const std::string program = find_program(argv[split + 1]);
+    if (!program.empty() && !calls_instrument_hooks(program))
+        warn_uninstrumented("sonde run", argv[split + 1]);
     execvp(argv[split + 1], argv + split + 1);
     std::fprintf(stderr, "%s: cannot run '%s': %s\n", kCommand, argv[split + 1], std::strerror(errno));
     return 127;

@@ -25,6 +25,9 @@
 
 #include <sonde/status.h>
 #include <sonde/trace.h>
+#include <sonde/trace_events.h>
+
+#include "trace/trace_tables.h"
 
 #include "trace/trace_stream.h"
 
@@ -43,6 +46,21 @@ public:
     // SONDE_STATUS_ERROR_FORMAT (corrupted / truncated data).
     sonde_status_t status() const { return status_; }
     // "FILE: offset N: what is wrong" when status() is an error, else empty.
+    const std::string &error() const { return error_; }
+
+protected:
+    sonde_status_t status_ = SONDE_STATUS_SUCCESS;
+    std::string error_;
+};
+
+// Reads one event shard in order (Sonde traces with program events). One thread at a time.
+class EventReader {
+public:
+    virtual ~EventReader() = default;
+    // Copies up to `max` events into `out`; returns how many, 0 at the end or on an error
+    // (then status() != SUCCESS). Cost as ShardReader::read.
+    virtual size_t read(sonde_trace_event_t *out, size_t max) = 0;
+    sonde_status_t status() const { return status_; }
     const std::string &error() const { return error_; }
 
 protected:
@@ -82,6 +100,20 @@ public:
     // Reads only that shard's chunks (Sonde) or the one stream (lackey, raw64). Returns
     // nullptr only for shard >= num_shards(). Thread-safe.
     virtual std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const = 0;
+    // Program events (Sonde traces of version 1.1): event shards, their counts from the index,
+    // a reader per shard (nullptr for shard >= num_event_shards()), the time range of every
+    // event and the tables. Inputs without events have none.
+    virtual size_t num_event_shards() const { return 0; }
+    virtual uint64_t event_shard_events(size_t shard) const {
+        (void)shard;
+        return 0;
+    }
+    virtual std::unique_ptr<EventReader> open_event_shard(size_t shard) const {
+        (void)shard;
+        return nullptr;
+    }
+    virtual void event_time_range(uint64_t *first, uint64_t *last) const { *first = *last = 0; }
+    const Tables &tables() const { return tables_; }
     // Warnings found while opening, e.g. "FILE: no footer (the writer did not finish)" and
     // "FILE: recovered N complete chunks (R records) by scanning; truncated chunk at ...".
     const std::vector<std::string> &warnings() const { return warnings_; }
@@ -97,6 +129,7 @@ protected:
     std::vector<std::string> warnings_;
     bool complete_ = true;
     std::unique_ptr<Source> source_;  // the one open file of the input
+    Tables tables_;
 };
 
 // Memory that reading the given shards of `inputs` all at once needs (each shard's

@@ -27,8 +27,17 @@ struct ChunkRef {
     uint64_t offset;
     uint64_t end;  // first byte after the largest extent the chunk may have
     uint32_t records;
-    uint32_t entry;  // its index entry, kNoEntry for a chunk found by the recovery scan
-    uint32_t next;   // the index entry of the chunk at `end`, kNoEntry when `end` is the index
+    uint32_t entry;         // its index entry, kNoEntry for a chunk found by the recovery scan
+    uint32_t next;          // the index entry of the chunk at `end`, kNoEntry when `end` is the index
+    uint64_t first_ts = 0;  // event chunks: the time range of their events
+    uint64_t last_ts = 0;
+};
+
+// A table block (methods, modules, threads, strings) of a 1.1 trace.
+struct TableRef {
+    uint64_t offset;
+    uint32_t type;
+    uint32_t count;
 };
 constexpr uint32_t kNoEntry = UINT32_MAX;
 
@@ -101,16 +110,41 @@ public:
             *error = fmt::at(path, 12, "unsupported header or record size");
             return SONDE_STATUS_ERROR_FORMAT;
         }
+        minor_ = fmt::load32(h + 28);
         std::string why;
         const int index = load_index(&why, error);
         if (index < 0) return SONDE_STATUS_ERROR_FORMAT;
         if (index == 0) {
             warnings_.push_back(path + ": " + why);
             complete_ = false;
+            shards_.clear();
+            event_shards_.clear();
+            table_refs_.clear();
             scan();
         }
+        load_tables();
         return SONDE_STATUS_SUCCESS;
     }
+
+    size_t num_event_shards() const override { return event_shards_.size(); }
+    uint64_t event_shard_events(size_t shard) const override {
+        if (shard >= event_shards_.size()) return 0;
+        uint64_t n = 0;
+        for (const ChunkRef &c : event_shards_[shard]) n += c.records;
+        return n;
+    }
+    std::unique_ptr<EventReader> open_event_shard(size_t shard) const override;
+    void event_time_range(uint64_t *first, uint64_t *last) const override {
+        *first = *last = 0;
+        bool any = false;
+        for (const auto &sh : event_shards_)
+            for (const ChunkRef &c : sh) {
+                if (!any || c.first_ts < *first) *first = c.first_ts;
+                if (!any || c.last_ts > *last) *last = c.last_ts;
+                any = true;
+            }
+    }
+    std::vector<std::vector<ChunkRef>> event_shards_;
 
     size_t num_shards() const override { return shards_.size(); }
     uint64_t shard_records(size_t shard) const override {
@@ -142,6 +176,102 @@ public:
     std::vector<std::vector<ChunkRef>> shards_;
 
 private:
+    void add_event_chunk(uint32_t shard, uint64_t offset, uint64_t end, uint32_t records, uint64_t first,
+                         uint64_t last) {
+        if (shard >= event_shards_.size()) event_shards_.resize(shard + 1);
+        event_shards_[shard].push_back(ChunkRef{offset, end, records, kNoEntry, kNoEntry, first, last});
+    }
+
+    // The extension index of a 1.1 trace (event chunks and tables), ending before `limit`.
+    bool load_ext_index(uint64_t off, uint64_t limit, std::string *why) {
+        unsigned char hx[fmt::kExtIndexHeaderSize];
+        if (off < fmt::kHeaderSize || off + sizeof hx > limit ||
+            pread_full(fd_, hx, sizeof hx, off) != static_cast<ssize_t>(sizeof hx) ||
+            std::memcmp(hx, fmt::kExtIndexMagic, 8) != 0) {
+            *why = "offset " + std::to_string(off) + ": extension index missing or damaged";
+            return false;
+        }
+        const uint32_t nev = fmt::load32(hx + 8);
+        const uint32_t nshards = fmt::load32(hx + 12);
+        const uint32_t ntab = fmt::load32(hx + 16);
+        const uint64_t size = fmt::kExtIndexHeaderSize + uint64_t{nev} * fmt::kIndexEntrySize +
+                              uint64_t{ntab} * fmt::kExtTableEntrySize + 8;
+        if (nshards > fmt::kMaxShard + 1 || off + size > limit) {
+            *why = "offset " + std::to_string(off) + ": extension index counts out of range";
+            return false;
+        }
+        std::vector<unsigned char> x(size);
+        if (pread_full(fd_, x.data(), size, off) != static_cast<ssize_t>(size) ||
+            fmt::load64(x.data() + size - 8) != fmt::checksum64(x.data(), size - 8)) {
+            *why = "offset " + std::to_string(off) + ": extension index checksum mismatch";
+            return false;
+        }
+        event_shards_.assign(nshards, {});
+        const unsigned char *q = x.data() + fmt::kExtIndexHeaderSize;
+        for (uint32_t i = 0; i < nev; ++i, q += fmt::kIndexEntrySize) {
+            const uint64_t eoff = fmt::load64(q);
+            const uint32_t shard = fmt::load32(q + 8);
+            const uint32_t recs = fmt::load32(q + 12);
+            if (eoff < fmt::kHeaderSize || eoff + fmt::kChunkHeaderSize > off || shard >= nshards ||
+                recs == 0 || recs > fmt::kMaxChunkRecords) {
+                *why = "offset " + std::to_string(off) + ": invalid event index entry " + std::to_string(i);
+                return false;
+            }
+            event_shards_[shard].push_back(
+                ChunkRef{eoff, off, recs, kNoEntry, kNoEntry, fmt::load64(q + 16), fmt::load64(q + 24)});
+        }
+        for (uint32_t i = 0; i < ntab; ++i, q += fmt::kExtTableEntrySize) {
+            const uint64_t toff = fmt::load64(q);
+            if (toff < fmt::kHeaderSize || toff + fmt::kChunkHeaderSize > off) {
+                *why = "offset " + std::to_string(off) + ": invalid table index entry " + std::to_string(i);
+                return false;
+            }
+            table_refs_.push_back(TableRef{toff, fmt::load32(q + 8), fmt::load32(q + 12)});
+        }
+        return true;
+    }
+
+    // Reads every table block and applies it; a damaged one is skipped with a warning.
+    void load_tables() {
+        std::vector<unsigned char> comp, raw;
+        for (const TableRef &t : table_refs_) {
+            unsigned char hb[fmt::kChunkHeaderSize];
+            fmt::ChunkHeader h;
+            std::string bad;
+            if (pread_full(fd_, hb, sizeof hb, t.offset) != static_cast<ssize_t>(sizeof hb))
+                bad = "truncated table header";
+            else
+                bad = fmt::decode_block_header(hb, &h);
+            if (bad.empty() && h.magic != fmt::kTableMagic) bad = "not a table block";
+            if (bad.empty()) {
+                comp.resize(h.compressed_size);
+                raw.resize(static_cast<size_t>(h.first_ts));
+                const uint64_t poff = t.offset + fmt::kChunkHeaderSize;
+                if (pread_full(fd_, comp.data(), comp.size(), poff) != static_cast<ssize_t>(comp.size()))
+                    bad = "truncated table";
+                else if (fmt::checksum64(comp.data(), comp.size()) != h.payload_checksum)
+                    bad = "table payload checksum mismatch";
+                else {
+                    const size_t r = ZSTD_decompress(raw.data(), raw.size(), comp.data(), comp.size());
+                    if (ZSTD_isError(r) || r != raw.size())
+                        bad = "table does not decompress to its size";
+                    else
+                        bad = tables_.apply(h.shard, h.records, raw.data(), raw.size());
+                }
+            }
+            if (!bad.empty()) warnings_.push_back(fmt::at(path_, t.offset, bad + " (table skipped)"));
+        }
+        for (size_t i = 0; i < tables_.threads.size(); ++i)
+            tables_.threads[i].shard = static_cast<uint32_t>(i);
+        for (size_t i = 0; i < tables_.methods.size(); ++i)
+            tables_.methods[i].index = static_cast<uint32_t>(i);
+        for (size_t i = 0; i < tables_.modules.size(); ++i)
+            tables_.modules[i].index = static_cast<uint32_t>(i);
+    }
+
+    uint32_t minor_ = 0;
+    std::vector<TableRef> table_refs_;
+
     // Reads footer and index: 1 when valid; 0 (with the reason in *why) when either is missing
     // or damaged, so that the chunks are recovered by scanning; -1 (with *error set) when the
     // index is intact (its checksum holds) but contradicts itself: its entries must be
@@ -266,19 +396,67 @@ private:
         shards_.assign(nshards, {});
         for (const Entry &en : entries)
             shards_[en.shard].push_back(ChunkRef{en.offset, end[en.k], en.records, en.k, next[en.k]});
-        return 1;
+        const uint64_t ext = fmt::load64(idx.data() + 16);
+        if (ext != 0 && !load_ext_index(ext, ioff, why)) return 0;
+        return check_event_entries(ext, entries.size(), error) ? 1 : -1;
+    }
+
+    // The extension index obeys the index's rules (docs/trace-format.md, "Index"): its event
+    // chunks are distinct from each other and from the memref chunks, at least a minimal chunk
+    // apart, and each event shard's chunks are listed in file order; so no event is counted
+    // twice. False with *error naming the extension index entry.
+    bool check_event_entries(uint64_t ext, size_t memref_entries, std::string *error) const {
+        constexpr uint64_t kMinChunk = fmt::kChunkHeaderSize + 1;
+        struct Block {
+            uint64_t offset;
+            int64_t event;  // its extension index entry, -1 for a memref chunk
+        };
+        std::vector<Block> blocks;
+        blocks.reserve(memref_entries);
+        for (const auto &shard : shards_)
+            for (const ChunkRef &c : shard) blocks.push_back(Block{c.offset, -1});
+        int64_t k = 0;
+        for (const auto &shard : event_shards_) {
+            uint64_t last = 0;
+            for (const ChunkRef &c : shard) {
+                if (c.offset <= last) {
+                    *error = fmt::at(path_, ext,
+                                     "extension index: event chunk at offset " + std::to_string(c.offset) +
+                                         " listed after offset " + std::to_string(last) +
+                                         " of the same shard (not in file order)");
+                    return false;
+                }
+                last = c.offset;
+                blocks.push_back(Block{c.offset, k++});
+            }
+        }
+        std::sort(blocks.begin(), blocks.end(),
+                  [](const Block &a, const Block &b) { return a.offset < b.offset; });
+        for (size_t i = 1; i < blocks.size(); ++i) {
+            const Block &prev = blocks[i - 1], &cur = blocks[i];
+            if (cur.offset - prev.offset >= kMinChunk) continue;
+            const Block &ev = cur.event >= 0 ? cur : prev, &other = cur.event >= 0 ? prev : cur;
+            *error = fmt::at(path_, ext,
+                             "extension index: event chunk at offset " + std::to_string(ev.offset) +
+                                 (cur.offset == prev.offset ? " is listed twice or is also " : " overlaps ") +
+                                 (other.event >= 0 ? "another event chunk" : "a memref chunk") + " (offset " +
+                                 std::to_string(other.offset) + ")");
+            return false;
+        }
+        return true;
     }
 
     // Recovery: walks the chunks from the header on, keeping every complete, intact chunk.
     void scan() {
         uint64_t off = fmt::kHeaderSize;
-        uint64_t chunks = 0, records = 0;
+        uint64_t chunks = 0, records = 0, echunks = 0, events = 0;
         std::string stop;
         std::vector<unsigned char> payload;
         while (off < size_) {
             unsigned char hb[fmt::kChunkHeaderSize];
             const ssize_t got = pread_full(fd_, hb, sizeof hb, off);
-            if (got >= 8 && std::memcmp(hb, fmt::kIndexMagic, 8) == 0) {
+            if (got >= 8 &&
+                (std::memcmp(hb, fmt::kIndexMagic, 8) == 0 || std::memcmp(hb, fmt::kExtIndexMagic, 8) == 0)) {
                 stop = "stopped at the incomplete index at offset " + std::to_string(off);
                 break;
             }
@@ -288,7 +466,7 @@ private:
                 break;
             }
             fmt::ChunkHeader ch;
-            const std::string bad = fmt::decode_chunk_header(hb, &ch);
+            const std::string bad = fmt::decode_block_header(hb, &ch);
             if (!bad.empty()) {
                 stop = "stopped at offset " + std::to_string(off) + ": " + bad;
                 break;
@@ -307,15 +485,26 @@ private:
                        ": chunk payload checksum mismatch";
                 break;
             }
-            if (ch.shard >= shards_.size()) shards_.resize(ch.shard + 1);
-            shards_[ch.shard].push_back(ChunkRef{off, pend, ch.records, kNoEntry, kNoEntry});
-            ++chunks;
-            records += ch.records;
+            if (ch.magic == fmt::kChunkMagic) {
+                if (ch.shard >= shards_.size()) shards_.resize(ch.shard + 1);
+                shards_[ch.shard].push_back(ChunkRef{off, pend, ch.records, kNoEntry, kNoEntry});
+                ++chunks;
+                records += ch.records;
+            } else if (ch.magic == fmt::kEventMagic) {
+                add_event_chunk(ch.shard, off, pend, ch.records, ch.first_ts, ch.last_ts);
+                ++echunks;
+                events += ch.records;
+            } else if (ch.magic == fmt::kTableMagic) {
+                table_refs_.push_back(TableRef{off, ch.shard, ch.records});
+            }
             off = pend;
         }
         warnings_.push_back(path_ + ": recovered " + std::to_string(chunks) + " complete chunks (" +
-                            std::to_string(records) + " records) by scanning" +
-                            (stop.empty() ? std::string() : "; " + stop));
+                            std::to_string(records) + " records)" +
+                            (echunks == 0 ? std::string()
+                                          : " and " + std::to_string(echunks) + " event chunks (" +
+                                                std::to_string(events) + " events)") +
+                            " by scanning" + (stop.empty() ? std::string() : "; " + stop));
     }
 };
 
@@ -438,6 +627,94 @@ private:
 std::unique_ptr<ShardReader> SondeInput::open_shard(size_t shard, uint32_t shard_id) const {
     if (shard >= shards_.size()) return nullptr;
     return std::make_unique<SondeShardReader>(this, &shards_[shard], static_cast<uint32_t>(shard), shard_id);
+}
+
+// Reads one event shard's chunks in file order; same checks and costs as SondeShardReader.
+class SondeEventReader final : public EventReader {
+public:
+    SondeEventReader(const SondeInput *in, const std::vector<ChunkRef> *chunks, uint32_t shard)
+        : in_(in), chunks_(chunks), shard_(shard) {}
+    ~SondeEventReader() override {
+        if (dctx_ != nullptr) ZSTD_freeDCtx(dctx_);
+    }
+
+    size_t read(sonde_trace_event_t *out, size_t max) override {
+        if (status_ != SONDE_STATUS_SUCCESS) return 0;
+        size_t n = 0;
+        while (n < max) {
+            if (pos_ == count_) {
+                if (next_ == chunks_->size() || !load(chunks_->at(next_++))) break;
+            }
+            const size_t k = std::min(count_ - pos_, max - n);
+            fmt::decode_event_columns(payload_.data(), count_, pos_, k, shard_, state_, out + n);
+            pos_ += k;
+            n += k;
+        }
+        return status_ == SONDE_STATUS_SUCCESS ? n : 0;
+    }
+
+private:
+    bool fail(sonde_status_t st, uint64_t offset, const std::string &what) {
+        status_ = st;
+        error_ = fmt::at(in_->path(), offset, what);
+        return false;
+    }
+
+    bool load(const ChunkRef &c) {
+        unsigned char hb[fmt::kChunkHeaderSize];
+        const ssize_t got = pread_full(in_->fd_, hb, sizeof hb, c.offset);
+        if (got < 0)
+            return fail(SONDE_STATUS_ERROR_IO, c.offset, std::string("read failed: ") + std::strerror(errno));
+        if (got != static_cast<ssize_t>(sizeof hb))
+            return fail(SONDE_STATUS_ERROR_FORMAT, c.offset,
+                        "truncated event chunk header (" + std::to_string(got) + " of 48 bytes)");
+        fmt::ChunkHeader h;
+        const std::string bad = fmt::decode_block_header(hb, &h);
+        if (!bad.empty()) return fail(SONDE_STATUS_ERROR_FORMAT, c.offset, bad);
+        if (h.magic != fmt::kEventMagic || h.shard != shard_ || h.records != c.records)
+            return fail(SONDE_STATUS_ERROR_FORMAT, c.offset, "event chunk header does not match the index");
+        cbuf_.resize(h.compressed_size);
+        const uint64_t poff = c.offset + fmt::kChunkHeaderSize;
+        const ssize_t pgot = pread_full(in_->fd_, cbuf_.data(), cbuf_.size(), poff);
+        if (pgot < 0)
+            return fail(SONDE_STATUS_ERROR_IO, poff, std::string("read failed: ") + std::strerror(errno));
+        if (static_cast<size_t>(pgot) != cbuf_.size())
+            return fail(SONDE_STATUS_ERROR_FORMAT, poff,
+                        "truncated event chunk (" + std::to_string(pgot) + " of " +
+                            std::to_string(cbuf_.size()) + " payload bytes)");
+        if (fmt::checksum64(cbuf_.data(), cbuf_.size()) != h.payload_checksum)
+            return fail(SONDE_STATUS_ERROR_FORMAT, poff, "event chunk payload checksum mismatch");
+        if (dctx_ == nullptr) {
+            dctx_ = ZSTD_createDCtx();
+            if (dctx_ == nullptr) throw std::bad_alloc();
+        }
+        const size_t want = static_cast<size_t>(h.records) * fmt::kEventSize;
+        if (payload_.size() < want) payload_.resize(want);
+        const size_t r = ZSTD_decompressDCtx(dctx_, payload_.data(), want, cbuf_.data(), cbuf_.size());
+        if (ZSTD_isError(r))
+            return fail(SONDE_STATUS_ERROR_FORMAT, poff, std::string("zstd: ") + ZSTD_getErrorName(r));
+        if (r != want)
+            return fail(SONDE_STATUS_ERROR_FORMAT, poff,
+                        "event chunk decompresses to " + std::to_string(r) + " bytes, expected " +
+                            std::to_string(want));
+        pos_ = 0;
+        count_ = h.records;
+        state_[0] = state_[1] = state_[2] = 0;
+        return true;
+    }
+
+    const SondeInput *in_;
+    const std::vector<ChunkRef> *chunks_;
+    uint32_t shard_;
+    size_t next_ = 0, pos_ = 0, count_ = 0;
+    std::vector<unsigned char> payload_, cbuf_;
+    uint64_t state_[3] = {0, 0, 0};
+    ZSTD_DCtx *dctx_ = nullptr;
+};
+
+std::unique_ptr<EventReader> SondeInput::open_event_shard(size_t shard) const {
+    if (shard >= event_shards_.size()) return nullptr;
+    return std::make_unique<SondeEventReader>(this, &event_shards_[shard], static_cast<uint32_t>(shard));
 }
 
 bool ends_with(const std::string &s, const std::string &suffix) {

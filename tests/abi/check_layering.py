@@ -14,6 +14,7 @@ ALLOWED = {
     "trace": {"core"},
     "analysis": {"core", "trace", "stackdist"},
     "client": {"core"},
+    "record": {"core", "client", "trace"},
     "instrument": set(),
     "report": set(),
     "cli": {"report"},
