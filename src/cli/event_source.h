@@ -1,7 +1,8 @@
 // Where `sonde report` and `sonde export` get their call events: open_event_source() picks a
-// reader for a file and returns it as the EventSource of src/report. Today it reads the event
-// text format (report/text_source.h: a line-oriented file that tests and people write); a
-// reader of the call events in Sonde trace files plugs in here, in this one function.
+// reader for a file and returns it as the EventSource of src/report: a Sonde trace (its magic;
+// what `sonde record` writes; trace_source.h) or the event text format (report/text_source.h:
+// a line-oriented file that tests and people write). Another reader plugs in here, in this one
+// function.
 #pragma once
 
 #include <memory>

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sonde::report {
 
@@ -76,6 +77,11 @@ public:
 
     // The recorded process id, 0 when unknown.
     virtual uint64_t pid() const { return 0; }
+
+    // What the source could not vouch for (a truncated file recovered by scanning, events the
+    // recorder lost), one sentence each; complete once read() has returned 0 for the last
+    // thread. The walker adds them to its own warnings.
+    virtual std::vector<std::string> warnings() const { return {}; }
 };
 
 }  // namespace sonde::report

@@ -46,6 +46,8 @@ std::string thread_label(const ThreadInfo &t) {
 void Walker::run() {
     ThreadInfo info;
     while (source_.next_thread(&info)) walk_thread(info);
+    const std::vector<std::string> from_source = source_.warnings();
+    warnings_.insert(warnings_.begin(), from_source.begin(), from_source.end());
     if (functions_.unknown() != 0)
         warnings_.push_back(std::to_string(functions_.unknown()) +
                             " method index(es) missing from the method table, named method#INDEX");

@@ -4,6 +4,7 @@ public reading API (examples/python/sonde_trace.py):
 
 1. a two-thread C++ program (recursion, virtual calls, static functions): call counts equal
    `uftrace record --no-libcall` + `uftrace report`, function by function; thread names;
+   `sonde report --json` and `sonde export` of the recorded trace count the same calls;
 2. the trace stays readable, names and source lines included, after the binary is deleted;
 3. marks and ranges; the exit status is the program's;
 4. SIGSEGV, abort() and _exit(): the trace keeps every event up to the end and is complete;
@@ -11,6 +12,7 @@ public reading API (examples/python/sonde_trace.py):
 6. errors: an existing output, an unwritable output, a missing program (127), and the warning
    for a program without instrumentation (also for `sonde run`).
 """
+import json
 import os
 import re
 import shutil
@@ -102,6 +104,26 @@ with tempfile.TemporaryDirectory() as tmp:
               "\n  sonde   %s\n  uftrace %s" % (sorted(ours.items()), sorted((theirs or {}).items())))
     else:
         print("uftrace not installed: the comparison is skipped")
+    # The same trace through sonde report and sonde export (the trace's own tables name them).
+    rj = os.path.join(tmp, "callgraph.json")
+    r = run([sonde, "report", out, "--json", rj, "--quiet"])
+    report = json.load(open(rj)) if r.returncode == 0 else {}
+    reported = {f["name"]: f["calls"] for f in report.get("functions", [])}
+    check(reported == ours and r.stderr == "",
+          "sonde report of the recorded trace counts the same calls, without warnings: %s %s" % (
+              sorted(reported.items()), r.stderr.strip()))
+    fib = [f for f in report.get("functions", []) if f["name"] == "fib"]
+    check(len(fib) == 1 and fib[0]["file"].endswith("callgraph.cpp") and fib[0]["line"] > 0
+          and 0 < fib[0]["self_ns"] <= fib[0]["total_ns"],
+          "the report names the source line and has self <= total: %s" % fib)
+    threads = report.get("threads", [])
+    check(len(threads) == 2 and any(t.get("name") == "walker" for t in threads),
+          "the report lists both threads with their names: %s" % threads)
+    rc = os.path.join(tmp, "callgraph.chrome.json")
+    r = run([sonde, "export", out, "--format", "chrome", "-o", rc])
+    chrome = json.load(open(rc)) if r.returncode == 0 else {}
+    spans = [e for e in chrome.get("traceEvents", []) if e.get("ph") == "X"]
+    check(len(spans) == sum(ours.values()), "sonde export writes one span per call: %d" % len(spans))
 
     # 2. The binary deleted after recording: names come from the trace's own tables.
     copy = os.path.join(tmp, "gone")

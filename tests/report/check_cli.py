@@ -68,7 +68,21 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(other, "wb") as f:
         f.write(b"SONDETRC\0\0\0\0")
     r = run("report", other)
-    check(r.returncode == 1 and "not a call-event file" in r.stderr, "not an event file: %s" % r.stderr)
+    check(r.returncode == 1 and other in r.stderr and "truncated header" in r.stderr,
+          "a cut Sonde trace: %s" % r.stderr)
+    junk = os.path.join(tmp, "junk.bin")
+    with open(junk, "wb") as f:
+        f.write(b"\x7fELF not a trace")
+    memrefs = os.path.join(tmp, "m.lackey")
+    with open(memrefs, "w") as f:
+        f.write("I  04011c0,3\n L 1ffefffd70,8\n S 1ffefffd78,8\n")
+    converted = os.path.join(tmp, "m.sonde")
+    r = run("convert", memrefs, "-o", converted)
+    check(r.returncode == 0, "a memory-reference trace to report: %s" % r.stderr)
+    r = run("report", converted)
+    check(r.returncode == 1 and "holds no call events" in r.stderr, "a trace of memory references: %s" % r.stderr)
+    r = run("report", junk)
+    check(r.returncode == 1 and "not a trace of call events" in r.stderr, "not an event file: %s" % r.stderr)
     bad = os.path.join(tmp, "bad.txt")
     with open(bad, "w") as f:
         f.write("sonde-events 1\nthread 1 1 t\nenter 10 0\nleave ten 0\n")
