@@ -1,13 +1,13 @@
-// `sonde run --client PATH[=OPTIONS] ... -- PROGRAM ARGS`: sets LD_PRELOAD to
+// `sonde run --client PATH|NAME[=OPTIONS] ... -- PROGRAM ARGS`: sets LD_PRELOAD to
 // libsonde-instrument.so (before any LD_PRELOAD already set) and SONDE_CLIENTS to the clients,
 // then execs the program. Everything else (loading the clients, the events) happens inside the
 // program, so what `sonde run` does can also be done by hand with the two variables.
 //
-// Before the exec, every client given as a path (with a '/') is checked (client_check.h): a
-// client that does not exist, is not a readable ELF shared object of the right class, or does
-// not define sonde_client_instantiate itself stops `sonde run` with exit status 2, and the
-// program does not run. A bare name is left to the dynamic loader's search path, inside the
-// program. Once exec'ed, the process is the program: its exit status is `sonde run`'s.
+// A client given by bare name (no '/') is an installed one, found by clients_dir.h. Before the
+// exec, every client is checked (client_check.h): a client that does not exist, is not a
+// readable ELF shared object of the right class, or does not define sonde_client_instantiate
+// itself stops `sonde run` with exit status 2, and the program does not run. Once exec'ed, the
+// process is the program: its exit status is `sonde run`'s.
 //
 // The instrumentation library is found, in order: $SONDE_INSTRUMENT_LIBRARY; the build tree's
 // copy when this executable runs from the build tree; the installed copy in the library dir.
@@ -25,8 +25,9 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/client_check.h"
-#include "cli/options.h"
+#include "cli/clients_dir.h"
 #include "cli/instrumented.h"
+#include "cli/options.h"
 
 namespace {
 
@@ -34,21 +35,6 @@ namespace cli = sonde::cli;
 
 constexpr const char *kCommand = "sonde run";
 
-bool readable(const std::string &p) { return !p.empty() && access(p.c_str(), R_OK) == 0; }
-
-std::string instrument_library() {
-    const char *env = getenv("SONDE_INSTRUMENT_LIBRARY");
-    if (env != nullptr && *env != '\0') return env;
-    char exe[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    const std::string self = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
-    const std::string build_root = SONDE_BUILD_ROOT;
-    if (self.compare(0, build_root.size() + 1, build_root + "/") == 0 &&
-        readable(SONDE_INSTRUMENT_BUILD_PATH))
-        return SONDE_INSTRUMENT_BUILD_PATH;
-    if (readable(SONDE_INSTRUMENT_INSTALL_PATH)) return SONDE_INSTRUMENT_INSTALL_PATH;
-    return "";
-}
 
 // A client given with a directory part is made absolute, so it still resolves after the
 // program changes directory; a bare name is left to the loader's search path.
@@ -73,7 +59,9 @@ int sonde_cli_run(int argc, char **argv) {
         }
     CLI::App app{
         "Run a program built with -finstrument-functions under Sonde clients.\n"
-        "usage: sonde run --client PATH[=OPTIONS] ... -- PROGRAM [ARGS...]\n"
+        "usage: sonde run --client PATH|NAME[=OPTIONS] ... -- PROGRAM [ARGS...]\n"
+        "A client given by NAME is looked up in $SONDE_CLIENT_PATH, then in Sonde's clients\n"
+        "directory (<libdir>/sonde/clients).\n"
         "A client given as a path (with a '/') must be a readable ELF shared object that defines\n"
         "sonde_client_instantiate itself, else the program does not run (exit 2).\n"
         "Exit status: the program's; 127 when it cannot be started; 2 on bad usage.",
@@ -81,7 +69,8 @@ int sonde_cli_run(int argc, char **argv) {
     std::vector<std::string> clients;
     cli::add_version(app);
     app.add_option("--client", clients,
-                   "Client plugin (shared object) and its options, PATH[=OPTIONS]; repeatable; no ';'")
+                   "Client plugin and its options, PATH[=OPTIONS] or NAME[=OPTIONS] (an installed client, "
+                   "e.g. call_counter); repeatable; no ';'")
         ->required()
         ->allow_extra_args(false);
     const int parsed = cli::parse(app, split, argv);
@@ -93,14 +82,21 @@ int sonde_cli_run(int argc, char **argv) {
             return cli::usage_error(kCommand, "--client: a client and its options cannot contain ';': " + c);
         const std::string path = c.substr(0, c.find('='));
         if (path.empty()) return cli::usage_error(kCommand, "--client: no plugin path in '" + c + "'");
-        if (path.find('/') != std::string::npos) {
-            const std::string why = cli::check_client_plugin(path);
-            if (!why.empty()) return cli::usage_error(kCommand, "--client: " + why);
+        std::string spec = c;
+        if (path.find('/') == std::string::npos) {  // a bare name: an installed client
+            std::string searched;
+            const std::string found = cli::find_client(path, &searched);
+            if (found.empty())
+                return cli::usage_error(kCommand, "--client: no client named '" + path + "' (looked in " +
+                                                      searched + "; give a path to use another)");
+            spec = found + c.substr(path.size());
         }
+        const std::string why = cli::check_client_plugin(spec.substr(0, spec.find('=')));
+        if (!why.empty()) return cli::usage_error(kCommand, "--client: " + why);
         if (!list.empty()) list += ';';
-        list += client_spec(c);
+        list += client_spec(spec);
     }
-    const std::string lib = instrument_library();
+    const std::string lib = instrument_library_path();
     if (lib.empty()) {
         std::fprintf(stderr, "%s: libsonde-instrument.so not found (set SONDE_INSTRUMENT_LIBRARY)\n",
                      kCommand);

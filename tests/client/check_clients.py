@@ -177,6 +177,21 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 127 and "Permission denied" in r.stderr,
           "a program that cannot be executed: exit 127 with the reason: %r" % r.stderr)
 
+    # A client by bare name: the build tree's examples/, then $SONDE_CLIENT_PATH first.
+    out7 = os.path.join(tmp, "byname.txt")
+    r = run([sonde, "run", "--client", "call_counter=out=" + out7, "--", calls, "10"])
+    check(r.returncode == 0 and os.path.exists(out7) and read_counts(out7).get("fib") == 177, "--client call_counter finds the client by name")
+    r = run([sonde, "run", "--client", "no_such_client", "--", calls, "10"])
+    check(r.returncode == 2 and "no client named 'no_such_client'" in r.stderr and "examples" in r.stderr,
+          "an unknown client name is refused, saying where Sonde looked: %r" % r.stderr)
+    mine = os.path.join(tmp, "mine")
+    os.mkdir(mine)
+    shutil.copy(os.path.join(ex, "call_counter.so"), os.path.join(mine, "my_counter.so"))
+    out8 = os.path.join(tmp, "mine.txt")
+    r = run([sonde, "run", "--client", "my_counter=out=" + out8, "--", calls, "10"],
+            env=dict(os.environ, SONDE_CLIENT_PATH=mine))
+    check(r.returncode == 0 and os.path.exists(out8) and read_counts(out8).get("fib") == 177, "SONDE_CLIENT_PATH is searched: %r" % r.stderr)
+
     # Usage errors of the launcher.
     r = run([sonde, "run", "--", calls])
     check(r.returncode == 2, "sonde run without --client is a usage error")
