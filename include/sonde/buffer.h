@@ -155,6 +155,8 @@ SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session,
  * @brief Delivers everything emitted before the call, then destroys the buffer. Waits for
  * emissions in progress on other threads to finish. The id becomes stale.
  *
+ * @param session The buffer's session.
+ * @param buffer The buffer.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
  *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED.
@@ -184,6 +186,8 @@ SONDE_API sonde_status_t sonde_emit(sonde_buffer_id_t buffer, uint32_t kind, con
 /**
  * @brief Like ::sonde_emit, and Sonde stores a timestamp (::sonde_get_timestamp) in the record
  * (SONDE_RECORD_FLAG_TIMESTAMP; read it with ::sonde_record_timestamp).
+ * @param buffer As ::sonde_emit. @param kind As ::sonde_emit. @param payload As ::sonde_emit.
+ * @param size As ::sonde_emit.
  * @return As ::sonde_emit.
  */
 SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32_t kind,
@@ -231,6 +235,7 @@ SONDE_API const volatile uint64_t *sonde_buffer_state_word(sonde_buffer_id_t buf
  * SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE, which is harmless.
  * @param word The result of ::sonde_buffer_state_word for this buffer (NULL gives false).
  * @param buffer The same buffer.
+ * @return true when the buffer's session is started.
  */
 static inline bool sonde_buffer_is_recording(const volatile uint64_t *word, sonde_buffer_id_t buffer) {
     return word != NULL && *word == (((buffer.handle >> 32) << 2) | 3u);

@@ -237,6 +237,11 @@ SONDE_API sonde_status_t sonde_trace_writer_close(sonde_trace_writer_t *writer);
  * SONDE_STATUS_ERROR_RECORD_CORRUPTED. The records are read in place from the span (no copy on the
  * producer side). Errors are kept for sonde_trace_writer_error() and sonde_trace_writer_close().
  * Thread-safe (the writer's lock).
+ * @param begin First record of the span.
+ * @param end One past the last record.
+ * @param session The session that delivers it.
+ * @param buffer The buffer that delivers it.
+ * @param user_data The ::sonde_trace_writer_t to append to.
  */
 SONDE_API void sonde_trace_buffer_consumer(const sonde_record_header_t *begin,
                                            const sonde_record_header_t *end,

@@ -21,6 +21,9 @@ cc -std=c99 -Wall -Werror "$src/examples/consumer.c" $flags -pthread -o "$dest/c
 libdir=$(pkg-config --define-variable=prefix="$dest$prefix" --variable=libdir sonde)
 [ -e "$libdir/libsonde.so.1" ] || { echo "libsonde.so.1 not installed in $libdir"; exit 1; }
 LD_LIBRARY_PATH="$libdir" "$dest/consumer"
+if command -v doxygen >/dev/null; then
+  [ -f "$dest$prefix/share/doc/sonde/api/html/index.html" ] || { echo "the API reference is not installed"; exit 1; }
+fi
 for c in call_counter class_filter thread_module_logger; do
   [ -f "$libdir/sonde/clients/$c.so" ] || { echo "client $c not installed in $libdir/sonde/clients"; exit 1; }
 done
