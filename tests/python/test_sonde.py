@@ -261,7 +261,8 @@ class StackDistanceTest(unittest.TestCase):
             if d is not None:
                 c = want.setdefault(d, [0, 0])
                 c[1 if w else 0] += 1
-        self.assertEqual([(b.first, b.reads, b.writes) for b in bins], [(d, r, w) for d, (r, w) in sorted(want.items())])
+        self.assertEqual([(b.first, b.reads, b.writes) for b in bins],
+                         [(d, r, w) for d, (r, w) in sorted(want.items())])
         self.assertEqual(sum(b.count for b in hist.bins("log2", numpy=False)), len(addrs) - dists.count(None))
         self.assertTrue(all(b.last - b.first == 9 for b in hist.bins("linear", 10, numpy=False)))
         mrc = hist.mrc(numpy=False)

@@ -9,7 +9,7 @@ import json
 import os
 
 from . import _lib
-from .trace import FORMATS, Memref, _memref_array
+from .trace import FORMATS, _memref_array
 from ._lib import check, lib
 
 

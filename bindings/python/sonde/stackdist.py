@@ -60,8 +60,8 @@ def _as_u8_array(values, n):
 
 
 def _to_numpy(ctypes_array, count):
-    return _np.ctypeslib.as_array(ctypes_array)[:count].copy() if count else \
-        _np.ctypeslib.as_array(ctypes_array)[:0].copy()
+    # A structured array with the C struct's field names, copied out of the ctypes array.
+    return _np.ctypeslib.as_array(ctypes_array)[:count].copy()
 
 
 class Histogram:

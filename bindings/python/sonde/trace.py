@@ -113,7 +113,8 @@ class TraceReader:
         n = ctypes.c_size_t()
         while True:
             if shard is None:
-                self._check(lib.sonde_trace_reader_read(self._r, arr, batch, ctypes.byref(n)), "sonde_trace_reader_read")
+                self._check(lib.sonde_trace_reader_read(self._r, arr, batch, ctypes.byref(n)),
+                            "sonde_trace_reader_read")
             else:
                 self._check(lib.sonde_trace_reader_read_shard(self._r, shard, arr, batch, ctypes.byref(n)),
                             "sonde_trace_reader_read_shard")
