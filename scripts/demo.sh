@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 sonde_install_deps
-sonde_install_koffi
+sonde_install_npm
 if [ -d build ]; then meson setup --reconfigure build >/dev/null; else meson setup build >/dev/null; fi
 ninja -C build >/dev/null
 sonde=build/src/cli/sonde

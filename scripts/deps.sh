@@ -25,37 +25,25 @@ sonde_install_deps() {
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# speedscope, the flame-graph viewer that the browser tests of tests/report load Sonde's exports
-# into, from npm into node_modules/ at the source root (git-ignored); skipped when present.
-sonde_install_speedscope() {
-  local root
-  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-  [ -f "$root/node_modules/speedscope/dist/release/index.html" ] && return 0
-  if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null || true
-  fi
-  if ! command -v npm >/dev/null; then
-    echo "npm is missing: the speedscope browser test will be skipped" >&2
-    return 0
-  fi
-  echo "installing speedscope into $root/node_modules"
-  npm install --prefix "$root" --no-save --no-package-lock --no-audit --no-fund speedscope@1.25.0 >/dev/null
-}
+# npm packages, into node_modules/ at the source root (git-ignored), installed together in one
+# npm call (a later `npm install --no-save` of one package would remove the other):
+#   speedscope  the flame-graph viewer that the browser tests of tests/report load exports into;
+#   koffi       the FFI library the Node package (bindings/node) is built on.
+# Skipped when both are present; without npm the tests that need them are skipped (exit 77).
+SONDE_NPM_PACKAGES=(speedscope@1.25.0 koffi@2.16.3)
 
-# koffi, the FFI library the Node package (bindings/node) is built on, from npm into
-# node_modules/ at the source root (git-ignored), where bindings/node finds it; skipped when
-# present. Without it the Node test (suite 'bindings') is skipped.
-sonde_install_koffi() {
+sonde_install_npm() {
   local root
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-  [ -f "$root/node_modules/koffi/package.json" ] && return 0
+  [ -f "$root/node_modules/speedscope/dist/release/index.html" ] &&
+    [ -f "$root/node_modules/koffi/package.json" ] && return 0
   if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null || true
   fi
   if ! command -v npm >/dev/null; then
-    echo "npm is missing: the Node binding test will be skipped" >&2
+    echo "npm is missing: the speedscope browser test and the Node binding test will be skipped" >&2
     return 0
   fi
-  echo "installing koffi into $root/node_modules"
-  npm install --prefix "$root" --no-save --no-package-lock --no-audit --no-fund koffi@2.16.3 >/dev/null
+  echo "installing ${SONDE_NPM_PACKAGES[*]} into $root/node_modules"
+  npm install --prefix "$root" --no-save --no-package-lock --no-audit --no-fund "${SONDE_NPM_PACKAGES[@]}" >/dev/null
 }

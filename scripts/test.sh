@@ -10,8 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 sonde_install_deps
-sonde_install_speedscope
-sonde_install_koffi
+sonde_install_npm
 
 JOBS=${SONDE_JOBS:-$(nproc)}
 setup() {  # dir, options...

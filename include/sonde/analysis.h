@@ -64,7 +64,8 @@ typedef struct sonde_tool_ops_t {
     /** Batch variant of parallel_shard_memref, preferred when set. */
     bool (*parallel_shard_memrefs)(void *tool, void *shard_data, const sonde_memref_t *memrefs,
                                    size_t count);
-    /** The results as one JSON object (text owned by the tool, valid until the next call). */
+    /** The results as one JSON object (text owned by the tool, valid until the next call), or
+     *  NULL when the tool cannot give them (get_error_string() says why). */
     const char *(*results_json)(void *tool);
     /** Frees the tool data; called once by sonde_analyzer_destroy(). */
     void (*destroy)(void *tool);
@@ -272,7 +273,8 @@ SONDE_API sonde_status_t sonde_analyzer_run_info(const sonde_analyzer_t *analyze
  * @param analyzer The analyzer.
  * @param stream A FILE *.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
- *         SONDE_STATUS_ERROR_PHASE_FAILURE (no successful run), SONDE_STATUS_ERROR_TOOL.
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (no successful run), SONDE_STATUS_ERROR_TOOL,
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (a built-in tool ran out of memory).
  */
 SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer, void *stream);
 
@@ -289,7 +291,8 @@ SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer
  * @param[out] actual_size Bytes needed including the NUL.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer or actual_size),
  *         SONDE_STATUS_ERROR_BUFFER_TOO_SHORT (see actual_size), SONDE_STATUS_ERROR_PHASE_FAILURE,
- *         SONDE_STATUS_ERROR_TOOL (a tool gave invalid JSON), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ *         SONDE_STATUS_ERROR_TOOL (a tool gave NULL or text that is not a JSON object),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (also when a built-in tool runs out of memory).
  */
 SONDE_API sonde_status_t sonde_analyzer_results_json(sonde_analyzer_t *analyzer, char *buffer,
                                                      size_t size, size_t *actual_size);

@@ -378,7 +378,8 @@ typedef struct sonde_api_t {
     /**
      * @brief Registers (or replaces) the client's observer of one event.
      * @return SUCCESS; ILLEGAL_ID (client); INVALID_ARGUMENT (unknown event); NULL_POINTER
-     * (handler); NOT_SUPPORTED (an item the event cannot provide).
+     * (handler); NOT_SUPPORTED (an item the event cannot provide); PHASE_FAILURE (in a fork()
+     * child whose parent had another thread inside the client registry at the fork).
      */
     sonde_status_t (*register_event)(sonde_client_id_t client, uint32_t event, uint64_t data_items,
                                      sonde_event_handler_t handler, void *user_data);
@@ -387,7 +388,7 @@ typedef struct sonde_api_t {
      * instantiation. A thread filtered out sends the client no events at all; a module filtered
      * out sends no MODULE events and no CALL_GRAPH events of its methods.
      * @return SUCCESS; ILLEGAL_ID; NULL_POINTER; NOT_SUPPORTED (another group); PHASE_FAILURE
-     * (after the instantiate function returned).
+     * (after the instantiate function returned, or in a fork() child as for register_event).
      */
     sonde_status_t (*set_event_group_filter)(sonde_client_id_t client, uint32_t group,
                                              sonde_filter_fn_t should_notify, void *user_data);

@@ -40,7 +40,9 @@ SONDE_BEGIN_DECLS
  * @param[out] out The client's id, also when loading fails (its message is then kept).
  * @return SUCCESS; NULL_POINTER; LOAD_FAILED (no such file, not a shared object, no entry
  * point defined in the object itself); INCOMPATIBLE_ABI (the client requires a newer client ABI); the status the entry point
- * returned; LIMIT (64 clients, failed ones included); IN_CALLBACK (called from a filter).
+ * returned; LIMIT (64 clients, failed ones included); IN_CALLBACK (called from a filter);
+ * NOT_INITIALIZED (in a fork() child whose parent had another thread inside the client
+ * registry at the fork: see docs/robustness.md).
  */
 SONDE_API sonde_status_t sonde_load_client(const char *path, const char *options, sonde_client_id_t *out);
 
@@ -60,14 +62,15 @@ SONDE_API sonde_status_t sonde_register_client(sonde_client_instantiate_fn insta
  * @param client The client.
  * @param[in,out] info Set struct_size and the storage of path and message.
  * @return SUCCESS; NULL_POINTER; ILLEGAL_ID; INCOMPATIBLE_ABI (struct_size smaller than
- * ::SONDE_CLIENT_INFO_SIZE_1_1); BUFFER_TOO_SHORT (path or message).
+ * ::SONDE_CLIENT_INFO_SIZE_1_1); BUFFER_TOO_SHORT (path or message); NOT_INITIALIZED (as for
+ * ::sonde_load_client).
  */
 SONDE_API sonde_status_t sonde_get_client_info(sonde_client_id_t client, sonde_client_info_t *info);
 
 /**
  * @brief Ids of every client, active and failed, in order of loading (array protocol).
  * @param[in,out] clients The array to fill.
- * @return SUCCESS; NULL_POINTER; BUFFER_TOO_SHORT.
+ * @return SUCCESS; NULL_POINTER; BUFFER_TOO_SHORT; NOT_INITIALIZED (as for ::sonde_load_client).
  */
 SONDE_API sonde_status_t sonde_get_client_list(sonde_client_array_t *clients);
 

@@ -5,8 +5,11 @@
  * analyzer (sonde_analyzer_add_tool_ops) or return them from sonde_tool_create.
  *
  * The helper turns exceptions into errors (a function that throws counts as answering false
- * with the exception's what() as its message), wraps shard data so that each shard carries its
- * own error message (no locking needed), and deletes the object in destroy().
+ * with the exception's what() as its message; results_json() that throws makes the table's
+ * results_json answer NULL, which the analyzer reports as SONDE_STATUS_ERROR_TOOL), wraps shard
+ * data so that each shard carries its own error message (no locking needed), and deletes the
+ * object in destroy(). No exception leaves the table's functions, also when memory runs out
+ * while an error message is recorded (the message is then "out of memory").
  */
 #ifndef SONDE_TOOL_HPP
 #define SONDE_TOOL_HPP
@@ -46,7 +49,10 @@ public:
         (void)stream;
         return true;
     }
-    /** @brief The results as a JSON object. @return The object's text. */
+    /**
+     * @brief The results as a JSON object; an exception (e.g. std::bad_alloc) means no results.
+     * @return The object's text.
+     */
     virtual std::string results_json() { return "{}"; }
     /**
      * @brief Whether parallel mode is supported (then override the parallel_ functions).
@@ -127,6 +133,7 @@ protected:
     bool set_error(const std::string &message) {
         std::lock_guard<std::mutex> lock(error_mutex_);
         error_ = message;
+        out_of_memory_ = false;
         return false;
     }
 
@@ -134,21 +141,38 @@ private:
     struct shard_box {
         void *data;
         std::string error;
+        bool out_of_memory;
     };
     std::mutex error_mutex_;
     std::string error_;
+    bool out_of_memory_ = false;  // the last message could not be stored
     std::string json_;
     std::string name_copy_;
 
     static tool *self(void *t) { return static_cast<tool *>(t); }
+    // Stores a message without throwing: when the copy runs out of memory, "out of memory".
+    static void keep(std::string *to, bool *out_of_memory, const char *message) {
+        try {
+            *to = message;
+            *out_of_memory = false;
+        } catch (...) {
+            to->clear();
+            *out_of_memory = true;
+        }
+    }
+    bool note_error(const char *message) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        keep(&error_, &out_of_memory_, message);
+        return false;
+    }
     template <typename F>
     static bool call(tool *t, F f) {
         try {
             return f();
         } catch (const std::exception &e) {
-            return t->set_error(e.what());
+            return t->note_error(e.what());
         } catch (...) {
-            return t->set_error("unknown exception");
+            return t->note_error("unknown exception");
         }
     }
     template <typename F>
@@ -156,9 +180,9 @@ private:
         try {
             return f();
         } catch (const std::exception &e) {
-            box->error = e.what();
+            keep(&box->error, &box->out_of_memory, e.what());
         } catch (...) {
-            box->error = "unknown exception";
+            keep(&box->error, &box->out_of_memory, "unknown exception");
         }
         return false;
     }
@@ -193,8 +217,9 @@ private:
         try {
             box = new shard_box();
             box->data = nullptr;
+            box->out_of_memory = false;
         } catch (...) {
-            return self(t)->set_error("out of memory");
+            return self(t)->note_error("out of memory");
         }
         *sd = box;
         return call(self(t), [&] { return self(t)->parallel_shard_init(s, wd, &box->data); });
@@ -215,24 +240,31 @@ private:
     }
     static const char *t_shard_error(void *t, void *sd) {
         shard_box *box = static_cast<shard_box *>(sd);
+        if (box->out_of_memory) return "out of memory";
         if (box->error.empty()) {
             try {
                 box->error = self(t)->parallel_shard_error(box->data);
             } catch (...) {
-                box->error = "shard function failed";
+                return "shard function failed";
             }
         }
         return box->error.c_str();
     }
     static const char *t_error_string(void *t) {
         std::lock_guard<std::mutex> lock(self(t)->error_mutex_);
-        return self(t)->error_.c_str();
+        return self(t)->out_of_memory_ ? "out of memory" : self(t)->error_.c_str();
     }
     static const char *t_results_json(void *t) {
         try {
             self(t)->json_ = self(t)->results_json();
+        } catch (const std::exception &e) {
+            self(t)->json_.clear();
+            self(t)->note_error(e.what());
+            return nullptr;
         } catch (...) {
-            self(t)->json_ = "{}";
+            self(t)->json_.clear();
+            self(t)->note_error("unknown exception");
+            return nullptr;
         }
         return self(t)->json_.c_str();
     }

@@ -206,14 +206,18 @@ SONDE_API sonde_status_t sonde_trace_writer_create(const char *path,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (shard > 65535, or a record whose type is not a
  *         memref type or SONDE_MEMREF_MARKER, or a marker whose size is not a
  *         sonde_marker_type_value; nothing is written), SONDE_STATUS_ERROR_IO,
- *         SONDE_STATUS_ERROR_PHASE_FAILURE (an earlier write failed), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
- *         Thread-safe (serialised by the writer's lock).
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (an earlier write failed), SONDE_STATUS_ERROR_OUT_OF_MEMORY
+ *         (the writer then stops like after a write error: later writes answer PHASE_FAILURE and
+ *         sonde_trace_writer_close() answers OUT_OF_MEMORY). Thread-safe (serialised by the
+ *         writer's lock).
  */
 SONDE_API sonde_status_t sonde_trace_writer_write(sonde_trace_writer_t *writer, uint32_t shard,
                                                   const sonde_memref_t *memrefs, size_t count);
 
 /**
- * @brief The message of the writer's first failure, or "".
+ * @brief The message of the writer's first failure, or "". For a writer fed by
+ * sonde_trace_buffer_consumer(), the message ends with how many memory references delivered to
+ * it are not in the file, "(N memory references delivered to the writer are not in the file)".
  * @param writer An open writer.
  * @return A string owned by the writer, valid until close; "" for NULL. Thread-safe.
  */
@@ -223,8 +227,11 @@ SONDE_API const char *sonde_trace_writer_error(const sonde_trace_writer_t *write
  * @brief Writes the pending chunks, the index and the footer, closes the file and frees the
  * writer. NULL is accepted.
  * @param writer The writer.
- * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_IO (a write failed; the file is then a
- *         truncated trace that readers recover by scanning), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ * @return SONDE_STATUS_SUCCESS, or the status of the writer's first failure, now or before:
+ *         SONDE_STATUS_ERROR_IO (a write failed), SONDE_STATUS_ERROR_OUT_OF_MEMORY,
+ *         SONDE_STATUS_ERROR_RECORD_CORRUPTED (sonde_trace_buffer_consumer() was given a bad
+ *         record). After a failure the file is a truncated trace that readers recover by
+ *         scanning. The file is closed and the writer freed in every case.
  */
 SONDE_API sonde_status_t sonde_trace_writer_close(sonde_trace_writer_t *writer);
 
@@ -235,8 +242,11 @@ SONDE_API sonde_status_t sonde_trace_writer_close(sonde_trace_writer_t *writer);
  * appearance; a record's timestamp (sonde_emit_timestamped) becomes sonde_memref_t::timestamp,
  * else 0. Other kinds are skipped; a MEMREF record whose type is not 0..3 stops the writer with
  * SONDE_STATUS_ERROR_RECORD_CORRUPTED. The records are read in place from the span (no copy on the
- * producer side). Errors are kept for sonde_trace_writer_error() and sonde_trace_writer_close().
- * Thread-safe (the writer's lock).
+ * producer side). A failure (a write error, running out of memory, a bad record) stops the
+ * writer: nothing more is written, and every memory reference delivered to it that is not in
+ * the file (the rest of the span, later spans, records pending in unwritten chunks) is counted;
+ * sonde_trace_writer_error() gives the failure and that count, sonde_trace_writer_close()
+ * answers the failure's status. Thread-safe (the writer's lock).
  * @param begin First record of the span.
  * @param end One past the last record.
  * @param session The session that delivers it.

@@ -6,12 +6,15 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <new>
 #include <queue>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/json_release.h"
 #include "core/abi_struct.h"
+#include <sonde/tool.hpp>
 
 namespace sonde::analysis {
 
@@ -24,8 +27,6 @@ namespace {
 
 constexpr size_t kBatch = 4096;           // records read from a file shard per call
 constexpr size_t kMemorySpan = 1u << 16;  // records of a memory shard handed out per span
-
-const char *nonnull(const char *s) { return s != nullptr ? s : ""; }
 
 // Reads one shard as spans of records. File shards copy into an owned buffer of up to kBatch
 // records (fewer for a shard known to hold fewer), allocated on the first span and freed with
@@ -87,22 +88,6 @@ const char *format_name(uint32_t format) {
 // Keys of the results JSON that are not tools.
 bool reserved_name(const std::string &name) { return name == "inputs" || name == "warnings"; }
 
-// First failure of a run; shared by the workers (mutex), read after they joined.
-struct Failure {
-    std::mutex mutex;
-    std::atomic<bool> stop{false};
-    sonde_status_t status = SONDE_STATUS_SUCCESS;
-    std::string message;
-    void set(sonde_status_t s, const std::string &m) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (status == SONDE_STATUS_SUCCESS) {
-            status = s;
-            message = m;
-        }
-        stop.store(true, std::memory_order_relaxed);
-    }
-};
-
 std::string tool_message(const Tool &t, const char *what, const char *message) {
     std::string m = t.name + ": ";
     m += (message != nullptr && *message != '\0') ? message : std::string(what) + " failed";
@@ -112,6 +97,47 @@ std::string tool_message(const Tool &t, const char *what, const char *message) {
 const char *global_error(const Tool &t) {
     return t.ops.get_error_string != nullptr ? t.ops.get_error_string(t.data) : nullptr;
 }
+
+// First failure of a run; shared by the workers (mutex), read after they joined. Recording a
+// failure throws nothing: a message that cannot be copied for lack of memory is left empty,
+// and the run's error then names the status.
+struct Failure {
+    std::mutex mutex;
+    std::atomic<bool> stop{false};
+    sonde_status_t status = SONDE_STATUS_SUCCESS;
+    std::string message;
+    void set(sonde_status_t s, const char *m) noexcept {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (status == SONDE_STATUS_SUCCESS) {
+            status = s;
+            try {
+                message = m;
+            } catch (...) {
+                message.clear();
+            }
+        }
+        stop.store(true, std::memory_order_relaxed);
+    }
+    void set(sonde_status_t s, const std::string &m) noexcept { set(s, m.c_str()); }
+    // A tool function that answered false ("TOOL: message").
+    void tool(const Tool &t, const char *what, const char *tool_says) noexcept {
+        try {
+            set(SONDE_STATUS_ERROR_TOOL, tool_message(t, what, tool_says));
+        } catch (...) {
+            set(SONDE_STATUS_ERROR_TOOL, "");
+        }
+    }
+    // The exception being handled, from code that must go on (the workers).
+    void exception() noexcept {
+        try {
+            throw;
+        } catch (const std::bad_alloc &) {
+            set(SONDE_STATUS_ERROR_OUT_OF_MEMORY, "out of memory");
+        } catch (...) {
+            set(SONDE_STATUS_ERROR, "unexpected exception in a worker");
+        }
+    }
+};
 
 }  // namespace
 
@@ -164,7 +190,17 @@ static sonde_status_t copy_ops(const sonde_tool_ops_t *ops, Tool *tool, std::str
 }
 
 sonde_status_t Analyzer::add_ops(const sonde_tool_ops_t *ops, void *data) {
-    auto tool = std::make_unique<Tool>();
+    std::unique_ptr<Tool> tool;
+    try {
+        tool = std::make_unique<Tool>();
+    } catch (...) {
+        // The data is the analyzer's from the call on: free it as a failed copy_ops would.
+        Tool orphan;
+        orphan.data = data;
+        std::string ignored;
+        copy_ops(ops, &orphan, &ignored);
+        throw;
+    }
     tool->data = data;
     const sonde_status_t st = copy_ops(ops, tool.get(), &error);
     if (st != SONDE_STATUS_SUCCESS) return st;
@@ -172,10 +208,12 @@ sonde_status_t Analyzer::add_ops(const sonde_tool_ops_t *ops, void *data) {
 }
 
 sonde_status_t Analyzer::add_builtin(const std::string &name, const std::string &options) {
+    auto tool = std::make_unique<Tool>();  // first: the tool created next is owned at once
     const sonde_tool_ops_t *ops = nullptr;
     void *data = nullptr;
+    sonde::tool *object = nullptr;
     std::string message;
-    const sonde_status_t st = create_builtin_tool(name, options, &ops, &data, &message);
+    const sonde_status_t st = create_builtin_tool(name, options, &ops, &data, &object, &message);
     if (st == SONDE_STATUS_ERROR_NOT_SUPPORTED) {
         error = "no built-in tool '" + name + "' (built-in tools: " + builtin_tool_names() + ")";
         return st;
@@ -184,7 +222,10 @@ sonde_status_t Analyzer::add_builtin(const std::string &name, const std::string 
         error = name + ": " + message;
         return st;
     }
-    return add_ops(ops, data);
+    tool->ops = *ops;  // Sonde's own table: nothing to check
+    tool->data = data;
+    tool->builtin = object;
+    return adopt(std::move(tool));
 }
 
 sonde_status_t Analyzer::load(const std::string &path, const std::string &options) {
@@ -405,20 +446,21 @@ sonde_status_t Analyzer::run_serial() {
 // shard and worker they initialised so tools can free their data (those results are ignored).
 sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
     Failure failure;
-    auto worker = [&](uint32_t w) {
+    // A worker throws nothing: an exception while reading a shard is recorded and the shard's
+    // and worker's exit functions still run; one before any tool function is called (the data
+    // vectors) ends the worker at once.
+    auto work = [&](uint32_t w) {
         const size_t nt = tools_.size();
-        std::vector<void *> wdata(nt, nullptr);
+        std::vector<void *> wdata(nt, nullptr), sdata(nt, nullptr);
         size_t inited = 0;
         for (; inited < nt; ++inited) {
             Tool &t = *tools_[inited];
             if (t.ops.parallel_worker_init != nullptr &&
                 !t.ops.parallel_worker_init(t.data, w, &wdata[inited])) {
-                failure.set(SONDE_STATUS_ERROR_TOOL,
-                            tool_message(t, "parallel_worker_init", global_error(t)));
+                failure.tool(t, "parallel_worker_init", global_error(t));
                 break;
             }
         }
-        std::vector<void *> sdata(nt, nullptr);
         for (size_t s = w;
              inited == nt && s < shards_.size() && !failure.stop.load(std::memory_order_relaxed);
              s += nworkers) {
@@ -429,35 +471,38 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
                 if (t.ops.parallel_shard_init != nullptr &&
                     !t.ops.parallel_shard_init(t.data, static_cast<uint32_t>(s), wdata[sinit],
                                                &sdata[sinit])) {
-                    failure.set(SONDE_STATUS_ERROR_TOOL,
-                                tool_message(t, "parallel_shard_init", global_error(t)));
+                    failure.tool(t, "parallel_shard_init", global_error(t));
                     break;
                 }
             }
             if (sinit == nt) {
-                Cursor cursor(shards_[s], static_cast<uint32_t>(s));
-                const sonde_memref_t *p = nullptr;
-                size_t n;
-                while (!failure.stop.load(std::memory_order_relaxed) && (n = cursor.next(&p)) != 0) {
-                    for (size_t ti = 0; ti < nt; ++ti) {
-                        Tool &t = *tools_[ti];
-                        bool ok = true;
-                        if (t.ops.parallel_shard_memrefs != nullptr) {
-                            ok = t.ops.parallel_shard_memrefs(t.data, sdata[ti], p, n);
-                        } else {
-                            for (size_t k = 0; k < n && ok; ++k)
-                                ok = t.ops.parallel_shard_memref(t.data, sdata[ti], &p[k]);
-                        }
-                        if (!ok) {
-                            const char *m = t.ops.parallel_shard_error != nullptr
-                                                ? t.ops.parallel_shard_error(t.data, sdata[ti])
-                                                : nullptr;
-                            failure.set(SONDE_STATUS_ERROR_TOOL, tool_message(t, "parallel_shard_memref", m));
-                            break;
+                try {
+                    Cursor cursor(shards_[s], static_cast<uint32_t>(s));
+                    const sonde_memref_t *p = nullptr;
+                    size_t n;
+                    while (!failure.stop.load(std::memory_order_relaxed) && (n = cursor.next(&p)) != 0) {
+                        for (size_t ti = 0; ti < nt; ++ti) {
+                            Tool &t = *tools_[ti];
+                            bool ok = true;
+                            if (t.ops.parallel_shard_memrefs != nullptr) {
+                                ok = t.ops.parallel_shard_memrefs(t.data, sdata[ti], p, n);
+                            } else {
+                                for (size_t k = 0; k < n && ok; ++k)
+                                    ok = t.ops.parallel_shard_memref(t.data, sdata[ti], &p[k]);
+                            }
+                            if (!ok) {
+                                const char *m = t.ops.parallel_shard_error != nullptr
+                                                    ? t.ops.parallel_shard_error(t.data, sdata[ti])
+                                                    : nullptr;
+                                failure.tool(t, "parallel_shard_memref", m);
+                                break;
+                            }
                         }
                     }
+                    if (cursor.status() != SONDE_STATUS_SUCCESS) failure.set(cursor.status(), cursor.error());
+                } catch (...) {
+                    failure.exception();
                 }
-                if (cursor.status() != SONDE_STATUS_SUCCESS) failure.set(cursor.status(), cursor.error());
             }
             for (size_t ti = 0; ti < sinit; ++ti) {
                 Tool &t = *tools_[ti];
@@ -465,15 +510,21 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
                     const char *m = t.ops.parallel_shard_error != nullptr
                                         ? t.ops.parallel_shard_error(t.data, sdata[ti])
                                         : nullptr;
-                    failure.set(SONDE_STATUS_ERROR_TOOL, tool_message(t, "parallel_shard_exit", m));
+                    failure.tool(t, "parallel_shard_exit", m);
                 }
             }
         }
         for (size_t ti = 0; ti < inited; ++ti) {
             Tool &t = *tools_[ti];
             if (t.ops.parallel_worker_exit != nullptr && !t.ops.parallel_worker_exit(t.data, wdata[ti]))
-                failure.set(SONDE_STATUS_ERROR_TOOL,
-                            tool_message(t, "parallel_worker_exit", global_error(t)));
+                failure.tool(t, "parallel_worker_exit", global_error(t));
+        }
+    };
+    auto worker = [&](uint32_t w) noexcept {
+        try {
+            work(w);
+        } catch (...) {
+            failure.exception();
         }
     };
     std::vector<std::thread> threads;
@@ -485,18 +536,37 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
     worker(0);
     for (auto &th : threads) th.join();
     if (failure.status != SONDE_STATUS_SUCCESS) {
-        error = failure.message;
+        error = failure.message.empty() ? sonde_status_string(failure.status) : failure.message;
         return failure.status;
     }
     return SONDE_STATUS_SUCCESS;
 }
 
+// A built-in tool's results are taken with C++ calls, so that std::bad_alloc reaches the C
+// boundary (OUT_OF_MEMORY); another exception is the tool's failure. Other tools answer
+// through their tables.
 sonde_status_t Analyzer::print_results(void *stream) {
     if (!succeeded) {
         error = "no successful run";
         return SONDE_STATUS_ERROR_PHASE_FAILURE;
     }
     for (const auto &t : tools_) {
+        if (t->builtin != nullptr) {
+            bool printed = false;
+            try {
+                printed = t->builtin->print_results(stream);
+            } catch (const std::bad_alloc &) {
+                throw;
+            } catch (const std::exception &e) {
+                error = t->name + ": " + e.what();
+                return SONDE_STATUS_ERROR_TOOL;
+            }
+            if (!printed) {
+                error = tool_message(*t, "print_results", global_error(*t));
+                return SONDE_STATUS_ERROR_TOOL;
+            }
+            continue;
+        }
         if (t->ops.print_results != nullptr && !t->ops.print_results(t->data, stream)) {
             error = tool_message(*t, "print_results", global_error(*t));
             return SONDE_STATUS_ERROR_TOOL;
@@ -505,16 +575,38 @@ sonde_status_t Analyzer::print_results(void *stream) {
     return SONDE_STATUS_SUCCESS;
 }
 
+// Every JSON value here is built by the rules of json_release.h: running out of memory throws
+// std::bad_alloc (OUT_OF_MEMORY at the C boundary) and never ends in std::terminate.
 sonde_status_t Analyzer::results_json(std::string *out) {
     if (!succeeded) {
         error = "no successful run";
         return SONDE_STATUS_ERROR_PHASE_FAILURE;
     }
     nlohmann::json all = nlohmann::json::object();
+    const JsonRelease release_all(all);
     for (const auto &t : tools_) {
-        if (t->ops.results_json == nullptr) continue;
-        const char *text = t->ops.results_json(t->data);
-        nlohmann::json j = nlohmann::json::parse(nonnull(text), nullptr, false);
+        std::string text;
+        if (t->builtin != nullptr) {
+            try {
+                text = t->builtin->results_json();
+            } catch (const std::bad_alloc &) {
+                throw;
+            } catch (const std::exception &e) {
+                error = t->name + ": " + e.what();
+                return SONDE_STATUS_ERROR_TOOL;
+            }
+        } else {
+            if (t->ops.results_json == nullptr) continue;
+            const char *given = t->ops.results_json(t->data);
+            if (given == nullptr) {
+                error = tool_message(*t, "results_json", global_error(*t));
+                return SONDE_STATUS_ERROR_TOOL;
+            }
+            text = given;
+        }
+        nlohmann::json j;
+        const JsonRelease release_j(j);
+        j = nlohmann::json::parse(text, nullptr, false);
         if (j.is_discarded() || !j.is_object()) {
             error = t->name + ": results_json is not a JSON object";
             return SONDE_STATUS_ERROR_TOOL;
@@ -523,21 +615,29 @@ sonde_status_t Analyzer::results_json(std::string *out) {
     }
     // What the readers found, when there are file inputs: every warning, and per input whether
     // it was complete.
-    if (inputs_.empty()) {
-        *out = all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-        return SONDE_STATUS_SUCCESS;
+    if (!inputs_.empty()) {
+        nlohmann::json inputs, warnings;
+        const JsonRelease release_inputs(inputs), release_warnings(warnings);
+        json_array_reserve(inputs, inputs_.size());
+        warnings = nlohmann::json::array();
+        for (size_t i = 0; i < inputs_.size(); ++i) {
+            const Input &in = *inputs_[i];
+            nlohmann::json one = nlohmann::json::object();
+            const JsonRelease release_one(one);
+            one["path"] = in.path();
+            one["format"] = format_name(in.format());
+            one["complete"] = in.complete();
+            nlohmann::json &list = one["warnings"];
+            json_array_reserve(list, info_[i].warnings.size());
+            for (const std::string &w : info_[i].warnings) {
+                list.push_back(w);
+                warnings.push_back(w);
+            }
+            inputs.push_back(std::move(one));  // room reserved: cannot fail
+        }
+        all["inputs"] = std::move(inputs);
+        all["warnings"] = std::move(warnings);
     }
-    nlohmann::json inputs = nlohmann::json::array(), warnings = nlohmann::json::array();
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-        const Input &in = *inputs_[i];
-        inputs.push_back({{"path", in.path()},
-                          {"format", format_name(in.format())},
-                          {"complete", in.complete()},
-                          {"warnings", info_[i].warnings}});
-        for (const std::string &w : info_[i].warnings) warnings.push_back(w);
-    }
-    all["inputs"] = std::move(inputs);
-    all["warnings"] = std::move(warnings);
     *out = all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     return SONDE_STATUS_SUCCESS;
 }

@@ -24,16 +24,23 @@
 #include "core/plugin.h"
 #include "trace/source.h"
 
+namespace sonde {
+class tool;  // <sonde/tool.hpp>
+}  // namespace sonde
+
 namespace sonde::analysis {
 
 // The trace readers (src/trace/source.h) that inputs are read through.
 using trace::Input;
 using trace::ShardReader;
 
-// One tool: a copy of its table, its data, and the library it came from (if any).
+// One tool: a copy of its table, its data, and the library it came from (if any). A built-in
+// tool is also known as the C++ object behind its table (`builtin`, owned through destroy()), so
+// that its results are taken with C++ calls and running out of memory there is reported as such.
 struct Tool {
     sonde_tool_ops_t ops{};
     void *data = nullptr;
+    sonde::tool *builtin = nullptr;
     core::Plugin library;  // closed after destroy()
     std::string name;
     Tool() = default;
@@ -99,10 +106,12 @@ private:
     std::vector<ShardSpec> shards_;
 };
 
-// Built-in tools (builtin_tools.cpp): creates the tool `name` with `options`; NOT_SUPPORTED for
-// an unknown name, INVALID_ARGUMENT (message in *error) for bad options.
+// Built-in tools (builtin_tools.cpp): creates the tool `name` with `options` (*ops and *data as
+// for any tool; *object is the same tool as a sonde::tool); NOT_SUPPORTED for an unknown name,
+// INVALID_ARGUMENT (message in *error) for bad options.
 sonde_status_t create_builtin_tool(const std::string &name, const std::string &options,
-                                   const sonde_tool_ops_t **ops, void **data, std::string *error);
+                                   const sonde_tool_ops_t **ops, void **data, sonde::tool **object,
+                                   std::string *error);
 // Names of the built-in tools, for messages and --help.
 std::string builtin_tool_names();
 

@@ -14,6 +14,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/builtin_tools.h"
+#include "analysis/json_release.h"
 #include <sonde/tool.hpp>
 
 namespace sonde::analysis {
@@ -82,14 +83,24 @@ public:
                 print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i] ? *shards_[i] : Counts());
         return true;
     }
+    // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
     std::string results_json() override {
         const Counts t = total();
-        nlohmann::json j = as_json(t);
+        nlohmann::json j = nlohmann::json::object();
+        const JsonRelease release_j(j);
+        put_counts(j, t);
         j["line_size"] = line_size_;
-        nlohmann::json per = nlohmann::json::array();
+        nlohmann::json per;
+        const JsonRelease release_per(per);
+        json_array_reserve(per, shards_.size());
         const Counts none;
-        for (const auto &c : shards_) per.push_back(as_json(c ? *c : none));
-        j["shards"] = per;
+        for (const auto &c : shards_) {
+            nlohmann::json one = nlohmann::json::object();
+            const JsonRelease release_one(one);
+            put_counts(one, c ? *c : none);
+            per.push_back(std::move(one));  // room reserved: cannot fail
+        }
+        j["shards"] = std::move(per);
         return j.dump();
     }
 
@@ -160,9 +171,13 @@ private:
         }
         return t;
     }
-    static nlohmann::json as_json(const Counts &c) {
-        return {{"reads", c.reads},     {"writes", c.writes}, {"ifetches", c.ifetches},
-                {"markers", c.markers}, {"total", c.total},   {"distinct_lines", distinct(c)}};
+    static void put_counts(nlohmann::json &j, const Counts &c) {
+        j["reads"] = c.reads;
+        j["writes"] = c.writes;
+        j["ifetches"] = c.ifetches;
+        j["markers"] = c.markers;
+        j["total"] = c.total;
+        j["distinct_lines"] = distinct(c);
     }
     static void print_line(FILE *f, const char *label, const Counts &c) {
         std::fprintf(
@@ -196,7 +211,8 @@ const Builtin kBuiltins[] = {
 }  // namespace
 
 sonde_status_t create_builtin_tool(const std::string &name, const std::string &options,
-                                   const sonde_tool_ops_t **ops, void **data, std::string *error) {
+                                   const sonde_tool_ops_t **ops, void **data, sonde::tool **object,
+                                   std::string *error) {
     for (const Builtin &b : kBuiltins) {
         if (name != b.name) continue;
         std::unique_ptr<sonde::tool> tool;
@@ -209,6 +225,7 @@ sonde_status_t create_builtin_tool(const std::string &name, const std::string &o
             return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
         }
         *ops = tool->table();
+        *object = tool.get();
         *data = tool.release();
         return SONDE_STATUS_SUCCESS;
     }

@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/builtin_tools.h"
+#include "analysis/json_release.h"
 
 namespace sonde::analysis {
 
@@ -366,19 +367,29 @@ public:
         }
         return true;
     }
+    // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
     std::string results_json() override {
-        nlohmann::json levels = nlohmann::json::array();
-        for (const Totals &t : totals()) {
-            levels.push_back({{"name", t.name},
-                              {"accesses", t.accesses},
-                              {"hits", t.accesses - t.misses},
-                              {"misses", t.misses},
-                              {"miss_ratio", t.accesses ? double(t.misses) / double(t.accesses) : 0.0},
-                              {"compulsory_misses", t.compulsory},
-                              {"ifetch_misses", t.ifetch_misses},
-                              {"data_misses", t.data_misses}});
+        const std::vector<Totals> all = totals();
+        nlohmann::json levels;
+        const JsonRelease release_levels(levels);
+        json_array_reserve(levels, all.size());
+        for (const Totals &t : all) {
+            nlohmann::json level = nlohmann::json::object();
+            const JsonRelease release_level(level);
+            level["name"] = t.name;
+            level["accesses"] = t.accesses;
+            level["hits"] = t.accesses - t.misses;
+            level["misses"] = t.misses;
+            level["miss_ratio"] = t.accesses ? double(t.misses) / double(t.accesses) : 0.0;
+            level["compulsory_misses"] = t.compulsory;
+            level["ifetch_misses"] = t.ifetch_misses;
+            level["data_misses"] = t.data_misses;
+            levels.push_back(std::move(level));  // room reserved: cannot fail
         }
-        return nlohmann::json{{"levels", levels}}.dump();
+        nlohmann::json j = nlohmann::json::object();
+        const JsonRelease release_j(j);
+        j["levels"] = std::move(levels);
+        return j.dump();
     }
 
 private:

@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/json_release.h"
+
 #include "analysis/builtin_tools.h"
 #include <sonde/tool.hpp>
 #include "stackdist/reuse.h"
@@ -149,16 +151,26 @@ public:
         }
         return true;
     }
+    // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
     std::string results_json() override {
         finish();
-        nlohmann::json j = as_json(global_.result());
+        nlohmann::json j = nlohmann::json::object();
+        const JsonRelease release_j(j);
+        put_result(j, global_.result());
         j["line_size"] = opt_.line_size;
         if (opt_.per_shard) {
-            nlohmann::json per = nlohmann::json::array();
+            nlohmann::json per;
+            const JsonRelease release_per(per);
+            json_array_reserve(per, shards_.size());
             ReuseConfig serial = opt_.cfg;
             serial.workers = 1;
-            for (auto &s : shards_) per.push_back(as_json(s ? s->reuse.result() : Reuse(serial).result()));
-            j["shards"] = per;
+            for (auto &s : shards_) {
+                nlohmann::json one = nlohmann::json::object();
+                const JsonRelease release_one(one);
+                put_result(one, s ? s->reuse.result() : Reuse(serial).result());
+                per.push_back(std::move(one));  // room reserved: cannot fail
+            }
+            j["shards"] = std::move(per);
         }
         return j.dump();
     }
@@ -201,18 +213,26 @@ private:
         }
         return std::to_string(bytes) + " " + unit[u];
     }
-    static nlohmann::json as_json(const ReuseResult &r) {
-        nlohmann::json j;
+    // Fills the object `j` (released by the caller) in place: the pair arrays are built inside
+    // it, in reserved room, so that no temporary container is destroyed (json_release.h).
+    static void put_result(nlohmann::json &j, const ReuseResult &r) {
         j["accesses"] = r.accesses;
         j["infinite"] = r.infinite;
-        nlohmann::json h = nlohmann::json::array();
-        for (const auto &p : r.histogram) h.push_back({p.first, p.second});
-        j["histogram"] = h;
-        nlohmann::json mrc = nlohmann::json::array();
-        for (const auto &p : r.mrc) mrc.push_back({p.first, p.second});
-        j["mrc"] = mrc;
+        put_pairs(j["histogram"], r.histogram.begin(), r.histogram.end(), r.histogram.size());
+        put_pairs(j["mrc"], r.mrc.begin(), r.mrc.end(), r.mrc.size());
         if (r.sampled) j["sample_rate"] = r.sample_rate;
-        return j;
+    }
+    // out = [[first, second], ...]
+    template <typename It>
+    static void put_pairs(nlohmann::json &out, It begin, It end, size_t n) {
+        json_array_reserve(out, n);
+        for (It it = begin; it != end; ++it) {
+            out.push_back(nlohmann::json::array());  // room reserved: cannot fail
+            nlohmann::json &pair = out.back();
+            json_array_reserve(pair, 2);
+            pair.push_back(it->first);
+            pair.push_back(it->second);
+        }
     }
 
     Options opt_;

@@ -14,6 +14,7 @@ extern "C" SONDE_API sonde_status_t sonde_load_client(const char *path, const ch
                                                       sonde_client_id_t *out) {
     if (path == nullptr || out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     out->handle = 0;
+    if (registry_lost()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
     if (t_registry_depth > 0) return SONDE_STATUS_ERROR_IN_CALLBACK;
     return sonde::guarded([&] { return load_client(path, options, nullptr, out); });
 }
@@ -22,21 +23,25 @@ extern "C" SONDE_API sonde_status_t sonde_register_client(sonde_client_instantia
                                                           const char *options, sonde_client_id_t *out) {
     if (instantiate == nullptr || out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     out->handle = 0;
+    if (registry_lost()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
     if (t_registry_depth > 0) return SONDE_STATUS_ERROR_IN_CALLBACK;
     return sonde::guarded([&] { return load_client(nullptr, options, instantiate, out); });
 }
 
 extern "C" SONDE_API sonde_status_t sonde_get_client_info(sonde_client_id_t client,
                                                           sonde_client_info_t *info) {
+    if (registry_lost()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
     return sonde::guarded([&] { return client_info(client, info); });
 }
 
 extern "C" SONDE_API sonde_status_t sonde_get_client_list(sonde_client_array_t *clients) {
+    if (registry_lost()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
     return sonde::guarded([&] { return client_list(clients); });
 }
 
 extern "C" SONDE_API const sonde_api_t *sonde_get_client_api(void) { return api_table(); }
 
 extern "C" SONDE_API sonde_status_t sonde_refresh_modules(void) {
+    if (registry_lost()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
     return sonde::guarded([] { return refresh_modules(); });
 }

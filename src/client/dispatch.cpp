@@ -9,6 +9,10 @@
 // sonde_finalize or the session functions. See registry.h for what each lock owns.
 #include "client/registry.h"
 
+#include <pthread.h>
+
+#include <new>
+
 #include <sonde/session.h>
 
 #include "core/hooks.h"
@@ -17,6 +21,7 @@ namespace sonde::client {
 
 thread_local int t_registry_depth = 0;
 std::atomic<bool> g_running{false};
+std::atomic<bool> g_registry_lost{false};
 std::atomic<const Subs *> g_subs[SONDE_EVENT_COUNT];
 std::atomic<MethodTable *> g_table{nullptr};
 
@@ -177,6 +182,7 @@ void recompute_for_client(Client *c) {
 
 sonde_status_t api_register_event(sonde_client_id_t client, uint32_t event, uint64_t data_items,
                                   sonde_event_handler_t handler, void *user_data) {
+    if (registry_lost()) return SONDE_STATUS_ERROR_PHASE_FAILURE;
     RegistryLock lock;
     Client *c = find_client(client.handle);
     if (c == nullptr || c->state != SONDE_CLIENT_STATE_ACTIVE) return SONDE_STATUS_ERROR_ILLEGAL_ID;
@@ -190,6 +196,7 @@ sonde_status_t api_register_event(sonde_client_id_t client, uint32_t event, uint
 
 sonde_status_t api_set_event_group_filter(sonde_client_id_t client, uint32_t group,
                                           sonde_filter_fn_t should_notify, void *user_data) {
+    if (registry_lost()) return SONDE_STATUS_ERROR_PHASE_FAILURE;
     RegistryLock lock;
     Client *c = find_client(client.handle);
     if (c == nullptr || c->state != SONDE_CLIENT_STATE_ACTIVE) return SONDE_STATUS_ERROR_ILLEGAL_ID;
@@ -227,6 +234,7 @@ namespace {
 
 // Runtime initialised (core hook, calling thread, no Sonde lock held).
 void on_initialize() {
+    if (registry_lost()) return;
     Registry &r = registry();
     bool first = false;
     {
@@ -261,6 +269,7 @@ void on_initialize() {
 }
 
 void on_finalize() {
+    if (registry_lost()) return;
     Registry &r = registry();
     uint64_t clients = 0;
     {
@@ -286,8 +295,45 @@ void on_session_stop(uint64_t session) {
 
 const core::LifecycleObserver kObserver = {on_initialize, on_finalize, on_session_start, on_session_stop};
 
+// Re-creates a mutex in place when a thread the child does not have held it (try_lock fails:
+// the forking thread never holds these at a fork). No lock is waited for, nothing allocated.
+template <typename Mutex>
+void reset_if_held(Mutex &mu) {
+    if (mu.try_lock())
+        mu.unlock();
+    else
+        new (&mu) Mutex();
+}
+
+// The pthread_atfork child handler (see registry.h): the only thread of a child just forked.
+// Waits for no lock and allocates nothing (the registry was made at load time).
+void forked_child() {
+    g_running.store(false, std::memory_order_release);
+    Registry &r = registry();
+    ThreadState *self = t_thread;
+    if (self != nullptr && self != &g_busy) {
+        reset_if_held(self->stack_mu);
+        reset_if_held(self->rec_mu);
+    }
+    // A recursive mutex: try_lock also succeeds when the forking thread itself holds it (a
+    // filter that forked), whose operation then completes in the child.
+    if (!r.mu.try_lock()) {
+        new (&r.mu) std::recursive_mutex();
+        g_registry_lost.store(true, std::memory_order_release);
+        return;
+    }
+    for (Client *c : r.clients) c->initialized = false;
+    for (ThreadState *t : r.threads)
+        if (t != self) t->alive.store(false, std::memory_order_release);
+    r.mu.unlock();
+}
+
 struct RegisterObserver {
-    RegisterObserver() { core::add_lifecycle_observer(&kObserver); }
+    RegisterObserver() {
+        core::add_lifecycle_observer(&kObserver);
+        registry();  // made at load time, so that the child handler never allocates
+        pthread_atfork(nullptr, nullptr, forked_child);
+    }
 } g_register_observer;
 
 }  // namespace

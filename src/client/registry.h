@@ -25,6 +25,18 @@
 //  - Clients, methods, modules and thread states are never freed: ids stay valid for the run and
 //    a handler on another thread can never see a dangling pointer. A client that failed to load
 //    is dlclosed before any observer of it was published.
+//
+// fork(): the child of a fork has one thread, and the runtime is not initialised there (the
+// core's handler). The concept's pthread_atfork child handler (dispatch.cpp) makes the registry
+// agree: g_running turns false (nothing is delivered, the USER functions, sonde_register_thread
+// and sonde_refresh_modules answer NOT_INITIALIZED, data requests PHASE_FAILURE), every client
+// waits for a RUNTIME_INIT of the child's own runtime, the parent's other threads count as
+// ended, and the forking thread's stack_mu and rec_mu are re-created if a vanished thread held
+// them. If another thread of the parent held Registry::mu at the fork, the tables it guards may
+// be half-updated: the lock is re-created (nothing in the child waits for it) and the registry
+// is lost for the child (g_registry_lost): every entry point then answers NOT_INITIALIZED (the
+// program-side functions) or PHASE_FAILURE (the api table), the lifecycle hooks and the thread
+// exit do nothing, also after the child initialises a runtime of its own.
 #pragma once
 
 #include <atomic>
@@ -257,6 +269,10 @@ struct Registry {
 };
 
 Registry &registry();
+
+// Set in a fork child whose parent had Registry::mu held by another thread (see above).
+extern std::atomic<bool> g_registry_lost;
+inline bool registry_lost() { return g_registry_lost.load(std::memory_order_acquire); }
 
 // Published for the hot path (constant-initialised, so usable from any static initialiser).
 extern std::atomic<bool> g_running;  // between RUNTIME_INIT and SHUTDOWN

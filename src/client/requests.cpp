@@ -19,6 +19,7 @@ namespace {
 
 // Common checks of every request: info pointer, client, phase. Registry::mu held.
 sonde_status_t check_client(sonde_client_id_t client) {
+    if (registry_lost()) return SONDE_STATUS_ERROR_PHASE_FAILURE;  // the tables are not read
     Client *c = find_client(client.handle);
     if (c == nullptr || c->state != SONDE_CLIENT_STATE_ACTIVE) return SONDE_STATUS_ERROR_ILLEGAL_ID;
     if (!c->initialized || !g_running.load(std::memory_order_acquire))

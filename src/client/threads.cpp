@@ -39,7 +39,7 @@ struct ThreadExit {
 thread_local ThreadExit t_exit;
 
 ThreadExit::~ThreadExit() {
-    if (t == nullptr) return;
+    if (t == nullptr || registry_lost()) return;  // a fork child without the registry: nothing
     {
         RegistryLock lock;
         t->end_name = thread_name(t);

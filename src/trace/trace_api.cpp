@@ -225,7 +225,8 @@ SONDE_API void sonde_trace_buffer_consumer(const sonde_record_header_t *begin,
     try {
         w->writer->consume(begin, end);
     } catch (...) {
-        // An allocation failure drops this span; the writer keeps running.
+        // consume() handles its own failures (they stop the writer and are counted); only
+        // taking the writer's lock could throw here.
     }
 }
 

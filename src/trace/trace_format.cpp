@@ -2,6 +2,9 @@
 #include "trace/trace_format.h"
 
 #include <zstd.h>
+#include <zstd_errors.h>
+
+#include <new>
 
 namespace sonde::trace::fmt {
 
@@ -215,6 +218,11 @@ void decode_event_columns(const unsigned char *payload, size_t n, size_t from, s
 
 std::string at(const std::string &path, uint64_t offset, const std::string &what) {
     return path + ": offset " + std::to_string(offset) + ": " + what;
+}
+
+void throw_if_zstd_out_of_memory(size_t zstd_result) {
+    if (ZSTD_isError(zstd_result) && ZSTD_getErrorCode(zstd_result) == ZSTD_error_memory_allocation)
+        throw std::bad_alloc();
 }
 
 }  // namespace sonde::trace::fmt

@@ -119,5 +119,8 @@ size_t first_invalid(const sonde_memref_t *records, size_t n);
 
 // "PATH: offset N: what"
 std::string at(const std::string &path, uint64_t offset, const std::string &what);
+// Throws std::bad_alloc when `zstd_result` is zstd's allocation failure, so that running out
+// of memory is reported as such and not as a damaged input or a failed write.
+void throw_if_zstd_out_of_memory(size_t zstd_result);
 
 }  // namespace sonde::trace::fmt

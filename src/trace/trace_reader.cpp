@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <queue>
 
 #include "trace/lackey.h"
@@ -253,6 +255,7 @@ private:
                     bad = "table payload checksum mismatch";
                 else {
                     const size_t r = ZSTD_decompress(raw.data(), raw.size(), comp.data(), comp.size());
+                    fmt::throw_if_zstd_out_of_memory(r);
                     if (ZSTD_isError(r) || r != raw.size())
                         bad = "table does not decompress to its size";
                     else
@@ -600,6 +603,7 @@ private:
         }
         // One-shot decompression into the payload buffer: no window of the decoder's own.
         const size_t r = ZSTD_decompress(payload_.get(), want, cbuf.get(), h.compressed_size);
+        fmt::throw_if_zstd_out_of_memory(r);
         if (ZSTD_isError(r)) return fail(poff, std::string("zstd: ") + ZSTD_getErrorName(r));
         if (r != want)
             return fail(poff, "chunk decompresses to " + std::to_string(r) + " bytes, expected " +
@@ -691,6 +695,7 @@ private:
         const size_t want = static_cast<size_t>(h.records) * fmt::kEventSize;
         if (payload_.size() < want) payload_.resize(want);
         const size_t r = ZSTD_decompressDCtx(dctx_, payload_.data(), want, cbuf_.data(), cbuf_.size());
+        fmt::throw_if_zstd_out_of_memory(r);
         if (ZSTD_isError(r))
             return fail(SONDE_STATUS_ERROR_FORMAT, poff, std::string("zstd: ") + ZSTD_getErrorName(r));
         if (r != want)
@@ -736,6 +741,10 @@ size_t decoded_head(const Source &source, unsigned char *out, size_t cap) {
     ZSTD_inBuffer i{source.head(), source.head_size(), 0};
     while (o.pos < o.size && i.pos < i.size) {
         const size_t r = ZSTD_decompressStream(d, &o, &i);
+        if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation) {
+            ZSTD_freeDStream(d);
+            throw std::bad_alloc();
+        }
         if (ZSTD_isError(r) || r == 0) break;
     }
     ZSTD_freeDStream(d);

@@ -188,6 +188,7 @@ size_t ByteStream::fill(unsigned char *dst, size_t cap) {
         }
         ZSTD_inBuffer in{in_.get(), in_len_, in_pos_};
         const size_t ret = ZSTD_decompressStream(static_cast<ZSTD_DStream *>(dctx_), &out, &in);
+        fmt::throw_if_zstd_out_of_memory(ret);
         if (ZSTD_isError(ret)) {
             status_ = SONDE_STATUS_ERROR_FORMAT;
             error_ = fmt::at(source_->path(), file_offset_ - in_len_ + in_pos_,

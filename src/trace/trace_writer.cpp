@@ -12,16 +12,22 @@
 
 namespace sonde::trace {
 
+void TraceWriter::FreeCCtx::operator()(void *cctx) const noexcept {
+    ZSTD_freeCCtx(static_cast<ZSTD_CCtx *>(cctx));
+}
+
 TraceWriter::TraceWriter(const std::string &path, int level, uint32_t chunk_records)
     : path_(path), level_(level), chunk_records_(chunk_records) {
+    // What can run out of memory comes before the file is created: a writer that cannot be
+    // made leaves no descriptor behind.
+    cctx_.reset(ZSTD_createCCtx());
+    if (!cctx_) throw std::bad_alloc();
+    string_ids_.emplace(std::string(), 0u);
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) {
         fail_locked(SONDE_STATUS_ERROR_IO, path + ": cannot create: " + std::strerror(errno));
         return;
     }
-    cctx_ = ZSTD_createCCtx();
-    if (cctx_ == nullptr) throw std::bad_alloc();
-    string_ids_.emplace(std::string(), 0u);
     unsigned char header[fmt::kHeaderSize] = {};
     std::memcpy(header, fmt::kFileMagic, 8);
     fmt::store32(header + 8, fmt::kVersion);
@@ -31,18 +37,16 @@ TraceWriter::TraceWriter(const std::string &path, int level, uint32_t chunk_reco
     fmt::store32(header + 24, chunk_records_);
     fmt::store32(header + 28, fmt::kMinorVersion);
     fmt::store64(header + 56, fmt::checksum64(header, 56));
-    write_all_locked(header, sizeof header);
+    try {
+        write_all_locked(header, sizeof header);  // its error message allocates
+    } catch (...) {
+        ::close(fd_);
+        fd_ = -1;
+        throw;
+    }
 }
 
-TraceWriter::~TraceWriter() {
-    try {
-        finish();
-    } catch (...) {
-        // Out of memory while writing the index: the file stays a truncated trace that readers
-        // recover by scanning.
-    }
-    if (cctx_ != nullptr) ZSTD_freeCCtx(static_cast<ZSTD_CCtx *>(cctx_));
-}
+TraceWriter::~TraceWriter() { finish(); }
 
 sonde_status_t TraceWriter::fail_locked(sonde_status_t s, const std::string &msg) {
     if (status_ == SONDE_STATUS_SUCCESS) {
@@ -50,6 +54,20 @@ sonde_status_t TraceWriter::fail_locked(sonde_status_t s, const std::string &msg
         error_ = msg;
     }
     return s;
+}
+
+void TraceWriter::fail_nothrow_locked(sonde_status_t s, const char *what) noexcept {
+    if (status_ != SONDE_STATUS_SUCCESS) return;
+    status_ = s;
+    try {
+        error_ = path_ + ": " + what;
+    } catch (...) {
+        error_.clear();  // error() names the status instead
+    }
+}
+
+uint64_t TraceWriter::lost_locked() const {
+    return records_refused_ + (status_ != SONDE_STATUS_SUCCESS ? records_accepted_ - records_written_ : 0);
 }
 
 sonde_status_t TraceWriter::write_all_locked(const void *data, size_t size) {
@@ -76,8 +94,9 @@ sonde_status_t TraceWriter::flush_shard_locked(uint32_t shard, std::vector<sonde
     const size_t bound = ZSTD_compressBound(raw);
     if (cbuf_.size() < fmt::kChunkHeaderSize + bound) cbuf_.resize(fmt::kChunkHeaderSize + bound);
     const size_t csize =
-        ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_), cbuf_.data() + fmt::kChunkHeaderSize, bound,
+        ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_.get()), cbuf_.data() + fmt::kChunkHeaderSize, bound,
                           columns_.data(), raw, level_);
+    fmt::throw_if_zstd_out_of_memory(csize);
     if (ZSTD_isError(csize))
         return fail_locked(SONDE_STATUS_ERROR_IO,
                            path_ + ": zstd compression failed: " + ZSTD_getErrorName(csize));
@@ -90,9 +109,12 @@ sonde_status_t TraceWriter::flush_shard_locked(uint32_t shard, std::vector<sonde
     h.payload_checksum = fmt::checksum64(cbuf_.data() + fmt::kChunkHeaderSize, csize);
     fmt::encode_chunk_header(h, cbuf_.data());
     const IndexEntry e{offset_, shard, h.records, h.first_ts, h.last_ts};
+    // Room for the entry first: once the chunk is on disk, nothing can fail.
+    if (index_.size() == index_.capacity()) index_.reserve(2 * index_.size() + 16);
     const sonde_status_t s = write_all_locked(cbuf_.data(), fmt::kChunkHeaderSize + csize);
     if (s != SONDE_STATUS_SUCCESS) return s;
     index_.push_back(e);
+    records_written_ += h.records;
     pending.clear();
     return SONDE_STATUS_SUCCESS;
 }
@@ -109,6 +131,7 @@ sonde_status_t TraceWriter::append_locked(uint32_t shard, const sonde_memref_t *
         const size_t old = pending.size();
         pending.resize(old + n);
         std::memcpy(pending.data() + old, memrefs, n * sizeof(sonde_memref_t));
+        records_accepted_ += n;
         memrefs += n;
         count -= n;
         if (pending.size() == chunk_records_) {
@@ -119,14 +142,71 @@ sonde_status_t TraceWriter::append_locked(uint32_t shard, const sonde_memref_t *
     return SONDE_STATUS_SUCCESS;
 }
 
+template <typename F>
+sonde_status_t TraceWriter::stop_on_throw_locked(const char *what, F &&body) {
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        fail_nothrow_locked(SONDE_STATUS_ERROR_OUT_OF_MEMORY, what);
+        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+    }
+}
+
 sonde_status_t TraceWriter::write(uint32_t shard, const sonde_memref_t *memrefs, size_t count) {
     std::lock_guard<std::mutex> lock(mutex_);
-    return append_locked(shard, memrefs, count);
+    return stop_on_throw_locked("out of memory while appending records",
+                                [&] { return append_locked(shard, memrefs, count); });
 }
+
+namespace {
+
+// MEMREF records of a delivered span, up to its first invalid header (what consume_locked
+// would take). Allocates nothing.
+uint64_t count_memrefs(const sonde_record_header_t *begin, const sonde_record_header_t *end) {
+    uint64_t n = 0;
+    const auto *p = reinterpret_cast<const unsigned char *>(begin);
+    const auto *e = reinterpret_cast<const unsigned char *>(end);
+    while (p + sizeof(sonde_record_header_t) <= e) {
+        const auto *rec = reinterpret_cast<const sonde_record_header_t *>(p);
+        if (rec->size < sizeof(sonde_record_header_t) || rec->size % 8 != 0 ||
+            rec->size > static_cast<size_t>(e - p))
+            break;
+        uint32_t psize = 0;
+        if (rec->kind == SONDE_RECORD_KIND_MEMREF && sonde_record_payload(rec, &psize) != nullptr &&
+            psize >= sizeof(sonde_memref_record_t))
+            ++n;
+        p += rec->size;
+    }
+    return n;
+}
+
+}  // namespace
 
 void TraceWriter::consume(const sonde_record_header_t *begin, const sonde_record_header_t *end) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (status_ != SONDE_STATUS_SUCCESS || finished_ || begin == nullptr || end == nullptr) return;
+    if (begin == nullptr || end == nullptr) return;
+    consumer_ = true;
+    if (status_ != SONDE_STATUS_SUCCESS || finished_) {
+        records_refused_ += count_memrefs(begin, end);
+        return;
+    }
+    const uint64_t accepted_before = records_accepted_;
+    try {
+        consume_locked(begin, end);
+    } catch (const std::bad_alloc &) {
+        fail_nothrow_locked(SONDE_STATUS_ERROR_OUT_OF_MEMORY,
+                            "out of memory while appending a delivered span");
+    } catch (...) {
+        fail_nothrow_locked(SONDE_STATUS_ERROR, "unexpected failure while appending a delivered span");
+    }
+    if (status_ != SONDE_STATUS_SUCCESS) {
+        // What the span held beyond what was taken before the failure is not written.
+        const uint64_t span = count_memrefs(begin, end), taken = records_accepted_ - accepted_before;
+        records_refused_ += span > taken ? span - taken : 0;
+    }
+}
+
+void TraceWriter::consume_locked(const sonde_record_header_t *begin, const sonde_record_header_t *end) {
     uint32_t shard = 0;
     bool have_thread = false;
     const auto *p = reinterpret_cast<const unsigned char *>(begin);
@@ -190,6 +270,30 @@ sonde_status_t TraceWriter::finish() {
     if (finished_) return status_;
     finished_ = true;
     if (fd_ < 0) return status_;
+    try {
+        finish_locked();
+    } catch (const std::bad_alloc &) {
+        fail_nothrow_locked(SONDE_STATUS_ERROR_OUT_OF_MEMORY, "out of memory while writing the index");
+    } catch (...) {
+        fail_nothrow_locked(SONDE_STATUS_ERROR, "unexpected failure while writing the index");
+    }
+    // The descriptor is closed whatever happened above.
+    if (::close(fd_) != 0 && status_ == SONDE_STATUS_SUCCESS) {
+        const int e = errno;
+        try {
+            fail_locked(SONDE_STATUS_ERROR_IO, path_ + ": close failed: " + std::strerror(e));
+        } catch (...) {
+            fail_nothrow_locked(SONDE_STATUS_ERROR_IO, "close failed");
+        }
+    }
+    fd_ = -1;
+    pending_.clear();
+    pending_events_.clear();
+    return status_;
+}
+
+// The pending chunks and tables, the indexes and the footer; stops at the first failure.
+void TraceWriter::finish_locked() {
     if (status_ == SONDE_STATUS_SUCCESS) {
         for (auto &kv : pending_)
             if (flush_shard_locked(kv.first, kv.second) != SONDE_STATUS_SUCCESS) break;
@@ -228,12 +332,6 @@ sonde_status_t TraceWriter::finish() {
             write_all_locked(footer, sizeof footer);
         }
     }
-    if (::close(fd_) != 0 && status_ == SONDE_STATUS_SUCCESS)
-        fail_locked(SONDE_STATUS_ERROR_IO, path_ + ": close failed: " + std::strerror(errno));
-    fd_ = -1;
-    pending_.clear();
-    pending_events_.clear();
-    return status_;
 }
 
 sonde_status_t TraceWriter::writable_locked() const {
@@ -245,6 +343,12 @@ sonde_status_t TraceWriter::write_events(uint32_t shard, const sonde_trace_event
     std::lock_guard<std::mutex> lock(mutex_);
     const sonde_status_t st = writable_locked();
     if (st != SONDE_STATUS_SUCCESS) return st;
+    return stop_on_throw_locked("out of memory while appending events",
+                                [&] { return append_events_locked(shard, events, count); });
+}
+
+sonde_status_t TraceWriter::append_events_locked(uint32_t shard, const sonde_trace_event_t *events,
+                                                 size_t count) {
     if (shard >= num_event_shards_) num_event_shards_ = shard + 1;
     auto &pending = pending_events_[shard];
     if (pending.capacity() < chunk_records_) pending.reserve(chunk_records_);
@@ -273,8 +377,9 @@ sonde_status_t TraceWriter::flush_events_locked(uint32_t shard, std::vector<sond
     const size_t bound = ZSTD_compressBound(raw);
     if (cbuf_.size() < fmt::kChunkHeaderSize + bound) cbuf_.resize(fmt::kChunkHeaderSize + bound);
     const size_t csize =
-        ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_), cbuf_.data() + fmt::kChunkHeaderSize, bound,
+        ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_.get()), cbuf_.data() + fmt::kChunkHeaderSize, bound,
                           columns_.data(), raw, level_);
+    fmt::throw_if_zstd_out_of_memory(csize);
     if (ZSTD_isError(csize))
         return fail_locked(SONDE_STATUS_ERROR_IO,
                            path_ + ": zstd compression failed: " + ZSTD_getErrorName(csize));
@@ -300,8 +405,9 @@ sonde_status_t TraceWriter::write_table_locked(uint32_t type, uint32_t count,
     const size_t bound = ZSTD_compressBound(raw.size());
     std::vector<unsigned char> out(fmt::kChunkHeaderSize + bound);
     const size_t csize =
-        ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_), out.data() + fmt::kChunkHeaderSize, bound,
+        ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_.get()), out.data() + fmt::kChunkHeaderSize, bound,
                           raw.data(), raw.size(), level_);
+    fmt::throw_if_zstd_out_of_memory(csize);
     if (ZSTD_isError(csize))
         return fail_locked(SONDE_STATUS_ERROR_IO,
                            path_ + ": zstd compression failed: " + ZSTD_getErrorName(csize));
@@ -395,9 +501,12 @@ sonde_status_t TraceWriter::add_string(const std::string &text, uint32_t *id) {
         *id = it->second;
         return SONDE_STATUS_SUCCESS;
     }
+    // All or nothing: what allocates comes before the string is known by its id.
     const uint32_t n = static_cast<uint32_t>(string_ids_.size());
+    StringEntry entry{n, text};
+    if (new_strings_.size() == new_strings_.capacity()) new_strings_.reserve(2 * new_strings_.size() + 16);
     string_ids_.emplace(text, n);
-    new_strings_.push_back(StringEntry{n, text});
+    new_strings_.push_back(std::move(entry));  // room reserved: cannot fail
     *id = n;
     return SONDE_STATUS_SUCCESS;
 }
@@ -430,7 +539,7 @@ sonde_status_t TraceWriter::flush_tables() {
     std::lock_guard<std::mutex> lock(mutex_);
     const sonde_status_t st = writable_locked();
     if (st != SONDE_STATUS_SUCCESS) return st;
-    return flush_tables_locked();
+    return stop_on_throw_locked("out of memory while writing tables", [&] { return flush_tables_locked(); });
 }
 
 sonde_status_t TraceWriter::status() const {
@@ -440,7 +549,14 @@ sonde_status_t TraceWriter::status() const {
 
 std::string TraceWriter::error() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return error_;
+    std::string message = error_;
+    if (message.empty() && status_ != SONDE_STATUS_SUCCESS)
+        message = path_ + ": " + sonde_status_string(status_);
+    const uint64_t lost = lost_locked();
+    if (consumer_ && lost != 0)
+        message += " (" + std::to_string(lost) + " memory reference" + (lost == 1 ? "" : "s") +
+                   " delivered to the writer " + (lost == 1 ? "is" : "are") + " not in the file)";
+    return message;
 }
 
 uint64_t TraceWriter::bytes_written() const {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -27,9 +28,14 @@ public:
     TraceWriter &operator=(const TraceWriter &) = delete;
 
     // Appends to a shard; compresses and writes each chunk as it fills. Cost: one copy into
-    // the pending chunk per record; compression per chunk.
+    // the pending chunk per record; compression per chunk. Running out of memory here, in
+    // write_events() or flush_tables() stops the writer with OUT_OF_MEMORY (later calls answer
+    // PHASE_FAILURE; the file stays a truncated trace), as a write error does.
     sonde_status_t write(uint32_t shard, const sonde_memref_t *memrefs, size_t count);
-    // Appends the MEMREF records of one delivered span (buffer consumer).
+    // Appends the MEMREF records of one delivered span (buffer consumer). A failure (write
+    // error, out of memory, corrupted record) stops the writer like any other; the records of
+    // the span that were not taken, and every MEMREF record of later spans, are counted as not
+    // written (error() says how many). Throws nothing but a lock failure.
     void consume(const sonde_record_header_t *begin, const sonde_record_header_t *end);
     // Appends program events to an event shard; full chunks are written after the pending
     // table entries. Cost as write().
@@ -42,10 +48,14 @@ public:
     sonde_status_t add_thread(ThreadEntry e);
     // Writes the pending tables now (a recorder calls it so that a cut trace keeps them).
     sonde_status_t flush_tables();
-    // Flushes pending chunks, writes index and footer, closes the file. Idempotent.
+    // Flushes pending chunks, writes index and footer, closes the file. Idempotent. The file
+    // is closed whatever fails; running out of memory answers OUT_OF_MEMORY (the file is then a
+    // truncated trace, like after a write error).
     sonde_status_t finish();
 
     sonde_status_t status() const;
+    // The first failure's message; for a writer fed by consume(), followed by how many memory
+    // references it was given that are not in the file.
     std::string error() const;
     // Bytes written so far (header, chunks, and after finish() index and footer).
     uint64_t bytes_written() const;
@@ -58,7 +68,22 @@ private:
         uint64_t first_ts;
         uint64_t last_ts;
     };
+    struct FreeCCtx {
+        void operator()(void *cctx) const noexcept;
+    };
     sonde_status_t fail_locked(sonde_status_t s, const std::string &msg);
+    // fail_locked for the paths that must not throw (a handler of std::bad_alloc): the message
+    // is "PATH: WHAT" when it can be allocated, else error() makes one from the status.
+    void fail_nothrow_locked(sonde_status_t s, const char *what) noexcept;
+    void consume_locked(const sonde_record_header_t *begin, const sonde_record_header_t *end);
+    sonde_status_t append_events_locked(uint32_t shard, const sonde_trace_event_t *events, size_t count);
+    // Runs `body`; std::bad_alloc stops the writer (OUT_OF_MEMORY) instead of leaving records
+    // of a call half-taken.
+    template <typename F>
+    sonde_status_t stop_on_throw_locked(const char *what, F &&body);
+    void finish_locked();
+    // Memory references given to the writer that will not reach the file.
+    uint64_t lost_locked() const;
     sonde_status_t flush_shard_locked(uint32_t shard, std::vector<sonde_memref_t> &pending);
     sonde_status_t write_all_locked(const void *data, size_t size);
     sonde_status_t append_locked(uint32_t shard, const sonde_memref_t *memrefs, size_t count);
@@ -77,7 +102,7 @@ private:
     bool finished_ = false;
     sonde_status_t status_ = SONDE_STATUS_SUCCESS;
     std::string error_;
-    void *cctx_ = nullptr;
+    std::unique_ptr<void, FreeCCtx> cctx_;
     std::vector<unsigned char> cbuf_;
     std::vector<unsigned char> columns_;  // column-coded pending chunk
     std::map<uint32_t, std::vector<sonde_memref_t>> pending_;
@@ -100,6 +125,13 @@ private:
     std::vector<ThreadEntry> new_threads_;
     // Buffer consumer: Sonde thread id -> dense shard, in order of first appearance.
     std::unordered_map<uint64_t, uint32_t> thread_shards_;
+    // Accounting of memory references: taken into pending chunks, written in complete chunks,
+    // and delivered to consume() but refused (after a failure, or the rest of the span that
+    // failed). Pending records of a failed writer are lost too.
+    uint64_t records_accepted_ = 0;
+    uint64_t records_written_ = 0;
+    uint64_t records_refused_ = 0;
+    bool consumer_ = false;  // consume() has been called
 };
 
 }  // namespace sonde::trace

@@ -1,11 +1,13 @@
 // Tests of the C++ helper sonde/tool.hpp, compiled as C++11: a sonde::tool subclass runs
 // serially and in parallel, its exceptions become tool errors with their message (per shard in
-// parallel mode), and destroy() deletes the object.
+// parallel mode; a results_json() that throws gives no results, not "{}"), and destroy()
+// deletes the object.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -48,10 +50,14 @@ public:
         return true;
     }
     std::string results_json() override {
+        if (results_throw_ == 1) throw std::runtime_error("no results today");
+        if (results_throw_ == 2) throw std::bad_alloc();
         return "{\"serial\": " + std::to_string(serial_) + ", \"shard0\": " + std::to_string(per_shard_[0]) +
                ", \"shard1\": " + std::to_string(per_shard_[1]) + ", \"shards\": " + std::to_string(shards_) +
                "}";
     }
+
+    int results_throw_ = 0;  // 1: results_json throws runtime_error, 2: std::bad_alloc
 
 private:
     uint64_t throw_at_;
@@ -63,7 +69,7 @@ private:
 sonde_memref_t refs0[3];
 sonde_memref_t refs1[2];
 
-sonde_analyzer_t *make(uint64_t throw_at, bool parallel) {
+sonde_analyzer_t *make(uint64_t throw_at, bool parallel, int results_throw = 0) {
     for (int i = 0; i < 3; ++i) {
         std::memset(&refs0[i], 0, sizeof refs0[i]);
         refs0[i].address = 10 + i;
@@ -76,6 +82,7 @@ sonde_analyzer_t *make(uint64_t throw_at, bool parallel) {
     sonde_analyzer_t *a = nullptr;
     assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
     counter *c = new counter(throw_at);
+    c->results_throw_ = results_throw;
     assert_int_equal(sonde_analyzer_add_tool_ops(a, c->table(), c), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_add_memory_shard(a, refs0, 3, nullptr), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_add_memory_shard(a, refs1, 2, nullptr), SONDE_STATUS_SUCCESS);
@@ -121,12 +128,32 @@ void test_exceptions_become_errors(void **) {
     assert_int_equal(live_tools, 0);
 }
 
+// results_json() that throws: the table answers NULL, and the analyzer ERROR_TOOL with the
+// exception's message instead of empty results with SUCCESS.
+void test_results_json_exception(void **) {
+    const struct {
+        int how;
+        const char *error;
+    } cases[] = {{1, "counter: no results today"}, {2, "counter: std::bad_alloc"}};
+    for (const auto &c : cases) {
+        sonde_analyzer_t *a = make(0, true, c.how);
+        assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
+        char buf[256];
+        size_t need = 0;
+        assert_int_equal(sonde_analyzer_results_json(a, buf, sizeof buf, &need), SONDE_STATUS_ERROR_TOOL);
+        assert_string_equal(sonde_analyzer_error(a), c.error);
+        sonde_analyzer_destroy(a);
+    }
+    assert_int_equal(live_tools, 0);
+}
+
 }  // namespace
 
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs),
         cmocka_unit_test(test_exceptions_become_errors),
+        cmocka_unit_test(test_results_json_exception),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -112,6 +112,25 @@ static void emit_users(producer_t *p, uint64_t n, const char *step) {
     }
 }
 
+/* MEMREF records from..to-1 into p->b. */
+static void emit_memrefs(producer_t *p, uint64_t from, uint64_t to, const char *step) {
+    for (uint64_t i = from; i < to; ++i) {
+        const sonde_memref_record_t m = {0x1000 + 64 * (i % 50), 0x400000 + i, 8, (uint32_t)(i % 2)};
+        const sonde_status_t st = sonde_emit_timestamped(p->b, SONDE_RECORD_KIND_MEMREF, &m, sizeof m);
+        if (st == SONDE_STATUS_SUCCESS)
+            p->accepted++;
+        else if (st == SONDE_STATUS_ERROR_BUFFER_FULL)
+            p->full++;
+        else
+            ok(step, st, 1, OOM);
+    }
+}
+
+static void *memref_thread(void *arg) {
+    emit_memrefs((producer_t *)arg, MEMREFS / 2, MEMREFS, "emit_timestamped (helper thread)");
+    return NULL; /* its exit delivers its records: the writer's first span */
+}
+
 static void *helper_thread(void *arg) {
     emit_users((producer_t *)arg, THREAD_RECORDS, "emit (helper thread)");
     return NULL; /* its exit delivers its records */
@@ -136,11 +155,13 @@ static void check_stats(const char *step, sonde_session_id_t s, sonde_buffer_id_
     *delivered = st.records_delivered;
 }
 
-/* Reads "total": N of basic_counts from the analyzer's JSON. */
+/* Reads "total": N of basic_counts from the analyzer's JSON (indented by 2 per level: the key
+ * of the tool's object, not those of its "shards"). */
 static int json_total(const char *json, uint64_t *total) {
-    const char *p = strstr(json, "\"total\":");
+    const char *key = "\n    \"total\":";
+    const char *p = strstr(json, key);
     if (p == NULL) return 0;
-    *total = strtoull(p + 8, NULL, 10);
+    *total = strtoull(p + strlen(key), NULL, 10);
     return 1;
 }
 
@@ -166,9 +187,10 @@ static int analyze(uint64_t *total) {
 }
 
 typedef struct run_t {
-    uint64_t delivered_b; /* MEMREF records delivered to the trace consumer */
-    int writer_closed_ok; /* sonde_trace_writer_close answered SUCCESS */
-    int flushed_b;        /* buffer B's accounting was read after a successful flush */
+    uint64_t delivered_b;   /* MEMREF records delivered to the trace consumer */
+    int writer_closed_ok;   /* sonde_trace_writer_close answered SUCCESS */
+    char writer_error[512]; /* sonde_trace_writer_error() just before the close */
+    int flushed_b;          /* buffer B's accounting was read after a successful flush */
     int analyzed;
     uint64_t trace_total;
 } run_t;
@@ -192,13 +214,19 @@ static void run_once(run_t *out, int with_trace) {
     int have_a = 0, have_b = 0;
     producer_t pa = {a, 0, 0}, ph = {a, 0, 0}, pb = {b, 0, 0};
     const sonde_buffer_property_t props[1] = {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096}};
+    /* Chunks of 64 records: some are written while the session runs, so that a writer that
+     * fails leaves some records in the file and loses others. */
+    sonde_trace_writer_properties_t writer_props;
+    memset(&writer_props, 0, sizeof writer_props);
+    writer_props.struct_size = sizeof writer_props;
+    writer_props.chunk_records = 64;
     if (!ok("create_session", sonde_create_session(NULL, &s), 1, OOM)) goto finalize;
     have_a = ok("create_buffer A", sonde_create_buffer(s, 1 << 16, count_cb, &counter, props, 1, &a), 1, OOM);
     if (!with_trace)
         have_b =
             ok("create_buffer B", sonde_create_buffer(s, 1 << 16, count_cb, &memrefs, props, 1, &b), 1, OOM);
-    else if (ok("trace_writer_create", sonde_trace_writer_create(g_trace, NULL, &tracer.writer), 2, OOM,
-                SONDE_STATUS_ERROR_IO))
+    else if (ok("trace_writer_create", sonde_trace_writer_create(g_trace, &writer_props, &tracer.writer), 2,
+                OOM, SONDE_STATUS_ERROR_IO))
         have_b = ok("create_buffer B",
                     sonde_create_buffer(s, 1 << 16, sonde_trace_buffer_consumer, tracer.writer, props, 1, &b),
                     1, OOM);
@@ -212,16 +240,17 @@ static void run_once(run_t *out, int with_trace) {
         if (thread_ok) pthread_join(th, NULL);
     }
     if (have_b) {
-        for (uint64_t i = 0; i < MEMREFS; ++i) {
-            const sonde_memref_record_t m = {0x1000 + 64 * (i % 50), 0x400000 + i, 8, (uint32_t)(i % 2)};
-            const sonde_status_t st = sonde_emit_timestamped(b, SONDE_RECORD_KIND_MEMREF, &m, sizeof m);
-            if (st == SONDE_STATUS_SUCCESS)
-                pb.accepted++;
-            else if (st == SONDE_STATUS_ERROR_BUFFER_FULL)
-                pb.full++;
-            else
-                ok("emit_timestamped", st, 1, OOM);
-        }
+        /* Two threads, one after the other: the writer takes two spans (two shards), so that a
+         * failure in the second leaves the first one's complete chunks in the file. */
+        producer_t pt = {b, 0, 0};
+        pthread_t th;
+        if (pthread_create(&th, NULL, memref_thread, &pt) == 0)
+            pthread_join(th, NULL);
+        else
+            memref_thread(&pt);
+        emit_memrefs(&pb, 0, MEMREFS / 2, "emit_timestamped");
+        pb.accepted += pt.accepted;
+        pb.full += pt.full;
     }
     if (have_a && ok("flush A", sonde_flush_data(s, a), 0)) {
         uint64_t delivered = 0;
@@ -245,12 +274,51 @@ finalize:
     ok("finalize", sonde_finalize(), 1, OOM);
     if (sonde_is_initialized()) bad("finalize", SONDE_STATUS_SUCCESS, "the runtime is still initialised");
     if (tracer.writer != NULL) {
+        snprintf(out->writer_error, sizeof out->writer_error, "%s", sonde_trace_writer_error(tracer.writer));
         out->writer_closed_ok =
             ok("trace_writer_close", sonde_trace_writer_close(tracer.writer), 2, OOM, SONDE_STATUS_ERROR_IO);
+        if (out->writer_closed_ok && out->writer_error[0] != 0)
+            bad("trace_writer_close", SONDE_STATUS_SUCCESS, "the writer had failed and closed with SUCCESS");
         if (out->writer_closed_ok && out->flushed_b) out->analyzed = analyze(&out->trace_total);
     }
     pthread_mutex_destroy(&counter.mu);
     pthread_mutex_destroy(&memrefs.mu);
+}
+
+/* Memory references in the trace, complete or recovered by scanning (0 when it holds none). */
+static uint64_t trace_records(void) {
+    sonde_trace_reader_t *r = NULL;
+    if (sonde_trace_reader_open(g_trace, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r) != SONDE_STATUS_SUCCESS)
+        return 0;
+    uint64_t total = 0;
+    sonde_memref_t batch[256];
+    size_t n = 0;
+    while (sonde_trace_reader_read(r, batch, 256, &n) == SONDE_STATUS_SUCCESS && n > 0) total += n;
+    sonde_trace_reader_close(r);
+    return total;
+}
+
+/* For a writer that failed: the count its message gives of the memory references delivered to
+ * it that are not in the file must be what the file lacks. Runs disarmed. */
+static void check_writer_loss(const run_t *r, char *problem, size_t size) {
+    if (r->writer_error[0] == 0 || !r->flushed_b) return;
+    const char *p = strstr(r->writer_error, " (");
+    uint64_t lost = 0;
+    while (p != NULL) {
+        char *end = NULL;
+        const unsigned long long v = strtoull(p + 2, &end, 10);
+        if (end != p + 2 && strncmp(end, " memory reference", 17) == 0) {
+            lost = v;
+            break;
+        }
+        p = strstr(p + 2, " (");
+    }
+    const uint64_t in_file = trace_records();
+    if (in_file + lost != r->delivered_b)
+        snprintf(problem, size,
+                 "the writer failed (%s): %llu records in the file + %llu lost != %llu delivered",
+                 r->writer_error, (unsigned long long)in_file, (unsigned long long)lost,
+                 (unsigned long long)r->delivered_b);
 }
 
 static int count_fds(void) {
@@ -309,7 +377,7 @@ static void each_allocation_fails(int with_trace) {
 
     const int fds = count_fds();
     const char *first = getenv("SONDE_FAULT_FIRST"); /* start at this N (to debug one case) */
-    uint64_t n = first != NULL ? strtoull(first, NULL, 10) : 1, oom_runs = 0, failures = 0;
+    uint64_t n = first != NULL ? strtoull(first, NULL, 10) : 1, oom_runs = 0, failures = 0, writer_failed = 0;
     char problem[800];
     for (; n <= MAX_RUNS; ++n) {
         run_t r;
@@ -318,6 +386,7 @@ static void each_allocation_fails(int with_trace) {
         run_once(&r, with_trace);
         fault_disarm();
         const int fired = fault_fired();
+        writer_failed += r.writer_error[0] != 0 && r.flushed_b;
         problem[0] = 0;
         if (g_verdict.step != NULL) {
             snprintf(problem, sizeof problem, "%s answered %s (%s)", g_verdict.step,
@@ -331,6 +400,8 @@ static void each_allocation_fails(int with_trace) {
             snprintf(problem, sizeof problem,
                      "the trace closed without error holds %llu records, %llu were delivered",
                      (unsigned long long)r.trace_total, (unsigned long long)r.delivered_b);
+        } else {
+            check_writer_loss(&r, problem, sizeof problem);
         }
         if (problem[0] != 0) {
             ++failures;
@@ -352,6 +423,12 @@ static void each_allocation_fails(int with_trace) {
     assert_true(n <= MAX_RUNS);
     print_message("%llu runs with one allocation failing, then one without\n", (unsigned long long)oom_runs);
     assert_int_equal(failures, 0);
+    if (with_trace) {
+        /* The writer's loss accounting was checked: some runs failed while spans were delivered. */
+        print_message("%llu runs in which the trace writer failed during the session\n",
+                      (unsigned long long)writer_failed);
+        if (first == NULL) assert_true(writer_failed > 0);
+    }
     unlink(g_trace);
     rmdir(dir);
 }

@@ -1,12 +1,15 @@
 /* fork() with a started session: the child's calls fail fast with NOT_INITIALIZED instead of
  * waiting for a delivery thread it does not have, the child may initialise a runtime of its
  * own, nothing of the parent is delivered in the child, and the parent's accounting is
- * unaffected. The child reports through its exit status (no cmocka in the child). */
+ * unaffected. The same for the client API (sonde/instrument.h, the api table of sonde/client.h),
+ * also when another thread held the client registry's lock at the fork. The child reports
+ * through its exit status (no cmocka in the child). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <pthread.h>
@@ -277,11 +280,230 @@ static void test_fork_in_callback(void **state) {
     check_parent(&x, &t, 35);
 }
 
+/* ---- The client API in a fork child ----
+ * A client linked into the program (registered once, for the rest of the process) counts its
+ * events; its THREAD filter can hold a thread inside the client registry (filters run with the
+ * registry's lock held) until the main thread has forked. */
+
+static const sonde_api_t *g_api;
+static sonde_client_id_t g_client;
+static volatile uint64_t g_inits, g_shutdowns, g_marks, g_enters;
+static pthread_mutex_t g_filter_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_filter_cv = PTHREAD_COND_INITIALIZER;
+static int g_hold_filter; /* 1: the next thread filtered waits in the filter until it is 0 */
+static int g_in_filter;
+
+static void count_event(const sonde_event_data_t *d, void *user) {
+    (void)user;
+    switch (d->event) {
+        case SONDE_EVENT_RUNTIME_INIT: __atomic_add_fetch(&g_inits, 1, __ATOMIC_RELAXED); break;
+        case SONDE_EVENT_SHUTDOWN: __atomic_add_fetch(&g_shutdowns, 1, __ATOMIC_RELAXED); break;
+        case SONDE_EVENT_USER_MARK: __atomic_add_fetch(&g_marks, 1, __ATOMIC_RELAXED); break;
+        case SONDE_EVENT_METHOD_ENTER: __atomic_add_fetch(&g_enters, 1, __ATOMIC_RELAXED); break;
+        default: break;
+    }
+}
+
+static bool hold_filter(const sonde_filter_element_t *element, void *user) {
+    (void)element;
+    (void)user;
+    pthread_mutex_lock(&g_filter_mu);
+    if (g_hold_filter) {
+        g_in_filter = 1;
+        pthread_cond_broadcast(&g_filter_cv);
+        while (g_hold_filter) pthread_cond_wait(&g_filter_cv, &g_filter_mu);
+    }
+    pthread_mutex_unlock(&g_filter_mu);
+    return true;
+}
+
+static sonde_status_t counting_client(const sonde_api_t *api, sonde_client_id_t id, const char *options) {
+    (void)options;
+    g_api = api;
+    g_client = id;
+    const uint32_t events[4] = {SONDE_EVENT_RUNTIME_INIT, SONDE_EVENT_SHUTDOWN, SONDE_EVENT_USER_MARK,
+                                SONDE_EVENT_METHOD_ENTER};
+    for (int i = 0; i < 4; ++i) {
+        const sonde_status_t st = api->register_event(id, events[i], 0, count_event, NULL);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+    }
+    return api->set_event_group_filter(id, SONDE_EVENT_GROUP_THREAD, hold_filter, NULL);
+}
+
+/* Registers the client once, then initialises the runtime. */
+static void start_with_client(void) {
+    static int registered;
+    if (!registered) {
+        sonde_client_id_t id;
+        assert_int_equal(sonde_register_client(counting_client, NULL, &id), SONDE_STATUS_SUCCESS);
+        registered = 1;
+    }
+    assert_int_equal(sonde_initialize(), SONDE_STATUS_SUCCESS);
+}
+
+/* The address reported as an instrumented method's entry (any address will do). */
+static const char g_method[8];
+
+static uint64_t get(volatile uint64_t *v) { return __atomic_load_n(v, __ATOMIC_RELAXED); }
+
+/* The client API in a child forked while no other thread used it: nothing is delivered and the
+ * calls that need the runtime answer NOT_INITIALIZED (data requests PHASE_FAILURE) until the
+ * child initialises a runtime of its own, whose RUNTIME_INIT the client then gets. Returns 0 or
+ * the number of the failed check. */
+static int child_client_checks(void) {
+    const uint64_t marks = get(&g_marks), enters = get(&g_enters), inits = get(&g_inits);
+    const double t0 = now_ms();
+    if (sonde_user_mark("child", NULL, 0) != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 51;
+    if (sonde_user_range_push("range") != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 52;
+    if (sonde_user_range_pop() != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 53;
+    sonde_thread_id_t tid;
+    if (sonde_register_thread(&tid) != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 54;
+    if (sonde_refresh_modules() != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 55;
+    sonde_method_enter(g_method, NULL);
+    sonde_method_leave(g_method, NULL);
+    sonde_memory_access(&tid, 8, SONDE_ACCESS_READ);
+    if (get(&g_marks) != marks || get(&g_enters) != enters) return 56;
+    sonde_thread_id_t threads[64];
+    sonde_thread_array_t list = {threads, 64, 0};
+    if (g_api->get_thread_list(g_client, &list) != SONDE_STATUS_ERROR_PHASE_FAILURE) return 57;
+    sonde_client_id_t ids[64];
+    sonde_client_array_t clients = {ids, 64, 0};
+    if (sonde_get_client_list(&clients) != SONDE_STATUS_SUCCESS || clients.actual_size < 1) return 58;
+    char path[64], message[256];
+    sonde_client_info_t info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    info.path = (sonde_string_t){path, sizeof path, 0};
+    info.message = (sonde_string_t){message, sizeof message, 0};
+    if (sonde_get_client_info(g_client, &info) != SONDE_STATUS_SUCCESS ||
+        info.state != SONDE_CLIENT_STATE_ACTIVE)
+        return 59;
+    if (now_ms() - t0 > 1000.0) return 60;
+    /* A runtime of the child's own: the client is told, and events flow again. */
+    if (sonde_initialize() != SONDE_STATUS_SUCCESS) return 61;
+    if (get(&g_inits) != inits + 1) return 62;
+    if (sonde_user_mark("child", NULL, 0) != SONDE_STATUS_SUCCESS || get(&g_marks) != marks + 1) return 63;
+    list.actual_size = 0;
+    if (g_api->get_thread_list(g_client, &list) != SONDE_STATUS_SUCCESS) return 64;
+    const uint64_t shutdowns = get(&g_shutdowns);
+    if (sonde_finalize() != SONDE_STATUS_SUCCESS || get(&g_shutdowns) != shutdowns + 1) return 65;
+    return 0;
+}
+
+static void test_child_client_api(void **state) {
+    (void)state;
+    start_with_client();
+    const uint64_t marks = get(&g_marks);
+    assert_int_equal(sonde_user_mark("parent", NULL, 0), SONDE_STATUS_SUCCESS);
+    sonde_method_enter(g_method, NULL);
+    sonde_method_leave(g_method, NULL);
+    assert_int_equal(get(&g_marks), marks + 1);
+    assert_true(get(&g_enters) >= 1);
+    fflush(NULL); /* the child exits through exit(): nothing buffered is written twice */
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(20);
+        const int rc = child_client_checks();
+        if (rc != 0) _exit(rc);
+        exit(0); /* a normal exit: the thread's exit handlers run too */
+    }
+    wait_child(pid);
+    /* The parent is unaffected. */
+    assert_int_equal(sonde_user_mark("parent", NULL, 0), SONDE_STATUS_SUCCESS);
+    assert_int_equal(get(&g_marks), marks + 2);
+    assert_int_equal(sonde_finalize(), SONDE_STATUS_SUCCESS);
+}
+
+static void *register_in_filter(void *arg) {
+    sonde_status_t *st = (sonde_status_t *)arg;
+    sonde_thread_id_t tid;
+    *st = sonde_register_thread(&tid); /* its THREAD filter holds the registry lock */
+    return NULL;
+}
+
+/* Fork while another thread is inside the client registry (its lock held): the child does not
+ * wait for a lock that no thread of it will release. Its registry may be half-updated, so the
+ * client API is off in it for good (NOT_INITIALIZED, PHASE_FAILURE for data requests), also
+ * after it initialises a runtime of its own; the rest of Sonde works, and the child exits. */
+static int child_registry_lost_checks(void) {
+    const double t0 = now_ms();
+    sonde_client_id_t ids[64];
+    sonde_client_array_t clients = {ids, 64, 0};
+    if (sonde_get_client_list(&clients) != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 71;
+    if (sonde_user_mark("child", NULL, 0) != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 72;
+    sonde_thread_id_t tid;
+    if (sonde_register_thread(&tid) != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 73;
+    sonde_client_id_t id;
+    if (sonde_register_client(counting_client, NULL, &id) != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 74;
+    sonde_thread_id_t threads[64];
+    sonde_thread_array_t list = {threads, 64, 0};
+    if (g_api->get_thread_list(g_client, &list) != SONDE_STATUS_ERROR_PHASE_FAILURE) return 75;
+    sonde_method_enter(g_method, NULL);
+    sonde_method_leave(g_method, NULL);
+    if (sonde_initialize() != SONDE_STATUS_SUCCESS) return 76;
+    if (sonde_user_mark("child", NULL, 0) != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 77;
+    if (sonde_refresh_modules() != SONDE_STATUS_ERROR_NOT_INITIALIZED) return 78;
+    /* The buffers work. */
+    tally_t t;
+    memset(&t, 0, sizeof t);
+    pthread_mutex_init(&t.mu, NULL);
+    sonde_session_id_t s;
+    sonde_buffer_id_t b;
+    if (sonde_create_session(NULL, &s) != SONDE_STATUS_SUCCESS) return 79;
+    if (sonde_create_buffer(s, 1u << 20, tally_cb, &t, NULL, 0, &b) != SONDE_STATUS_SUCCESS) return 80;
+    if (sonde_start_session(s) != SONDE_STATUS_SUCCESS) return 81;
+    const payload_t p = {2, 0};
+    if (sonde_emit(b, SONDE_RECORD_KIND_USER, &p, sizeof p) != SONDE_STATUS_SUCCESS) return 82;
+    if (sonde_finalize() != SONDE_STATUS_SUCCESS || t.records[2] != 1) return 83;
+    if (now_ms() - t0 > 5000.0) return 84;
+    return 0;
+}
+
+static void test_child_registry_lost(void **state) {
+    (void)state;
+    start_with_client();
+    pthread_mutex_lock(&g_filter_mu);
+    g_hold_filter = 1;
+    g_in_filter = 0;
+    pthread_mutex_unlock(&g_filter_mu);
+    sonde_status_t registered = SONDE_STATUS_ERROR;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, register_in_filter, &registered), 0);
+    pthread_mutex_lock(&g_filter_mu);
+    while (!g_in_filter) pthread_cond_wait(&g_filter_cv, &g_filter_mu);
+    pthread_mutex_unlock(&g_filter_mu);
+    fflush(NULL);
+    const pid_t pid = fork(); /* the other thread is in the filter, the registry lock held */
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(20); /* a hang becomes a signal the parent sees */
+        const int rc = child_registry_lost_checks();
+        if (rc != 0) _exit(rc);
+        exit(0); /* the thread's exit handlers must not wait for the registry either */
+    }
+    pthread_mutex_lock(&g_filter_mu);
+    g_hold_filter = 0;
+    pthread_cond_broadcast(&g_filter_cv);
+    pthread_mutex_unlock(&g_filter_mu);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(registered, SONDE_STATUS_SUCCESS);
+    wait_child(pid);
+    /* The parent is unaffected. */
+    const uint64_t marks = get(&g_marks);
+    assert_int_equal(sonde_user_mark("parent", NULL, 0), SONDE_STATUS_SUCCESS);
+    assert_int_equal(get(&g_marks), marks + 1);
+    assert_int_equal(sonde_finalize(), SONDE_STATUS_SUCCESS);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_child_fails_fast),
         cmocka_unit_test(test_fork_from_producer_thread),
         cmocka_unit_test(test_fork_in_callback),
+        /* Last: they register a client, which stays for the rest of the process. */
+        cmocka_unit_test(test_child_client_api),
+        cmocka_unit_test(test_child_registry_lost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
