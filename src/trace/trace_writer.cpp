@@ -429,38 +429,22 @@ sonde_status_t TraceWriter::write_table_locked(uint32_t type, uint32_t count,
 
 sonde_status_t TraceWriter::flush_tables_locked() {
     std::vector<unsigned char> raw;
+    // Writes one table's new entries, then forgets them; false when the write failed.
+    auto flush = [&](uint32_t type, auto &pending, auto encode) {
+        if (pending.empty()) return true;
+        raw.clear();
+        encode(pending, &raw);
+        if (write_table_locked(type, static_cast<uint32_t>(pending.size()), raw) != SONDE_STATUS_SUCCESS)
+            return false;
+        pending.clear();
+        return true;
+    };
     // Strings, modules, methods, threads: each id is defined before the tables that use it.
-    if (!new_strings_.empty()) {
-        encode_strings(new_strings_, &raw);
-        if (write_table_locked(fmt::kTableStrings, static_cast<uint32_t>(new_strings_.size()), raw) !=
-            SONDE_STATUS_SUCCESS)
-            return status_;
-        new_strings_.clear();
-        raw.clear();
-    }
-    if (!new_modules_.empty()) {
-        encode_modules(new_modules_, &raw);
-        if (write_table_locked(fmt::kTableModules, static_cast<uint32_t>(new_modules_.size()), raw) !=
-            SONDE_STATUS_SUCCESS)
-            return status_;
-        new_modules_.clear();
-        raw.clear();
-    }
-    if (!new_methods_.empty()) {
-        encode_methods(new_methods_, &raw);
-        if (write_table_locked(fmt::kTableMethods, static_cast<uint32_t>(new_methods_.size()), raw) !=
-            SONDE_STATUS_SUCCESS)
-            return status_;
-        new_methods_.clear();
-        raw.clear();
-    }
-    if (!new_threads_.empty()) {
-        encode_threads(new_threads_, &raw);
-        if (write_table_locked(fmt::kTableThreads, static_cast<uint32_t>(new_threads_.size()), raw) !=
-            SONDE_STATUS_SUCCESS)
-            return status_;
-        new_threads_.clear();
-    }
+    if (!flush(fmt::kTableStrings, new_strings_, encode_strings) ||
+        !flush(fmt::kTableModules, new_modules_, encode_modules) ||
+        !flush(fmt::kTableMethods, new_methods_, encode_methods) ||
+        !flush(fmt::kTableThreads, new_threads_, encode_threads))
+        return status_;
     return SONDE_STATUS_SUCCESS;
 }
 
