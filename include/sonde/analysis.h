@@ -68,6 +68,14 @@ typedef struct sonde_tool_ops_t {
     const char *(*results_json)(void *tool);
     /** Frees the tool data; called once by sonde_analyzer_destroy(). */
     void (*destroy)(void *tool);
+    /**
+     * The memref model the tool understands, a sonde_memref_model_value; asked once when the
+     * tool is added. NULL (or a table of ::SONDE_TOOL_OPS_SIZE_1_0 bytes) means
+     * ::SONDE_MEMREF_MODEL_1_0: the tool gets the 1.0 view of every trace (see
+     * ::sonde_memref_kind_value). ::SONDE_MEMREF_MODEL_1_2 (or a larger value) delivers every
+     * record kind. @since 1.2
+     */
+    uint32_t (*memref_model)(void *tool);
 } sonde_tool_ops_t;
 
 /**
@@ -75,6 +83,13 @@ typedef struct sonde_tool_ops_t {
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
  */
 #define SONDE_TOOL_OPS_SIZE_1_0 136u
+
+/**
+ * @brief Size of sonde_tool_ops_t in ABI version 1.2 (memref_model appended).
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.2
+ */
+#define SONDE_TOOL_OPS_SIZE_1_2 144u
 
 /**
  * @brief The smallest sonde_tool_ops_t struct_size the analyzer accepts: the 1.0 size
@@ -111,11 +126,14 @@ SONDE_API sonde_status_t sonde_analyzer_create(sonde_analyzer_t **out);
 SONDE_API sonde_status_t sonde_analyzer_destroy(sonde_analyzer_t *analyzer);
 
 /**
- * @brief Adds a built-in tool by name ("basic_counts", "cache_sim").
+ * @brief Adds a built-in tool by name ("basic_counts", "cache_sim", "reuse_distance").
  * @param analyzer The analyzer.
  * @param name The tool's name.
  * @param options Tool options or NULL: basic_counts takes "line_size=N" (default 64); cache_sim
- *        takes "NAME:SIZE:WAYS:LINE[:POLICY],..." (default "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64").
+ *        takes "NAME:SIZE:WAYS:LINE[:POLICY],..." (default "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64")
+ *        or, since 1.2, "model=drcachesim[,KEY=VALUE...]" (DynamoRIO drcachesim's hierarchy);
+ *        reuse_distance takes "line_size=N,..." or, since 1.2, "model=drcachesim[,...]"
+ *        (docs/analysis.md lists every option).
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer or name),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (no built-in tool of that name),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (bad options; see sonde_analyzer_error()),
@@ -179,7 +197,7 @@ SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, 
 /**
  * @brief Opens an input trace; its shards follow those of earlier inputs in the numbering.
  * @param analyzer The analyzer.
- * @param path The file.
+ * @param path The file, or (since 1.2) a drmemtrace trace directory.
  * @param format A sonde_trace_format_value.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_IO,
  *         SONDE_STATUS_ERROR_FORMAT, SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format),

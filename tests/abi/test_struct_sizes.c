@@ -148,7 +148,7 @@ FIELD(sonde_trace_writer_properties_t, chunk_records, 8, 4);
 FIELD(sonde_trace_writer_properties_t, reserved, 12, 4);
 
 /* analysis.h: the tool function table */
-LAYOUT(sonde_tool_ops_t, 136, 8);
+LAYOUT(sonde_tool_ops_t, 144, 8);
 FIELD(sonde_tool_ops_t, struct_size, 0, 4);
 FIELD(sonde_tool_ops_t, reserved, 4, 4);
 FIELD(sonde_tool_ops_t, name, 8, 8);
@@ -167,6 +167,7 @@ FIELD(sonde_tool_ops_t, process_memrefs, 104, 8);
 FIELD(sonde_tool_ops_t, parallel_shard_memrefs, 112, 8);
 FIELD(sonde_tool_ops_t, results_json, 120, 8);
 FIELD(sonde_tool_ops_t, destroy, 128, 8);
+FIELD(sonde_tool_ops_t, memref_model, 136, 8); /* appended in 1.2 */
 
 /* stackdist.h */
 LAYOUT(sonde_stackdist_options_t, 48, 8);
@@ -326,6 +327,9 @@ FIELD(sonde_api_t, set_message, 96, 8);
     SONDE_METHOD_INFO_SIZE_1_1 != 128 || SONDE_MODULE_INFO_SIZE_1_1 != 64 ||   \
     SONDE_THREAD_INFO_SIZE_1_1 != 48 || SONDE_CLIENT_INFO_SIZE_1_1 != 48 || SONDE_API_SIZE_1_1 != 104
 #error "a 1.1 size macro is not the literal size of its struct in 1.1"
+#endif
+#if SONDE_TOOL_OPS_SIZE_1_2 != 144
+#error "a 1.2 size macro is not the literal size of its struct in 1.2"
 #endif
 
 /* 1.0 */
