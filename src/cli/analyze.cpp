@@ -38,6 +38,7 @@ bool progress_shard_batch(void *tool, void *, const sonde_memref_t *m, size_t co
 }
 bool progress_shard_one(void *tool, void *, const sonde_memref_t *m) { return progress_batch(tool, m, 1); }
 bool progress_supported(void *) { return true; }
+uint32_t progress_model(void *) { return SONDE_MEMREF_MODEL_1_2; }  // counts every record
 
 sonde_tool_ops_t progress_ops() {
     sonde_tool_ops_t o = {};
@@ -48,6 +49,7 @@ sonde_tool_ops_t progress_ops() {
     o.parallel_shard_supported = progress_supported;
     o.parallel_shard_memref = progress_shard_one;
     o.parallel_shard_memrefs = progress_shard_batch;
+    o.memref_model = progress_model;
     return o;
 }
 
@@ -93,6 +95,7 @@ uint32_t format_value(const std::string &f) {
     if (f == "sonde") return SONDE_TRACE_FORMAT_SONDE;
     if (f == "lackey") return SONDE_TRACE_FORMAT_LACKEY;
     if (f == "raw64") return SONDE_TRACE_FORMAT_RAW64;
+    if (f == "drmemtrace") return SONDE_TRACE_FORMAT_DRMEMTRACE;
     return SONDE_TRACE_FORMAT_AUTO;
 }
 
@@ -118,9 +121,9 @@ int sonde_cli_analyze(int argc, char **argv) {
     uint64_t sample_size = 0;
     bool per_shard = false;
     std::string json_path;
-    app.add_option("INPUT", inputs, "Trace files")->required();
+    app.add_option("INPUT", inputs, "Trace files (or drmemtrace directories)")->required();
     app.add_option("--format", format, "Input format")
-        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64"}))
+        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}))
         ->capture_default_str();
     app.add_option("--tool", tools,
                    "Tools, comma-separated: basic_counts, cache_sim, reuse_distance, or the path of a tool "

@@ -11,15 +11,17 @@
 #include <sonde/trace.h>
 
 extern "C" int sonde_cli_convert(int argc, char **argv) {
-    CLI::App app{"Convert a lackey or raw64 memory trace into a Sonde trace", "sonde convert"};
+    CLI::App app{"Convert a lackey, raw64 or drmemtrace memory trace into a Sonde trace", "sonde convert"};
     std::string input;
     std::string output;
     std::string format = "auto";
     int level = 1;
     uint32_t chunk_records = 65536;
-    app.add_option("INPUT", input, "Input trace (lackey text plain or .zst, raw64, or Sonde)")->required();
-    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64")
-        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64"}));
+    app.add_option("INPUT", input,
+                   "Input trace (lackey text plain or .zst, raw64, Sonde, or a drmemtrace directory or file)")
+        ->required();
+    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64, drmemtrace")
+        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}));
     app.add_option("-o,--output", output, "Output Sonde trace")->required();
     app.add_option("--level", level, "zstd compression level (1-19)")->check(CLI::Range(1, 19));
     app.add_option("--chunk-records", chunk_records, "Records per chunk (1-1048576)")
@@ -29,10 +31,11 @@ extern "C" int sonde_cli_convert(int argc, char **argv) {
     } catch (const CLI::ParseError &e) {
         return app.exit(e);
     }
-    const uint32_t fmt_value = format == "sonde"    ? SONDE_TRACE_FORMAT_SONDE
-                               : format == "lackey" ? SONDE_TRACE_FORMAT_LACKEY
-                               : format == "raw64"  ? SONDE_TRACE_FORMAT_RAW64
-                                                    : SONDE_TRACE_FORMAT_AUTO;
+    const uint32_t fmt_value = format == "sonde"        ? SONDE_TRACE_FORMAT_SONDE
+                               : format == "lackey"     ? SONDE_TRACE_FORMAT_LACKEY
+                               : format == "raw64"      ? SONDE_TRACE_FORMAT_RAW64
+                               : format == "drmemtrace" ? SONDE_TRACE_FORMAT_DRMEMTRACE
+                                                        : SONDE_TRACE_FORMAT_AUTO;
     char error[1024];
     sonde_trace_reader_t *reader = nullptr;
     sonde_status_t s = sonde_trace_reader_open(input.c_str(), fmt_value, error, sizeof error, &reader);

@@ -1,5 +1,5 @@
 // Internal reading interface of the trace concept (src/trace): an Input is one
-// opened trace (Sonde, lackey text or raw64) made of shards; each shard is read on its own in
+// opened trace (Sonde, lackey text, raw64 or drmemtrace) made of shards; each shard is read on its own in
 // batches through a ShardReader; SerialReader interleaves the shards of several inputs by
 // timestamp. The analyzer builds on this; the public C reader in sonde/trace.h wraps it.
 //
@@ -44,8 +44,9 @@ protected:
 class Input {
 public:
     virtual ~Input() = default;
-    // Opens `path` as `format` (a sonde_trace_format_value; SONDE_TRACE_FORMAT_AUTO picks by
-    // magic, then extension: .sonde, .lackey/.lackey.zst/.txt/.zst text, .raw64/.bin/.l64).
+    // Opens `path` as `format` (a sonde_trace_format_value; SONDE_TRACE_FORMAT_AUTO takes a
+    // directory or a drmemtrace file name or container as drmemtrace (drmemtrace_claims), then
+    // picks by magic, then extension: .sonde, .lackey/.lackey.zst/.txt/.zst text, .raw64/.bin/.l64).
     // Returns SUCCESS and sets *out, or SONDE_STATUS_ERROR_IO (missing / unreadable file),
     // SONDE_STATUS_ERROR_FORMAT (bad magic, version, header, index; unknown AUTO format),
     // SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format value) with *error set to
@@ -57,7 +58,8 @@ public:
     const std::string &path() const { return path_; }
     // The resolved format (never AUTO).
     uint32_t format() const { return format_; }
-    // Number of shards: threads of a Sonde trace; lackey and raw64 inputs have one.
+    // Number of shards: threads of a Sonde trace, thread files of a drmemtrace directory;
+    // lackey and raw64 inputs have one.
     virtual size_t num_shards() const = 0;
     // Total records of a shard when known without reading it (Sonde traces with an index or a
     // recovered scan), else UINT64_MAX (text and raw64 streams).

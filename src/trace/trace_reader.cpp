@@ -11,6 +11,7 @@
 #include <functional>
 #include <queue>
 
+#include "trace/drmemtrace.h"
 #include "trace/lackey.h"
 #include "trace/raw64.h"
 #include "trace/source.h"
@@ -375,14 +376,16 @@ sonde_status_t Input::open(const std::string &path, uint32_t format, std::unique
                            std::string *error) {
     out->reset();
     error->clear();
-    if (format > SONDE_TRACE_FORMAT_RAW64) {
+    if (format > SONDE_TRACE_FORMAT_DRMEMTRACE) {
         *error = path + ": unknown format value " + std::to_string(format);
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
+    if (format == SONDE_TRACE_FORMAT_AUTO && drmemtrace_claims(path)) format = SONDE_TRACE_FORMAT_DRMEMTRACE;
     if (format == SONDE_TRACE_FORMAT_AUTO) {
         const sonde_status_t s = detect(path, &format, error);
         if (s != SONDE_STATUS_SUCCESS) return s;
     }
+    if (format == SONDE_TRACE_FORMAT_DRMEMTRACE) return open_drmemtrace(path, out, error);
     if (format == SONDE_TRACE_FORMAT_LACKEY) return open_lackey(path, out, error);
     if (format == SONDE_TRACE_FORMAT_RAW64) return open_raw64(path, out, error);
     auto in = std::make_unique<SondeInput>();
