@@ -4,13 +4,13 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "analysis/analyzer.h"
 #include "analysis/builtin_tools.h"
+#include "analysis/flat_set.h"
 #include <sonde/tool.hpp>
 
 namespace sonde::analysis {
@@ -18,10 +18,13 @@ namespace sonde::analysis {
 namespace {
 
 // basic_counts: per shard and in total, reads, writes (M counts as both), instruction fetches,
-// markers, memory references (`total`: each L, S, M or I record once) and distinct lines.
+// markers, memory references (`total`: each L, S, M or fetch record once) and distinct lines;
+// and drcachesim's categories (docs/analysis.md): distinct instruction addresses,
+// non-fetched instructions, prefetches, flushes, encodings, threads and markers by kind.
 // Serial mode indexes a per-shard slot by memref->shard; parallel mode gives each shard its own
 // slot from parallel_shard_init (slots are preallocated in initialize, so workers never touch
-// the vector's structure). Cost per record: a switch and a hash-set insert for the line.
+// the vector's structure). Cost per record: a switch, and for a memory reference a set insert
+// for the line (plus one for the pc of an instruction).
 class BasicCounts final : public sonde::tool {
 public:
     explicit BasicCounts(const std::string &options) {
@@ -37,6 +40,7 @@ public:
         while ((1ull << line_bits_) < line_size_) ++line_bits_;
     }
     const char *name() const override { return "basic_counts"; }
+    uint32_t memref_model() const override { return SONDE_MEMREF_MODEL_1_2; }
     bool initialize(uint32_t num_shards) override {
         shards_.resize(num_shards);
         return true;
@@ -62,28 +66,105 @@ public:
         FILE *f = static_cast<FILE *>(stream);
         const Counts t = total();
         std::fprintf(f, "basic_counts: %zu shard(s)\n", shards_.size());
-        print_line(f, "total", t);
+        print_line(f, "total", t, t.extended);
         if (shards_.size() > 1)
             for (size_t i = 0; i < shards_.size(); ++i)
-                print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i]);
+                print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i], t.extended);
         return true;
     }
     std::string results_json() override {
         const Counts t = total();
-        nlohmann::json j = as_json(t);
+        nlohmann::json j = as_json(t, t.extended);
         j["line_size"] = line_size_;
         nlohmann::json per = nlohmann::json::array();
-        for (const Counts &c : shards_) per.push_back(as_json(c));
+        for (const Counts &c : shards_) per.push_back(as_json(c, t.extended));
         j["shards"] = per;
         return j.dump();
     }
 
 private:
+    // Marker categories of drcachesim's basic_counts, in its order.
+    enum Kind {
+        kTimestampCpu,
+        kKernelTransfer,
+        kHardwareTransfer,
+        kCoreIdle,
+        kCoreWait,
+        kFunctionId,
+        kFunctionRetaddr,
+        kFunctionArg,
+        kFunctionRetval,
+        kPhysical,
+        kPhysicalUnavailable,
+        kSyscall,
+        kBlockingSyscall,
+        kSkippedMemref,
+        kOther,
+        kNone,  // not counted: Sonde's thread bookkeeping, drmemtrace's folded branch targets
+        kKinds = kNone
+    };
+    static constexpr const char *kKindNames[kKinds] = {"timestamp_cpuid",
+                                                       "kernel_transfer",
+                                                       "hardware_transfer",
+                                                       "core_idle",
+                                                       "core_wait",
+                                                       "function_id",
+                                                       "function_return_address",
+                                                       "function_argument",
+                                                       "function_return_value",
+                                                       "physical_address",
+                                                       "physical_address_unavailable",
+                                                       "syscall",
+                                                       "blocking_syscall",
+                                                       "skipped_memref",
+                                                       "other"};
+
     struct Counts {
         uint64_t reads = 0, writes = 0, ifetches = 0, markers = 0, total = 0;
-        std::unordered_set<uint64_t> lines;
+        uint64_t non_fetched = 0, prefetches = 0, encodings = 0, icache_flushes = 0, dcache_flushes = 0;
+        uint64_t records = 0;
+        uint64_t shard_threads = 0;  // total only: the sum of the shards' thread counts
+        bool is_total = false;
+        bool extended = false;  // saw a kind or marker beyond the 1.0 ones
+        uint64_t kinds[kKinds] = {};
+        FlatSet lines;
+        FlatSet pcs;
+        FlatSet tids;
     };
+
+    static Kind kind_of(uint16_t marker) {
+        switch (marker) {
+            case SONDE_MARKER_TIMESTAMP:
+            case SONDE_MARKER_CPU_ID: return kTimestampCpu;
+            case SONDE_MARKER_THREAD_SWITCH:
+            case SONDE_MARKER_THREAD_ID:
+            case SONDE_MARKER_PROCESS_ID:
+            case SONDE_MARKER_THREAD_EXIT:
+            case SONDE_MARKER_BRANCH_TARGET:
+            case SONDE_MARKER_VIRTUAL_ADDRESS:
+            case SONDE_MARKER_DRMEMTRACE + 22:  // record ordinal
+                return kNone;
+            case SONDE_MARKER_KERNEL_EVENT:
+            case SONDE_MARKER_KERNEL_XFER: return kKernelTransfer;
+            case SONDE_MARKER_HARDWARE_EVENT:
+            case SONDE_MARKER_HARDWARE_CONTEXT_RETURN: return kHardwareTransfer;
+            case SONDE_MARKER_CORE_IDLE: return kCoreIdle;
+            case SONDE_MARKER_CORE_WAIT: return kCoreWait;
+            case SONDE_MARKER_FUNC_ID: return kFunctionId;
+            case SONDE_MARKER_FUNC_RETADDR: return kFunctionRetaddr;
+            case SONDE_MARKER_FUNC_ARG: return kFunctionArg;
+            case SONDE_MARKER_FUNC_RETVAL: return kFunctionRetval;
+            case SONDE_MARKER_PHYSICAL_ADDRESS: return kPhysical;
+            case SONDE_MARKER_PHYSICAL_ADDRESS_NOT_AVAILABLE: return kPhysicalUnavailable;
+            case SONDE_MARKER_SYSCALL: return kSyscall;
+            case SONDE_MARKER_MAYBE_BLOCKING_SYSCALL: return kBlockingSyscall;
+            case SONDE_MARKER_SKIPPED_MEMREF: return kSkippedMemref;
+            default: return kOther;
+        }
+    }
+
     void count(Counts *c, const sonde_memref_t &m) const {
+        ++c->records;
         switch (m.type) {
             case SONDE_MEMREF_READ: ++c->reads; break;
             case SONDE_MEMREF_WRITE: ++c->writes; break;
@@ -91,37 +172,122 @@ private:
                 ++c->reads;
                 ++c->writes;
                 break;
-            case SONDE_MEMREF_IFETCH: ++c->ifetches; break;
-            default: ++c->markers; return;
+            case SONDE_MEMREF_MARKER: {
+                ++c->markers;
+                const Kind k = kind_of(m.size);
+                if (k != kNone) ++c->kinds[k];
+                if (m.size > SONDE_MARKER_CPU_ID) c->extended = true;
+                if (m.size == SONDE_MARKER_THREAD_ID) c->tids.insert(m.address);
+                return;
+            }
+            case SONDE_MEMREF_INSTR_NO_FETCH:
+                ++c->non_fetched;
+                c->extended = true;
+                return;
+            case SONDE_MEMREF_INSTR_ENCODING:
+                ++c->encodings;
+                c->extended = true;
+                return;
+            case SONDE_MEMREF_INSTR_FLUSH:
+                ++c->icache_flushes;
+                c->extended = true;
+                return;
+            case SONDE_MEMREF_DATA_FLUSH:
+                ++c->dcache_flushes;
+                c->extended = true;
+                return;
+            default:
+                if (sonde_memref_type_is_instr(m.type)) {
+                    ++c->ifetches;
+                    c->pcs.insert(m.address);
+                    if (m.type != SONDE_MEMREF_IFETCH) c->extended = true;
+                    break;
+                }
+                if (sonde_memref_type_is_prefetch(m.type)) {
+                    ++c->prefetches;
+                    c->extended = true;
+                    return;
+                }
+                ++c->markers;  // a type this tool does not know counts as a marker, as in 1.0
+                return;
         }
         ++c->total;
         const uint64_t first = m.address >> line_bits_;
         const uint64_t last = (m.address + (m.size != 0 ? m.size - 1u : 0u)) >> line_bits_;
         for (uint64_t l = first; l <= last && l >= first; ++l) c->lines.insert(l);
     }
+    // Threads, as drcachesim counts them: in a shard the distinct thread ids (a shard with
+    // records but no thread id marker is one thread); in the total the sum over the shards, so
+    // one trace given twice as input has twice the threads.
+    static uint64_t threads(const Counts &c) {
+        if (c.is_total) return c.shard_threads;
+        if (c.tids.size() != 0) return c.tids.size();
+        return c.records != 0 ? 1 : 0;
+    }
     Counts total() const {
         Counts t;
+        t.is_total = true;
         for (const Counts &c : shards_) {
             t.reads += c.reads;
             t.writes += c.writes;
             t.ifetches += c.ifetches;
             t.markers += c.markers;
             t.total += c.total;
-            t.lines.insert(c.lines.begin(), c.lines.end());
+            t.non_fetched += c.non_fetched;
+            t.prefetches += c.prefetches;
+            t.encodings += c.encodings;
+            t.icache_flushes += c.icache_flushes;
+            t.dcache_flushes += c.dcache_flushes;
+            t.records += c.records;
+            t.extended = t.extended || c.extended;
+            for (int k = 0; k < kKinds; ++k) t.kinds[k] += c.kinds[k];
+            t.lines.insert_all(c.lines);
+            t.pcs.insert_all(c.pcs);
+            t.shard_threads += threads(c);
         }
         return t;
     }
-    static nlohmann::json as_json(const Counts &c) {
-        return {{"reads", c.reads},     {"writes", c.writes}, {"ifetches", c.ifetches},
-                {"markers", c.markers}, {"total", c.total},   {"distinct_lines", c.lines.size()}};
+    // The 1.0 keys always; drcachesim's categories when the run saw more than the 1.0 kinds
+    // (`extended`), so the output for a 1.0 input stays what it was.
+    static nlohmann::json as_json(const Counts &c, bool extended) {
+        nlohmann::json j = {{"reads", c.reads},     {"writes", c.writes}, {"ifetches", c.ifetches},
+                            {"markers", c.markers}, {"total", c.total},   {"distinct_lines", c.lines.size()}};
+        if (!extended) return j;
+        nlohmann::json kinds = nlohmann::json::object();
+        for (int k = 0; k < kKinds; ++k) kinds[kKindNames[k]] = c.kinds[k];
+        j["unique_ifetches"] = c.pcs.size();
+        j["non_fetched_ifetches"] = c.non_fetched;
+        j["prefetches"] = c.prefetches;
+        j["encodings"] = c.encodings;
+        j["icache_flushes"] = c.icache_flushes;
+        j["dcache_flushes"] = c.dcache_flushes;
+        j["threads"] = threads(c);
+        j["marker_kinds"] = kinds;
+        return j;
     }
-    static void print_line(FILE *f, const char *label, const Counts &c) {
+    static void print_line(FILE *f, const char *label, const Counts &c, bool extended) {
         std::fprintf(
             f,
             "  %-10s reads %llu, writes %llu, ifetches %llu, markers %llu, total %llu, distinct lines %zu\n",
             label, static_cast<unsigned long long>(c.reads), static_cast<unsigned long long>(c.writes),
             static_cast<unsigned long long>(c.ifetches), static_cast<unsigned long long>(c.markers),
             static_cast<unsigned long long>(c.total), c.lines.size());
+        if (!extended) return;
+        // drcachesim's categories, when the input has more than the 1.0 kinds.
+        std::fprintf(
+            f,
+            "  %-10s unique ifetches %zu, non-fetched %llu, prefetches %llu, encodings %llu, threads %llu, "
+            "flushes %llu/%llu (icache/dcache)\n",
+            "", c.pcs.size(), static_cast<unsigned long long>(c.non_fetched),
+            static_cast<unsigned long long>(c.prefetches), static_cast<unsigned long long>(c.encodings),
+            static_cast<unsigned long long>(threads(c)), static_cast<unsigned long long>(c.icache_flushes),
+            static_cast<unsigned long long>(c.dcache_flushes));
+        std::string kinds;
+        for (int k = 0; k < kKinds; ++k)
+            if (c.kinds[k] != 0)
+                kinds += (kinds.empty() ? "" : ", ") + std::string(kKindNames[k]) + " " +
+                         std::to_string(c.kinds[k]);
+        if (!kinds.empty()) std::fprintf(f, "  %-10s markers: %s\n", "", kinds.c_str());
     }
 
     uint64_t line_size_ = 64;
@@ -164,6 +330,25 @@ sonde_status_t create_builtin_tool(const std::string &name, const std::string &o
         return SONDE_STATUS_SUCCESS;
     }
     return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+}
+
+std::string take_model(const std::string &options, std::string *rest) {
+    std::string model;
+    rest->clear();
+    size_t pos = 0;
+    while (pos <= options.size()) {
+        size_t end = options.find(',', pos);
+        if (end == std::string::npos) end = options.size();
+        const std::string item = options.substr(pos, end - pos);
+        pos = end + 1;
+        if (item.compare(0, 6, "model=") == 0) {
+            model = item.substr(6);
+        } else if (!item.empty()) {
+            if (!rest->empty()) *rest += ',';
+            *rest += item;
+        }
+    }
+    return model;
 }
 
 std::string builtin_tool_names() {
