@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/builtin_tools.h"
+#include "analysis/seen_blocks.h"
 
 namespace sonde::analysis {
 
@@ -124,43 +125,6 @@ std::vector<LevelConfig> parse_config(const std::string &text) {
     for (size_t i = first; i < levels.size(); ++i) levels[i].role = Role::unified;
     return levels;
 }
-
-// The blocks a cache has ever held, for compulsory misses: a bitmap per region of 32768
-// blocks, found through a hash map with the last region cached (misses have locality). Cost
-// per call: a compare and a bit test; a map lookup when a region is not among the 16 recent
-// ones; one 4 KiB
-// allocation per new region.
-class SeenBlocks {
-public:
-    // True when `block` was not seen before (and marks it seen).
-    bool insert(uint64_t block) {
-        const uint64_t region = block >> kRegionBits;
-        Recent &r = recent_[region & (kRecent - 1)];
-        if (r.bits == nullptr || r.region != region) {
-            std::unique_ptr<uint64_t[]> &bits = regions_[region];
-            if (!bits) bits.reset(new uint64_t[kWords]());
-            r.bits = bits.get();
-            r.region = region;
-        }
-        const uint64_t bit = block & ((uint64_t(1) << kRegionBits) - 1);
-        uint64_t &word = r.bits[bit >> 6];
-        const uint64_t mask = uint64_t(1) << (bit & 63);
-        if (word & mask) return false;
-        word |= mask;
-        return true;
-    }
-
-private:
-    static constexpr unsigned kRegionBits = 15;
-    static constexpr size_t kWords = (size_t(1) << kRegionBits) / 64;
-    static constexpr size_t kRecent = 16;  // direct-mapped cache of region bitmaps
-    struct Recent {
-        uint64_t region = 0;
-        uint64_t *bits = nullptr;
-    };
-    std::unordered_map<uint64_t, std::unique_ptr<uint64_t[]>> regions_;
-    Recent recent_[kRecent];
-};
 
 // One cache. Tags are block numbers; kEmpty marks an unused way.
 class Cache {
@@ -382,7 +346,12 @@ private:
 }  // namespace
 
 std::unique_ptr<sonde::tool> make_cache_sim(const std::string &options) {
-    return std::make_unique<CacheSim>(options);
+    std::string rest;
+    const std::string model = take_model(options, &rest);
+    if (model == "drcachesim") return make_cache_sim_drcachesim(rest);
+    if (!model.empty() && model != "cachegrind")
+        throw std::invalid_argument("unknown model '" + model + "' (cachegrind, drcachesim)");
+    return std::make_unique<CacheSim>(model.empty() ? options : rest);
 }
 
 }  // namespace sonde::analysis
