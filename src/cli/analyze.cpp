@@ -121,6 +121,8 @@ int sonde_cli_analyze(int argc, char **argv) {
     uint64_t sample_size = 0;
     bool per_shard = false;
     std::string json_path;
+    std::string cache_model = "cachegrind";
+    std::string reuse_model = "gem5";
     app.add_option("INPUT", inputs, "Trace files (or drmemtrace directories)")->required();
     app.add_option("--format", format, "Input format")
         ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}))
@@ -143,12 +145,21 @@ int sonde_cli_analyze(int argc, char **argv) {
         ->excludes(rate);
     app.add_flag("--per-shard", per_shard, "reuse_distance: also one stack per shard (\"shards\" in JSON)");
     app.add_option("--json", json_path, "Also write the results as JSON to this file");
+    app.add_option("--cache-model", cache_model,
+                   "cache_sim: cachegrind (default; --cache gives the levels) or drcachesim (DynamoRIO's "
+                   "hierarchy; --cache gives KEY=VALUE options)")
+        ->check(CLI::IsMember({"cachegrind", "drcachesim"}));
+    app.add_option("--reuse-model", reuse_model,
+                   "reuse_distance: gem5 (default: data references, one global stack) or drcachesim "
+                   "(instructions too, one stack per thread)")
+        ->check(CLI::IsMember({"gem5", "drcachesim"}));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
         return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2, --help 0
     }
-    if (tools.empty()) tools.push_back(cache.empty() ? "basic_counts" : "cache_sim");
+    if (tools.empty())
+        tools.push_back(cache.empty() && cache_model == "cachegrind" ? "basic_counts" : "cache_sim");
 
     sonde_analyzer_t *a = nullptr;
     sonde_status_t st = sonde_analyzer_create(&a);
@@ -161,17 +172,22 @@ int sonde_cli_analyze(int argc, char **argv) {
             st = sonde_analyzer_load_tool(a, t.c_str(), nullptr);
         } else {
             std::string options;
-            if (t == "cache_sim") options = cache;
+            if (t == "cache_sim")
+                options = cache_model == "drcachesim"
+                              ? "model=drcachesim" + (cache.empty() ? "" : "," + cache)
+                              : cache;
             if (t == "basic_counts" && line_size != 0) options = "line_size=" + std::to_string(line_size);
             if (t == "reuse_distance") {
                 // --jobs drives its parallel exact mode: it needs one global stack, so the run is serial.
                 char rate_text[64];
                 std::snprintf(rate_text, sizeof rate_text, "%.17g", sample_rate);
                 options = "line_size=" + std::to_string(line_size != 0 ? line_size : 64);
+                if (reuse_model == "drcachesim") options += ",model=drcachesim";
                 if (sample_rate > 0) options += std::string(",sample_rate=") + rate_text;
                 if (sample_size > 0) options += ",sample_size=" + std::to_string(sample_size);
-                if (jobs > 1) options += ",jobs=" + std::to_string(jobs);
-                if (per_shard) options += ",per_shard=1";
+                // The drcachesim model keeps a stack per shard: --jobs is its parallel workers only.
+                if (jobs > 1 && reuse_model == "gem5") options += ",jobs=" + std::to_string(jobs);
+                if (per_shard && reuse_model == "gem5") options += ",per_shard=1";
             }
             st = sonde_analyzer_add_tool(a, t.c_str(), options.c_str());
         }
