@@ -3,7 +3,10 @@
 #   1. sessions and buffers: four threads emitting, what the callback received, buffer stats;
 #   2. trace analysis: a live session recorded to a Sonde trace, analysed by the built-in tools
 #      and an external tool plugin; the real gzip trace through cachegrind's cache hierarchy and
-#      through the exact reuse-distance tool (gem5 StackDistCalc semantics).
+#      through the exact reuse-distance tool (gem5 StackDistCalc semantics);
+#   3. client plugins on an instrumented program (installed clients given by name), then its
+#      call graph recorded with `sonde record`, read back with Python ctypes, reported as text,
+#      a call tree and an HTML page, and exported for Perfetto UI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -37,7 +40,20 @@ fi
 
 echo
 echo "== 6. Client plugins on a -finstrument-functions program (examples/clients/)"
-"$sonde" run --client "build/examples/call_counter.so=out=$tmp/calls.txt" \
-  --client build/examples/class_filter.so=class=geo::Circle -- build/examples/shapes 3
+"$sonde" run --client "call_counter=out=$tmp/calls.txt" \
+  --client class_filter=class=geo::Circle -- build/examples/shapes 3
 echo "calls per method (call_counter, first lines):"
 head -n 5 "$tmp/calls.txt"
+
+echo
+echo "== 7. Record the call graph of the same program and read the trace back (docs/recording.md)"
+"$sonde" record -o "$tmp/shapes.trace" -- build/examples/shapes 3
+echo "calls per function, from the trace with Python ctypes (first lines):"
+SONDE_LIBRARY=build/libsonde.so.1 python3 examples/python/sonde_trace.py "$tmp/shapes.trace" | head -n 5
+
+echo
+echo "== 8. Report it: functions by self time, the call tree, an HTML page and a chrome export"
+"$sonde" report "$tmp/shapes.trace" --html "$tmp/shapes.html" | head -n 8
+"$sonde" report "$tmp/shapes.trace" --tree --depth 3 | head -n 8
+"$sonde" export "$tmp/shapes.trace" --format chrome -o "$tmp/shapes.chrome.json"
+echo "(open $tmp/shapes.html in a browser; load $tmp/shapes.chrome.json in Perfetto UI or speedscope)"

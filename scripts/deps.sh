@@ -7,6 +7,7 @@ SONDE_PACKAGES=(
   libzip-dev zlib1g-dev liblz4-dev
   libdw-dev libelf-dev doxygen abigail-tools clang-format
   liblttng-ust-dev lttng-tools uftrace valgrind
+  chromium nodejs
 )
 
 sonde_install_deps() {
@@ -23,4 +24,21 @@ sonde_install_deps() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# speedscope, the flame-graph viewer that the browser tests of tests/report load Sonde's exports
+# into, from npm into node_modules/ at the source root (git-ignored); skipped when present.
+sonde_install_speedscope() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  [ -f "$root/node_modules/speedscope/dist/release/index.html" ] && return 0
+  if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null || true
+  fi
+  if ! command -v npm >/dev/null; then
+    echo "npm is missing: the speedscope browser test will be skipped" >&2
+    return 0
+  fi
+  echo "installing speedscope into $root/node_modules"
+  npm install --prefix "$root" --no-save --no-package-lock --no-audit --no-fund speedscope@1.25.0 >/dev/null
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole suite: installs missing Debian packages (as root), then builds and tests
+# The whole suite: installs missing Debian packages (as root) and speedscope (npm, into
+# node_modules/), then builds and tests
 #   build/        gcc, -Werror, every test (cmocka, Python, ABI guards, examples)
 #   build-asan/   gcc, AddressSanitizer + UndefinedBehaviorSanitizer, every C test
 #   build-tsan/   gcc, ThreadSanitizer, the concurrency tests (suite 'stress')
@@ -9,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 sonde_install_deps
+sonde_install_speedscope
 
 JOBS=${SONDE_JOBS:-$(nproc)}
 setup() {  # dir, options...

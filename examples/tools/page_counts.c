@@ -2,7 +2,9 @@
  * pages. Build it as a shared object and load it with
  *     sonde analyze TRACE --tool ./page_counts.so
  * It talks to Sonde only through the sonde_tool_ops_t table it returns from sonde_tool_create
- * (it never links libsonde). Options: "page_size=N" (a power of two, default 4096).
+ * (it never links libsonde). Options: "page_size=N" (a power of two, default 4096). An access
+ * counts for the page of its first byte, whatever its size, so no address or size can make it
+ * loop.
  *
  * Serial mode keeps one table; parallel mode gives each shard its own table (a shard's
  * functions run on one worker, so no locking) and merges them in parallel_shard_exit under a
@@ -17,8 +19,8 @@
 #include <sonde/analysis.h>
 
 typedef struct page_t {
-    uint64_t page; /* page number + 1; 0 marks a free slot */
-    uint64_t count;
+    uint64_t page;  /* page number: any value, up to 2^64 - 1 with 1-byte pages */
+    uint64_t count; /* 0 marks a free slot: a page in the table has at least one access */
 } page_t;
 
 typedef struct table_t {
@@ -41,20 +43,19 @@ static bool table_add(table_t *t, uint64_t page, uint64_t count) {
         page_t *slots = calloc(cap, sizeof *slots);
         if (slots == NULL) return false;
         for (size_t i = 0; i < t->capacity; ++i) {
-            if (t->slots[i].page == 0) continue;
+            if (t->slots[i].count == 0) continue;
             size_t j = (size_t)(t->slots[i].page * 0x9E3779B97F4A7C15ull) & (cap - 1);
-            while (slots[j].page != 0) j = (j + 1) & (cap - 1);
+            while (slots[j].count != 0) j = (j + 1) & (cap - 1);
             slots[j] = t->slots[i];
         }
         free(t->slots);
         t->slots = slots;
         t->capacity = cap;
     }
-    const uint64_t key = page + 1;
-    size_t j = (size_t)(key * 0x9E3779B97F4A7C15ull) & (t->capacity - 1);
-    while (t->slots[j].page != 0 && t->slots[j].page != key) j = (j + 1) & (t->capacity - 1);
-    if (t->slots[j].page == 0) {
-        t->slots[j].page = key;
+    size_t j = (size_t)(page * 0x9E3779B97F4A7C15ull) & (t->capacity - 1);
+    while (t->slots[j].count != 0 && t->slots[j].page != page) j = (j + 1) & (t->capacity - 1);
+    if (t->slots[j].count == 0) {
+        t->slots[j].page = page;
         ++t->used;
     }
     t->slots[j].count += count;
@@ -99,7 +100,7 @@ static bool pt_shard_exit(void *data, void *shard_data) {
     bool ok = true;
     pthread_mutex_lock(&tool->lock);
     for (size_t i = 0; i < t->capacity && ok; ++i)
-        if (t->slots[i].page != 0) ok = table_add(&tool->total, t->slots[i].page - 1, t->slots[i].count);
+        if (t->slots[i].count != 0) ok = table_add(&tool->total, t->slots[i].page, t->slots[i].count);
     pthread_mutex_unlock(&tool->lock);
     free(t->slots);
     free(t);
@@ -124,7 +125,7 @@ static page_t *sorted_pages(const page_tool_t *tool) {
     if (pages == NULL) return NULL;
     size_t n = 0;
     for (size_t i = 0; i < tool->total.capacity; ++i)
-        if (tool->total.slots[i].page != 0) pages[n++] = tool->total.slots[i];
+        if (tool->total.slots[i].count != 0) pages[n++] = tool->total.slots[i];
     qsort(pages, n, sizeof *pages, by_count);
     return pages;
 }
@@ -133,10 +134,10 @@ static bool pt_print_results(void *data, void *stream) {
     page_tool_t *tool = data;
     page_t *pages = sorted_pages(tool);
     if (pages == NULL) return false;
-    fprintf(stream, "page_counts: %zu pages of %u bytes touched; busiest:\n", tool->total.used,
-            1u << tool->page_bits);
+    fprintf(stream, "page_counts: %zu pages of %" PRIu64 " bytes touched; busiest:\n", tool->total.used,
+            (uint64_t)1 << tool->page_bits);
     for (size_t i = 0; i < tool->total.used && i < 5; ++i)
-        fprintf(stream, "  0x%" PRIx64 "  %" PRIu64 " accesses\n", (pages[i].page - 1) << tool->page_bits,
+        fprintf(stream, "  0x%" PRIx64 "  %" PRIu64 " accesses\n", pages[i].page << tool->page_bits,
                 pages[i].count);
     free(pages);
     return true;
@@ -146,17 +147,19 @@ static const char *pt_results_json(void *data) {
     page_tool_t *tool = data;
     page_t *pages = sorted_pages(tool);
     free(tool->json);
-    tool->json = malloc(128 + 64 * 5);
+    const size_t cap = 128 + 80 * 5;
+    tool->json = malloc(cap);
     if (pages == NULL || tool->json == NULL) {
         free(pages);
         return "{}";
     }
-    int len = sprintf(tool->json, "{\"page_size\": %u, \"pages\": %zu, \"busiest\": [", 1u << tool->page_bits,
-                      tool->total.used);
+    int len = snprintf(tool->json, cap, "{\"page_size\": %" PRIu64 ", \"pages\": %zu, \"busiest\": [",
+                       (uint64_t)1 << tool->page_bits, tool->total.used);
     for (size_t i = 0; i < tool->total.used && i < 5; ++i)
-        len += sprintf(tool->json + len, "%s{\"page\": %" PRIu64 ", \"accesses\": %" PRIu64 "}",
-                       i ? ", " : "", (pages[i].page - 1) << tool->page_bits, pages[i].count);
-    sprintf(tool->json + len, "]}");
+        len += snprintf(tool->json + len, cap - (size_t)len,
+                        "%s{\"page\": %" PRIu64 ", \"accesses\": %" PRIu64 "}", i ? ", " : "",
+                        pages[i].page << tool->page_bits, pages[i].count);
+    snprintf(tool->json + len, cap - (size_t)len, "]}");
     free(pages);
     return tool->json;
 }
@@ -191,8 +194,10 @@ SONDE_EXPORT sonde_status_t sonde_tool_create(const char *options, const sonde_t
     };
     unsigned long page_size = 4096;
     if (options != NULL && options[0] != '\0') {
-        if (sscanf(options, "page_size=%lu", &page_size) != 1 || page_size == 0 ||
-            (page_size & (page_size - 1)) != 0)
+        int used = 0;
+        if (strncmp(options, "page_size=", 10) != 0 || options[10] < '0' || options[10] > '9' ||
+            sscanf(options, "page_size=%lu%n", &page_size, &used) != 1 || options[used] != '\0' ||
+            page_size == 0 || (page_size & (page_size - 1)) != 0)
             return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
     page_tool_t *tool = calloc(1, sizeof *tool);

@@ -155,7 +155,8 @@ SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, con
  *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (ops struct_size smaller than
  *         SONDE_TOOL_OPS_MIN_SIZE),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (reserved field set or ops larger with unknown parts),
- *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name, or no memref function),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name, a name already added or reserved:
+ *         "inputs", "warnings"; or no memref function),
  *         SONDE_STATUS_ERROR_TOOL (sonde_tool_create failed), SONDE_STATUS_ERROR_PHASE_FAILURE,
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. sonde_analyzer_error() says why.
  */
@@ -170,7 +171,8 @@ SONDE_API sonde_status_t sonde_analyzer_load_tool(sonde_analyzer_t *analyzer, co
  * @param tool_data Passed to every function of the table.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI, SONDE_STATUS_ERROR_NOT_SUPPORTED,
- *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name or no memref function),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name, a name already added or reserved:
+ *         "inputs", "warnings"; or no memref function),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  */
 SONDE_API sonde_status_t sonde_analyzer_add_tool_ops(sonde_analyzer_t *analyzer,
@@ -196,6 +198,9 @@ SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, 
 
 /**
  * @brief Opens an input trace; its shards follow those of earlier inputs in the numbering.
+ * The file is opened once: a pipe or FIFO (bash's <(zstdcat t.zst), /dev/stdin) works for
+ * lackey and raw64 input, with or without an explicit format; a Sonde trace needs a seekable
+ * file. A truncated Sonde trace opens (recovered); sonde_analyzer_input_warnings() says so.
  * @param analyzer The analyzer.
  * @param path The file, or (since 1.2) a drmemtrace trace directory.
  * @param format A sonde_trace_format_value.
@@ -206,6 +211,31 @@ SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, 
  */
 SONDE_API sonde_status_t sonde_analyzer_add_input(sonde_analyzer_t *analyzer, const char *path,
                                                   uint32_t format);
+
+/**
+ * @brief What the analyzer found when it opened input @p input (and, after a run, when it read
+ * it): whether the input is complete, and the warnings of its reader.
+ *
+ * An input is incomplete when it was not read as written: a Sonde trace whose writer did not
+ * finish (no footer or index), recovered by scanning its complete chunks. Its warnings say what
+ * was lost, e.g. "FILE: no footer (the writer did not finish)" and "FILE: recovered 3 complete
+ * chunks (1500 records) by scanning; truncated chunk at offset 52311 (812 of 1650 bytes)".
+ * After a successful run, an input that gave no record has the warning "FILE: no records".
+ * The same appear in sonde_analyzer_results_json() under "inputs" and "warnings".
+ * @param analyzer The analyzer.
+ * @param input Input number: 0 for the first sonde_analyzer_add_input() that succeeded, 1 for
+ *        the next, and so on (memory shards are not inputs).
+ * @param[out] complete Optional: false when the input was recovered.
+ * @param[out] warnings Optional: the warnings, one per line, "" when there are none; owned by
+ *        the analyzer and valid until its next sonde_analyzer_add_input(), sonde_analyzer_run()
+ *        or sonde_analyzer_destroy().
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no such input; sonde_analyzer_error() says so).
+ *         One thread at a time per analyzer.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_analyzer_input_warnings(const sonde_analyzer_t *analyzer, uint32_t input,
+                                                       bool *complete, const char **warnings);
 
 /**
  * @brief Adds one in-memory shard. The records are borrowed (not copied) and must stay valid
@@ -231,7 +261,9 @@ SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analy
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (serial run and a tool has no serial memref function),
  *         SONDE_STATUS_ERROR_TOOL (a tool failed), SONDE_STATUS_ERROR_IO / _FORMAT (an input
  *         failed part-way), SONDE_STATUS_ERROR_PHASE_FAILURE (second call),
- *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. sonde_analyzer_error() says why.
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (also, up front, a serial run whose inputs' decode
+ *         buffers would exceed the readers' memory budget; the message says what it would need).
+ *         sonde_analyzer_error() says why.
  */
 SONDE_API sonde_status_t sonde_analyzer_run(sonde_analyzer_t *analyzer);
 
@@ -264,7 +296,11 @@ SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer
 
 /**
  * @brief The results of every tool as one JSON object, a key per tool name (tools without
- * results_json() give {}).
+ * results_json() are left out), plus, when file inputs were added (sonde_analyzer_add_input()),
+ * two keys of the analyzer's own: "inputs", an array with
+ * one object per file input, {"path": ..., "format": "sonde" | "lackey" | "raw64",
+ * "complete": true | false, "warnings": [...]}, and "warnings", every input's warnings in one
+ * array of strings (see sonde_analyzer_input_warnings()). Tools cannot take these two names.
  * @param analyzer The analyzer.
  * @param[out] buffer Room for @p size bytes (may be NULL when size is 0); NUL-terminated.
  * @param size Bytes available.

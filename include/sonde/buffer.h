@@ -27,10 +27,13 @@ SONDE_BEGIN_DECLS
  * @param buffer The buffer.
  * @param user_data The pointer given to ::sonde_create_buffer.
  *
- * The span is valid only during the call. The callback may call any Sonde function except
- * ::sonde_flush_data, ::sonde_stop_session, ::sonde_destroy_buffer, ::sonde_destroy_session
- * and ::sonde_finalize on its own buffer's session (they answer SONDE_STATUS_ERROR_IN_CALLBACK).
- * Emitting into its own buffer from the callback never waits: it drops and counts if full.
+ * The span is valid only during the call. From inside any buffer callback, whichever buffer
+ * and session they name, ::sonde_flush_data, ::sonde_stop_session, ::sonde_destroy_buffer,
+ * ::sonde_destroy_session and ::sonde_finalize do nothing and answer
+ * SONDE_STATUS_ERROR_IN_CALLBACK (each would wait for deliveries, the running one among them).
+ * Every other Sonde function may be called. Emitting into the callback's own buffer never
+ * waits, whatever its policy: when no chunk is free the record is dropped and counted.
+ * Emitting into another LOSSLESS buffer may wait up to that buffer's lossless timeout.
  */
 typedef void (*sonde_buffer_callback_t)(const sonde_record_header_t *begin,
                                         const sonde_record_header_t *end,
@@ -168,7 +171,8 @@ SONDE_API sonde_status_t sonde_destroy_buffer(sonde_session_id_t session, sonde_
  * @param size Payload bytes.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE (nothing recorded),
  *         SONDE_STATUS_ERROR_BUFFER_FULL (dropped and counted), SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
- *         SONDE_STATUS_ERROR_NOT_INITIALIZED, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_NOT_INITIALIZED (also at once in the child of a fork(), see
+ *         session.h), SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (kind, or size larger than a chunk allows),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (a reservation of this thread is open),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.

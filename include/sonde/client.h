@@ -84,8 +84,23 @@ enum sonde_event {
     SONDE_EVENT_USER_MARK = 11,      /**< USER: a mark with a text and an optional payload. */
     SONDE_EVENT_USER_RANGE_PUSH = 12, /**< USER: a named range opens on the calling thread. */
     SONDE_EVENT_USER_RANGE_POP = 13, /**< USER: the innermost range of the calling thread closes (NAME is its text). */
-    SONDE_EVENT_COUNT = 14           /**< Number of events in this version. */
+    /**
+     * CALL_GRAPH: a method is seen for the first time, once per method and process, before its
+     * first METHOD_ENTER on any thread (METHOD_ID, MODULE_ID, ADDRESS, SIZE, NAME: its short
+     * name, THREAD_ID and TIMESTAMP of the thread that first called it). Sent to the clients
+     * whose filters accept the method, one at a time (like filters, with Sonde's registry
+     * lock held: data requests work, other threads' first calls wait). A library older than
+     * 1.2 answers INVALID_ARGUMENT to its registration. @since 1.2
+     */
+    SONDE_EVENT_NEW_METHOD = 14,
+    SONDE_EVENT_COUNT = 15 /**< Number of events in this version; grows as events are appended (1.1 had ::SONDE_EVENT_COUNT_1_1). */
 };
+
+/**
+ * @brief Number of events in version 1.1 (RUNTIME_INIT..USER_RANGE_POP): what a client built
+ * against 1.1 knows. Pinned, unlike ::SONDE_EVENT_COUNT. @since 1.2
+ */
+#define SONDE_EVENT_COUNT_1_1 14u
 
 /**
  * @brief Data items: a bitset used three ways: what an observer asks for, what a data request

@@ -22,6 +22,12 @@
  *
  * None of these functions needs ::sonde_initialize, except ::sonde_profile_array_emit which
  * emits into a Sonde buffer.
+ *
+ * Shared buffers and other processes: a memfd region is sealed against shrinking. A file
+ * region can be cut by any process that may write it; every function that touches the region
+ * (except the inline helpers and pointers already handed out) first checks the file size and
+ * answers SONDE_STATUS_ERROR_FORMAT instead of faulting. A cut that races such a call, between
+ * the check and the access, can still raise SIGBUS (see docs/robustness.md).
  */
 #ifndef SONDE_PROFILE_H
 #define SONDE_PROFILE_H
@@ -110,7 +116,8 @@ typedef struct sonde_profile_view_t {
 
 /* ---------------------------------------------------------------------------------------- */
 /* Hot-path helpers. They check nothing: `record` must be below num_records, `bucket` at most */
-/* bucket_mask, `field_offset + 8` at most record_size and the field 8-byte aligned.         */
+/* bucket_mask, `field_offset + 8` at most record_size and the field 8-byte aligned. Nor do  */
+/* they check a shared file's size: a file another process cut makes them fault (SIGBUS).    */
 /* ---------------------------------------------------------------------------------------- */
 
 /**
@@ -275,14 +282,16 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_with_allocator(
  * The region starts with a ::sonde_profile_shared_header_t and a directory of the allocated
  * arrays (SONDE_PROFILE_SHARED_HEADER_SIZE bytes), followed by `size` bytes for arrays.
  * The file is created (or truncated) with mode 0600, sized and mapped MAP_SHARED; Sonde never
- * unlinks it. With `path` NULL the region is an anonymous memfd; ::sonde_profile_buffer_fd
- * gives its descriptor (close-on-exec; another process opens it as /proc/PID/fd/FD).
+ * unlinks it. With `path` NULL the region is an anonymous memfd, sealed with F_SEAL_SHRINK
+ * so that no process can make it smaller (ftruncate to a smaller size fails with EPERM;
+ * growing is allowed); ::sonde_profile_buffer_fd gives its descriptor (close-on-exec; another
+ * process opens it as /proc/PID/fd/FD).
  * @param path File to create, or NULL for a memfd.
  * @param size Bytes for arrays, at least 1.
  * @param[out] out The new buffer.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (size 0 or too large),
- *         SONDE_STATUS_ERROR_IO (open, memfd_create, ftruncate or mmap failed),
+ *         SONDE_STATUS_ERROR_IO (open, memfd_create, ftruncate, sealing or mmap failed),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
  */
@@ -341,7 +350,10 @@ SONDE_API sonde_status_t sonde_profile_buffer_fd(const sonde_profile_buffer_t *p
  * @param[out] count Published directory entries.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not a profile buffer),
- *         SONDE_STATUS_ERROR_NOT_SUPPORTED (not a shared buffer).
+ *         SONDE_STATUS_ERROR_NOT_SUPPORTED (not a shared buffer),
+ *         SONDE_STATUS_ERROR_FORMAT (a shared buffer whose file another process cut below
+ *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
+ *         failed).
  * Thread-safe (reads the published count).
  */
 SONDE_API sonde_status_t sonde_profile_buffer_num_arrays(const sonde_profile_buffer_t *pb,
@@ -383,8 +395,9 @@ SONDE_API sonde_status_t sonde_profile_array_create(uint32_t record_size, uint32
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not a profile buffer, index not below the
  *         published count), SONDE_STATUS_ERROR_NOT_SUPPORTED (not a shared buffer),
- *         SONDE_STATUS_ERROR_FORMAT (entry geometry invalid or outside the region),
- *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ *         SONDE_STATUS_ERROR_FORMAT (entry geometry invalid or outside the region, or the file
+ *         was cut below the mapped size or cut and grown back),
+ *         SONDE_STATUS_ERROR_IO (fstat of the file failed), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
  */
 SONDE_API sonde_status_t sonde_profile_array_open(sonde_profile_buffer_t *pb, uint32_t index,
@@ -407,7 +420,10 @@ SONDE_API void sonde_profile_array_destroy(sonde_profile_array_t *arr);
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (buffer opened with ::sonde_profile_buffer_open_shared),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (no room, or the allocator returned false),
  *         SONDE_STATUS_ERROR_LIMIT (shared directory full),
- *         SONDE_STATUS_ERROR (the allocator returned a misaligned or out-of-range offset).
+ *         SONDE_STATUS_ERROR (the allocator returned a misaligned or out-of-range offset),
+ *         SONDE_STATUS_ERROR_FORMAT (a shared buffer whose file another process cut below
+ *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
+ *         failed).
  * Thread-safe for different arrays; do not allocate one array from two threads at once.
  */
 SONDE_API sonde_status_t sonde_profile_array_allocate(sonde_profile_array_t *arr,
@@ -419,7 +435,10 @@ SONDE_API sonde_status_t sonde_profile_array_allocate(sonde_profile_array_t *arr
  * @param pb The buffer the array is allocated in.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array, not a buffer, or not the buffer
- *         the array is allocated in), SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
+ *         the array is allocated in), SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated),
+ *         SONDE_STATUS_ERROR_FORMAT (a shared buffer whose file another process cut below
+ *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
+ *         failed).
  * Races with writers of the array (their updates may survive or be lost).
  */
 SONDE_API sonde_status_t sonde_profile_array_initialize(const sonde_profile_array_t *arr,
@@ -437,7 +456,10 @@ SONDE_API sonde_status_t sonde_profile_array_initialize(const sonde_profile_arra
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer, num_records
  *         0, range past the last record, bucket out of range),
- *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated),
+ *         SONDE_STATUS_ERROR_FORMAT (a shared buffer whose file another process cut below
+ *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
+ *         failed).
  * Thread-safe; racing writers: see ::sonde_profile_array_snapshot.
  */
 SONDE_API sonde_status_t sonde_profile_array_read(const sonde_profile_array_t *arr,
@@ -523,13 +545,17 @@ SONDE_API uint32_t sonde_profile_array_thread_bucket(const sonde_profile_array_t
 
 /**
  * @brief Address of `record` in the calling thread's bucket.
- * @param[out] record_ptr The address (valid while the buffer lives).
+ * @param[out] record_ptr The address (valid while the buffer lives; nothing checks a shared
+ *        file's size when the pointer is used).
  * @param arr The array.
  * @param pb The buffer the array is allocated in.
  * @param record Record number, below num_records.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer, record out
- *         of range), SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
+ *         of range), SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated),
+ *         SONDE_STATUS_ERROR_FORMAT (a shared buffer whose file another process cut below
+ *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
+ *         failed).
  * Thread-safe.
  */
 SONDE_API sonde_status_t sonde_profile_array_thread_record(const sonde_profile_array_t *arr,
@@ -545,7 +571,12 @@ SONDE_API sonde_status_t sonde_profile_array_thread_record(const sonde_profile_a
  *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size smaller than
  *         ::SONDE_PROFILE_VIEW_SIZE_1_0),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer),
- *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated),
+ *         SONDE_STATUS_ERROR_FORMAT (a shared buffer whose file another process cut below
+ *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
+ *         failed).
+ * The inline helpers that use the view check nothing: a shared file cut after this call
+ * makes them fault.
  * Thread-safe.
  */
 SONDE_API sonde_status_t sonde_profile_array_view(const sonde_profile_array_t *arr,
@@ -565,7 +596,10 @@ SONDE_API sonde_status_t sonde_profile_array_view(const sonde_profile_array_t *a
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer, record out
  *         of range, field not inside the record, or not 8-byte aligned in the buffer),
- *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated),
+ *         SONDE_STATUS_ERROR_FORMAT (a shared buffer whose file another process cut below
+ *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
+ *         failed).
  * Thread-safe.
  */
 SONDE_API sonde_status_t sonde_profile_array_sum_u64(const sonde_profile_array_t *arr,
@@ -588,7 +622,10 @@ SONDE_API sonde_status_t sonde_profile_array_sum_u64(const sonde_profile_array_t
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated),
- *         SONDE_STATUS_ERROR_BUFFER_TOO_SHORT (nothing written).
+ *         SONDE_STATUS_ERROR_BUFFER_TOO_SHORT (nothing written),
+ *         SONDE_STATUS_ERROR_FORMAT (a shared buffer whose file another process cut below
+ *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
+ *         failed) (nothing written).
  * Thread-safe.
  */
 SONDE_API sonde_status_t sonde_profile_array_snapshot(const sonde_profile_array_t *arr,
@@ -636,7 +673,11 @@ SONDE_API sonde_status_t sonde_profile_array_snapshot(const sonde_profile_array_
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array or buffer, other buffer, unknown
  *         flags, record_size not a multiple of 8 or above 512 KiB, num_thread_buckets above
  *         65535 without SONDE_PROFILE_EMIT_SUMMED), SONDE_STATUS_ERROR_PHASE_FAILURE (not
- *         allocated), SONDE_STATUS_ERROR_OUT_OF_MEMORY, or the first failure of ::sonde_emit
+ *         allocated),
+ *         SONDE_STATUS_ERROR_FORMAT (a shared buffer whose file another process cut below
+ *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
+ *         failed) (checked once, before the first record),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY, or the first failure of ::sonde_emit
  *         (e.g. SONDE_STATUS_ERROR_NOT_INITIALIZED, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
  *         SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE, SONDE_STATUS_ERROR_BUFFER_FULL), after which
  *         no more records are emitted.

@@ -5,6 +5,17 @@
  * A session groups buffers. While a session is started, records emitted into its buffers are
  * collected; while it is stopped, emitting costs a few instructions and records nothing.
  * All functions here are thread-safe unless noted.
+ *
+ * fork(): the child of a process that initialised Sonde starts with Sonde not initialised.
+ * The parent's sessions and buffers are the parent's: in the child every call that needs the
+ * runtime (::sonde_emit, ::sonde_emit_timestamped, ::sonde_reserve, ::sonde_commit,
+ * ::sonde_flush_data, ::sonde_create_session, ::sonde_start_session, ::sonde_stop_session,
+ * ::sonde_destroy_session, ::sonde_create_buffer, ::sonde_destroy_buffer,
+ * ::sonde_get_buffer_stats, ::sonde_finalize, ...) answers SONDE_STATUS_ERROR_NOT_INITIALIZED
+ * at once, instead of waiting for a delivery thread that the child does not have, and nothing
+ * the parent emitted is ever delivered in the child. The child may call ::sonde_initialize to
+ * get a runtime of its own; the parent's ids stay stale there (SESSION_NOT_FOUND,
+ * BUFFER_NOT_FOUND). The parent is unaffected. See docs/robustness.md.
  */
 #ifndef SONDE_SESSION_H
 #define SONDE_SESSION_H
@@ -18,8 +29,13 @@ SONDE_BEGIN_DECLS
  * @brief Initialises the runtime: starts the delivery thread and calibrates the clock.
  *
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_ALREADY_INITIALIZED (nothing changed),
- *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
- * Thread-safe; may be called again after ::sonde_finalize (old ids stay invalid).
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (nothing initialised, also when a client could not
+ *         take the new runtime in), SONDE_STATUS_ERROR (a client failed otherwise; nothing
+ *         initialised), SONDE_STATUS_ERROR_IN_CALLBACK (called from a buffer callback while
+ *         ::sonde_finalize is under way; nothing done).
+ * Thread-safe (a call that races ::sonde_finalize waits for it to finish); may be called again
+ * after ::sonde_finalize (old ids stay invalid), and in the child of a fork() (which starts not
+ * initialised; the parent's ids stay invalid).
  */
 SONDE_API sonde_status_t sonde_initialize(void);
 
@@ -28,13 +44,17 @@ SONDE_API sonde_status_t sonde_initialize(void);
  * then stops the delivery thread. Later calls other than sonde_initialize, the status and
  * version functions answer SONDE_STATUS_ERROR_NOT_INITIALIZED.
  *
- * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED (also in the child of a
+ *         fork() that has not initialised Sonde itself),
  *         SONDE_STATUS_ERROR_IN_CALLBACK (called from a buffer callback; nothing done),
- *         SONDE_STATUS_ERROR_CALLBACK_FAILED (a callback threw while delivering; all else done).
+ *         SONDE_STATUS_ERROR_CALLBACK_FAILED (a callback threw while delivering; all else done),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (a client ran out of memory in its shutdown event;
+ *         the runtime is finalised all the same).
  */
 SONDE_API sonde_status_t sonde_finalize(void);
 
-/** @brief Whether ::sonde_initialize has succeeded and ::sonde_finalize has not run since. */
+/** @brief Whether ::sonde_initialize has succeeded in this process and ::sonde_finalize has not
+ * run since (false in the child of a fork() until the child initialises). */
 SONDE_API bool sonde_is_initialized(void);
 
 /**
@@ -84,7 +104,7 @@ SONDE_API sonde_status_t sonde_start_session(sonde_session_id_t session);
  *
  * A record whose emission races with the stop is either delivered now or kept for the next
  * flush; it is never lost.
- * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED (also in a fork() child),
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE,
  *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED,
  *         SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER.

@@ -13,6 +13,7 @@
 #include <sonde/profile.h>
 #include <sonde/profile_shared.h>
 #include <sonde/trace.h>
+#include <sonde/trace_events.h>
 #include <sonde/analysis.h>
 #include <sonde/stackdist.h>
 #include <sonde/client.h>

@@ -174,7 +174,15 @@ typedef struct sonde_trace_writer_t sonde_trace_writer_t;
  * @brief Opens a trace for reading.
  *
  * A Sonde trace whose writer did not finish (no footer or index) is recovered by scanning:
- * every complete chunk is readable and sonde_trace_reader_warnings() says what was lost.
+ * every complete chunk is readable and sonde_trace_reader_warnings() says what was lost. An
+ * index whose checksum holds but whose entries repeat, overlap, point outside the chunks or
+ * list a shard's chunks out of file order is refused (docs/trace-format.md, "Index").
+ *
+ * The file is opened once: the format is told from the bytes the reader then reads, so a pipe
+ * or FIFO (or /dev/stdin) works for lackey and raw64 input; its one shard can be read once (by
+ * sonde_trace_reader_read_shard() or sonde_trace_reader_read(), not both). A Sonde trace needs
+ * a seekable file (its index is at the end).
+ *
  * A drmemtrace trace may be a directory (since 1.2): each thread file in it is one shard, in
  * name order. The reader delivers every record kind (::SONDE_MEMREF_MODEL_1_2); a caller that
  * only knows the 1.0 kinds skips the records whose type it does not know.
@@ -187,8 +195,9 @@ typedef struct sonde_trace_writer_t sonde_trace_writer_t;
  * @param[out] out The reader; set to NULL on failure.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (path or out),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format), SONDE_STATUS_ERROR_IO (missing or
- *         unreadable file), SONDE_STATUS_ERROR_FORMAT (bad magic, version, header or index; AUTO
- *         could not tell the format), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ *         unreadable file; a Sonde trace from a pipe), SONDE_STATUS_ERROR_FORMAT (bad magic,
+ *         version, header or index; AUTO could not tell the format, or the input is empty),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  *         Thread-safe.
  */
 SONDE_API sonde_status_t sonde_trace_reader_open(const char *path, uint32_t format, char *error,
@@ -224,8 +233,9 @@ SONDE_API sonde_status_t sonde_trace_reader_format(const sonde_trace_reader_t *r
  * @param[out] num_read Records stored; 0 (with SUCCESS) at the end of the shard.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (shard out of range or max == 0),
- *         SONDE_STATUS_ERROR_IO, SONDE_STATUS_ERROR_FORMAT (corrupted or truncated data; see
- *         sonde_trace_reader_error()), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ *         SONDE_STATUS_ERROR_IO (a read failed; a pipe read a second time), SONDE_STATUS_ERROR_FORMAT
+ *         (corrupted or truncated data, a record type or marker type the format does not define;
+ *         see sonde_trace_reader_error()), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  *         Not thread-safe: one thread at a time per reader.
  */
 SONDE_API sonde_status_t sonde_trace_reader_read_shard(sonde_trace_reader_t *reader, uint32_t shard,
@@ -240,7 +250,10 @@ SONDE_API sonde_status_t sonde_trace_reader_read_shard(sonde_trace_reader_t *rea
  * @param[out] memrefs Room for @p max records.
  * @param max Capacity of @p memrefs (at least 1).
  * @param[out] num_read Records stored; 0 (with SUCCESS) at the end.
- * @return As sonde_trace_reader_read_shard() (without the shard range error).
+ * @return As sonde_trace_reader_read_shard() (without the shard range error); also
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY, at the first call, when holding every shard's decode
+ *         buffers at once would take more than 256 MiB plus 16 times the file's size (the message
+ *         says how much; read such a trace shard by shard).
  *         Not thread-safe: one thread at a time per reader.
  */
 SONDE_API sonde_status_t sonde_trace_reader_read(sonde_trace_reader_t *reader, sonde_memref_t *memrefs,
@@ -310,7 +323,9 @@ SONDE_API sonde_status_t sonde_trace_writer_create(const char *path,
  * @param memrefs Records; may be NULL when @p count is 0.
  * @param count How many.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
- *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (shard > 65535), SONDE_STATUS_ERROR_IO,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (shard > 65535, or a record whose type is not a
+ *         memref type or SONDE_MEMREF_MARKER, or a marker whose size is not a
+ *         sonde_marker_type_value; nothing is written), SONDE_STATUS_ERROR_IO,
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (an earlier write failed), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  *         Thread-safe (serialised by the writer's lock).
  */
@@ -338,7 +353,8 @@ SONDE_API sonde_status_t sonde_trace_writer_close(sonde_trace_writer_t *writer);
  * a trace. Pass the writer as user_data of sonde_create_buffer(). Sonde thread ids (from the
  * span's SONDE_RECORD_KIND_THREAD record) become dense shard numbers in order of first
  * appearance; a record's timestamp (sonde_emit_timestamped) becomes sonde_memref_t::timestamp,
- * else 0. Other kinds are skipped. The records are read in place from the span (no copy on the
+ * else 0. Other kinds are skipped; a MEMREF record whose type is not 0..3 stops the writer with
+ * SONDE_STATUS_ERROR_RECORD_CORRUPTED. The records are read in place from the span (no copy on the
  * producer side). Errors are kept for sonde_trace_writer_error() and sonde_trace_writer_close().
  * Thread-safe (the writer's lock).
  */

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
+#include <queue>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -26,39 +28,65 @@ constexpr size_t kMemorySpan = 1u << 16;  // records of a memory shard handed ou
 
 const char *nonnull(const char *s) { return s != nullptr ? s : ""; }
 
-// Reads one shard as spans of records. File shards copy into an owned buffer; memory shards
-// hand out the caller's records in place. Owned by one thread.
+// Reads one shard as spans of records. File shards copy into an owned buffer of up to kBatch
+// records (fewer for a shard known to hold fewer), allocated on the first span and freed with
+// the reader at the end; memory shards hand out the caller's records in place. Owned by one
+// thread.
 class Cursor {
 public:
-    Cursor(const ShardSpec &spec, uint32_t shard_id) : spec_(spec) {
-        if (spec.input != nullptr) {
-            reader_ = spec.input->open_shard(spec.index, shard_id);
-            buffer_.resize(kBatch);
-        }
-    }
+    Cursor(ShardSpec &spec, uint32_t shard_id) : spec_(spec), id_(shard_id) {}
     // Next span; 0 at the end or on an error (then status() / error()).
     size_t next(const sonde_memref_t **out) {
-        if (reader_ == nullptr) {
+        if (spec_.input == nullptr) {
             const size_t n = std::min(kMemorySpan, spec_.count - pos_);
             *out = spec_.memory + pos_;
             pos_ += n;
+            spec_.read += n;
             return n;
+        }
+        if (done_) return 0;
+        if (!reader_) {
+            reader_ = spec_.input->open_shard(spec_.index, id_);
+            const uint64_t records = spec_.input->shard_records(spec_.index);
+            buffer_.resize(static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(records, 1), kBatch)));
         }
         const size_t n = reader_->read(buffer_.data(), buffer_.size());
         *out = buffer_.data();
+        spec_.read += n;
+        if (n == 0) {
+            done_ = true;
+            status_ = reader_->status();
+            error_ = reader_->error();
+            reader_.reset();
+            std::vector<sonde_memref_t>().swap(buffer_);
+        }
         return n;
     }
-    sonde_status_t status() const {
-        return reader_ != nullptr ? reader_->status() : sonde_status_t{SONDE_STATUS_SUCCESS};
-    }
-    std::string error() const { return reader_ != nullptr ? reader_->error() : std::string(); }
+    sonde_status_t status() const { return status_; }
+    const std::string &error() const { return error_; }
 
 private:
-    ShardSpec spec_;
+    ShardSpec &spec_;
+    uint32_t id_;
     size_t pos_ = 0;
+    bool done_ = false;
     std::unique_ptr<ShardReader> reader_;
     std::vector<sonde_memref_t> buffer_;
+    sonde_status_t status_ = SONDE_STATUS_SUCCESS;
+    std::string error_;
 };
+
+const char *format_name(uint32_t format) {
+    switch (format) {
+        case SONDE_TRACE_FORMAT_SONDE: return "sonde";
+        case SONDE_TRACE_FORMAT_LACKEY: return "lackey";
+        case SONDE_TRACE_FORMAT_RAW64: return "raw64";
+        default: return "unknown";
+    }
+}
+
+// Keys of the results JSON that are not tools.
+bool reserved_name(const std::string &name) { return name == "inputs" || name == "warnings"; }
 
 // First failure of a run; shared by the workers (mutex), read after they joined.
 struct Failure {
@@ -96,6 +124,10 @@ sonde_status_t Analyzer::adopt(std::unique_ptr<Tool> tool) {
     }
     tool->name = o.name;
     tool->full_model = o.memref_model != nullptr && o.memref_model(tool->data) >= SONDE_MEMREF_MODEL_1_2;
+    if (reserved_name(tool->name)) {
+        error = "tool name '" + tool->name + "' is reserved (a key of the results JSON)";
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
     if (o.process_memref == nullptr && o.process_memrefs == nullptr && o.parallel_shard_memref == nullptr &&
         o.parallel_shard_memrefs == nullptr) {
         error = tool->name + ": no memref function";
@@ -188,12 +220,16 @@ sonde_status_t Analyzer::add_input(const std::string &path, uint32_t format) {
     std::unique_ptr<Input> input;
     const sonde_status_t st = Input::open(path, format, &input, &error);
     if (st != SONDE_STATUS_SUCCESS) return st;
+    InputInfo info;
+    for (const std::string &w : input->warnings()) info.add(w);
     for (size_t i = 0; i < input->num_shards(); ++i) {
         ShardSpec spec;
         spec.input = input.get();
+        spec.input_number = inputs_.size();
         spec.index = i;
         shards_.push_back(spec);
     }
+    info_.push_back(std::move(info));
     inputs_.push_back(std::move(input));
     return SONDE_STATUS_SUCCESS;
 }
@@ -203,7 +239,18 @@ uint32_t Analyzer::add_memory(const sonde_memref_t *memrefs, size_t count) {
     spec.memory = memrefs;
     spec.count = count;
     shards_.push_back(spec);
+    ++memory_shards_;
     return static_cast<uint32_t>(shards_.size() - 1);
+}
+
+sonde_status_t Analyzer::input_warnings(uint32_t input, bool *complete, const char **warnings) {
+    if (input >= inputs_.size()) {
+        error = "no input " + std::to_string(input) + " (" + std::to_string(inputs_.size()) + " added)";
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    if (complete != nullptr) *complete = inputs_[input]->complete();
+    if (warnings != nullptr) *warnings = info_[input].joined.c_str();
+    return SONDE_STATUS_SUCCESS;
 }
 
 sonde_status_t Analyzer::run() {
@@ -211,17 +258,21 @@ sonde_status_t Analyzer::run() {
         error = "the analyzer has already run";
         return SONDE_STATUS_ERROR_PHASE_FAILURE;
     }
-    if (tools_.empty() || shards_.empty()) {
+    if (tools_.empty() || (inputs_.empty() && memory_shards_ == 0)) {
         error = tools_.empty() ? "no tool was added" : "no input was added";
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
     ran = true;
     bool can_parallel = parallel;
+    const Tool *serial_only = nullptr;
     for (const auto &t : tools_) {
         const bool ok = t->ops.parallel_shard_supported != nullptr &&
                         t->ops.parallel_shard_supported(t->data) &&
                         (t->ops.parallel_shard_memref != nullptr || t->ops.parallel_shard_memrefs != nullptr);
-        if (!ok) can_parallel = false;
+        if (!ok) {
+            can_parallel = false;
+            if (serial_only == nullptr) serial_only = t.get();
+        }
     }
     if (!can_parallel) {
         for (const auto &t : tools_) {
@@ -231,6 +282,23 @@ sonde_status_t Analyzer::run() {
             }
         }
     }
+    // Memory of the readers: a serial run holds every shard's at once, a parallel one a
+    // shard's per worker.
+    std::vector<const Input *> inputs;
+    for (const auto &in : inputs_) inputs.push_back(in.get());
+    const trace::MemoryNeed need = trace::memory_need(inputs, kBatch);
+    if (!can_parallel && need.need > need.budget) {
+        error = "a serial run over " + std::to_string(need.shards) + " shards would need " +
+                trace::mebibytes(need.need) +
+                " at once to decode them (each shard's largest chunk), more than the " +
+                trace::mebibytes(need.budget) + " allowed for inputs of this size; " +
+                (parallel && serial_only != nullptr ? "tool " + serial_only->name + " runs serially only, so "
+                                                    : "") +
+                "run the tools in parallel mode (sonde analyze without --serial) or rewrite the trace with "
+                "smaller "
+                "chunks (sonde convert --chunk-records)";
+        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+    }
     for (const auto &t : tools_) {
         if (t->ops.initialize != nullptr &&
             !t->ops.initialize(t->data, static_cast<uint32_t>(shards_.size()))) {
@@ -239,75 +307,78 @@ sonde_status_t Analyzer::run() {
         }
     }
     uint32_t n = workers != 0 ? workers : std::max(1u, std::thread::hardware_concurrency());
-    n = static_cast<uint32_t>(std::min<size_t>(n, shards_.size()));
+    n = static_cast<uint32_t>(std::max<size_t>(1, std::min<size_t>(n, shards_.size())));
+    if (need.largest != 0)
+        n = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(n, need.budget / need.largest)));
     ran_parallel = can_parallel;
     used_workers = can_parallel ? n : 1;
     const sonde_status_t st = can_parallel ? run_parallel(n) : run_serial();
     succeeded = st == SONDE_STATUS_SUCCESS;
+    if (succeeded) {
+        std::vector<uint64_t> records(inputs_.size(), 0);
+        for (const ShardSpec &spec : shards_)
+            if (spec.input != nullptr) records[spec.input_number] += spec.read;
+        for (size_t i = 0; i < inputs_.size(); ++i)
+            if (records[i] == 0) info_[i].add(inputs_[i]->path() + ": no records");
+    }
     return st;
 }
 
 // Serial mode: repeatedly take the shard whose next record has the smallest timestamp (ties:
-// lowest shard) and hand the tools the longest run of its records that stays at or below the
-// other shards' next timestamps. A record with timestamp 0 takes its shard's last timestamp.
-// Cost per run: a scan over the shards; per record: one timestamp compare. Spans are passed to
-// the tools in place (no copy beyond the reader's).
+// lowest shard) and hand the tools the longest run of its records that stays ahead of every
+// other shard's next record. A record with timestamp 0 takes its shard's last timestamp. Only
+// shards with records take part. Cost per run: a heap operation (log of the shards); per
+// record: one timestamp compare. Spans are passed to the tools in place (no copy beyond the
+// reader's).
 sonde_status_t Analyzer::run_serial() {
     struct State {
         std::unique_ptr<Cursor> cursor;
         const sonde_memref_t *p = nullptr;
         size_t left = 0;
         uint64_t last_ts = 0;
-        bool done = false;
     };
-    std::vector<State> st(shards_.size());
-    for (size_t i = 0; i < shards_.size(); ++i)
-        st[i].cursor = std::make_unique<Cursor>(shards_[i], static_cast<uint32_t>(i));
+    std::vector<State> st;
+    for (size_t i = 0; i < shards_.size(); ++i) {
+        const ShardSpec &spec = shards_[i];
+        if (spec.input != nullptr ? spec.input->shard_records(spec.index) == 0 : spec.count == 0) continue;
+        State s;
+        s.cursor = std::make_unique<Cursor>(shards_[i], static_cast<uint32_t>(i));
+        st.push_back(std::move(s));
+    }
     LegacyView legacy;
-    auto eff = [](const State &s, const sonde_memref_t &m) {
-        return m.timestamp != 0 ? m.timestamp : s.last_ts;
-    };
-    for (;;) {
-        size_t best = SIZE_MAX;
-        uint64_t best_ts = 0;
-        size_t second = SIZE_MAX;
-        uint64_t second_ts = UINT64_MAX;
-        for (size_t i = 0; i < st.size(); ++i) {
-            State &s = st[i];
-            if (s.done) continue;
-            if (s.left == 0) {
-                s.left = s.cursor->next(&s.p);
-                if (s.left == 0) {
-                    s.done = true;
-                    if (s.cursor->status() != SONDE_STATUS_SUCCESS) {
-                        error = s.cursor->error();
-                        return s.cursor->status();
-                    }
-                    continue;
-                }
-            }
-            const uint64_t ts = eff(s, *s.p);
-            if (best == SIZE_MAX || ts < best_ts) {
-                second = best;
-                second_ts = best_ts;
-                best = i;
-                best_ts = ts;
-            } else if (second == SIZE_MAX || ts < second_ts) {
-                second = i;
-                second_ts = ts;
-            }
+    auto eff = [](const State &s) { return s.p->timestamp != 0 ? s.p->timestamp : s.last_ts; };
+    // Fills state i's span; false at its end (after an error, with *failed set).
+    sonde_status_t failed = SONDE_STATUS_SUCCESS;
+    auto fill = [&](State &s) -> bool {
+        if (s.left != 0) return true;
+        s.left = s.cursor->next(&s.p);
+        if (s.left != 0) return true;
+        if (s.cursor->status() != SONDE_STATUS_SUCCESS) {
+            failed = s.cursor->status();
+            error = s.cursor->error();
         }
-        if (best == SIZE_MAX) return SONDE_STATUS_SUCCESS;
-        State &s = st[best];
-        // Records up to `bound` stay ahead of the second shard; equal timestamps go to the lower
-        // shard first (best < second by the scan order when their timestamps tie).
-        const bool inclusive = second == SIZE_MAX || best < second;
-        const uint64_t bound = second == SIZE_MAX ? UINT64_MAX : second_ts;
+        s.cursor.reset();
+        return false;
+    };
+    using Key = std::pair<uint64_t, size_t>;  // (timestamp of the next record, state)
+    std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
+    for (size_t i = 0; i < st.size(); ++i) {
+        if (fill(st[i])) heap.emplace(eff(st[i]), i);
+        if (failed != SONDE_STATUS_SUCCESS) return failed;
+    }
+    while (!heap.empty()) {
+        const size_t i = heap.top().second;
+        heap.pop();
+        State &s = st[i];
+        // Records up to the next shard's key stay ahead of it; equal timestamps go to the
+        // lower shard first.
+        const bool bounded = !heap.empty();
+        const Key bound = bounded ? heap.top() : Key{UINT64_MAX, 0};
         size_t n = 0;
         uint64_t last = s.last_ts;
         while (n < s.left) {
             const uint64_t ts = s.p[n].timestamp != 0 ? s.p[n].timestamp : last;
-            if (n > 0 && (inclusive ? ts > bound : ts >= bound)) break;
+            if (n > 0 && bounded && Key{ts, i} > bound) break;
             last = ts;
             ++n;
         }
@@ -332,7 +403,10 @@ sonde_status_t Analyzer::run_serial() {
         }
         s.p += n;
         s.left -= n;
+        if (fill(s)) heap.emplace(eff(s), i);
+        if (failed != SONDE_STATUS_SUCCESS) return failed;
     }
+    return SONDE_STATUS_SUCCESS;
 }
 
 // Parallel mode: worker w takes shards w, w + n, w + 2n, ... in order. After a failure anywhere
@@ -463,7 +537,24 @@ sonde_status_t Analyzer::results_json(std::string *out) {
         }
         all[t->name] = std::move(j);
     }
-    *out = all.dump(2);
+    // What the readers found, when there are file inputs: every warning, and per input whether
+    // it was complete.
+    if (inputs_.empty()) {
+        *out = all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+        return SONDE_STATUS_SUCCESS;
+    }
+    nlohmann::json inputs = nlohmann::json::array(), warnings = nlohmann::json::array();
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+        const Input &in = *inputs_[i];
+        inputs.push_back({{"path", in.path()},
+                          {"format", format_name(in.format())},
+                          {"complete", in.complete()},
+                          {"warnings", info_[i].warnings}});
+        for (const std::string &w : info_[i].warnings) warnings.push_back(w);
+    }
+    all["inputs"] = std::move(inputs);
+    all["warnings"] = std::move(warnings);
+    *out = all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     return SONDE_STATUS_SUCCESS;
 }
 

@@ -3,9 +3,15 @@
 // runs the tools serially (one stream interleaved by timestamp, on the caller's thread) or in
 // parallel (shard s on worker s % workers; each shard's functions from exactly one worker).
 //
+// It keeps what it learned about each file input (completeness, reader warnings, records read)
+// for sonde_analyzer_input_warnings() and the "inputs" and "warnings" keys of the results JSON.
+// Memory follows the data: a shard's reader and buffers exist only while it has records to
+// give, and a serial run whose shards' decode buffers would exceed the readers' budget
+// (trace::memory_need) is refused up front, as a parallel run takes fewer workers.
+//
 // Threads: an Analyzer belongs to one application thread at a time. During run() in parallel
-// mode, worker w owns its cursors and its tools' worker/shard data; the only shared state is the
-// stop flag (atomic) and the first error (mutex).
+// mode, worker w owns its cursors, its shards' record counts and its tools' worker/shard data;
+// the only shared state is the stop flag (atomic) and the first error (mutex).
 #pragma once
 
 #include <cstdint>
@@ -37,12 +43,27 @@ struct Tool {
     ~Tool();
 };
 
-// A shard to analyse: shard `index` of a file input, or a borrowed memory span.
+// A shard to analyse: shard `index` of file input number `input_number`, or a borrowed
+// memory span; `read` counts the records handed to the tools (written by the one thread that
+// reads the shard).
 struct ShardSpec {
     const Input *input = nullptr;
+    size_t input_number = 0;
     size_t index = 0;
     const sonde_memref_t *memory = nullptr;
     size_t count = 0;
+    uint64_t read = 0;
+};
+
+// What the analyzer knows about a file input: its warnings (the reader's, then "no records"
+// after a run that found none), one per line in `joined` for the C API.
+struct InputInfo {
+    std::vector<std::string> warnings;
+    std::string joined;
+    void add(const std::string &w) {
+        warnings.push_back(w);
+        joined += (joined.empty() ? "" : "\n") + w;
+    }
 };
 
 class Analyzer {
@@ -52,6 +73,9 @@ public:
     sonde_status_t add_ops(const sonde_tool_ops_t *ops, void *data);
     sonde_status_t add_input(const std::string &path, uint32_t format);
     uint32_t add_memory(const sonde_memref_t *memrefs, size_t count);
+    // Input `input` (in the order of successful add_input calls): INVALID_ARGUMENT when there
+    // is no such input; the warnings string lives until the next call that adds or runs.
+    sonde_status_t input_warnings(uint32_t input, bool *complete, const char **warnings);
     sonde_status_t run();
     sonde_status_t print_results(void *stream);
     sonde_status_t results_json(std::string *out);
@@ -71,6 +95,8 @@ private:
 
     std::vector<std::unique_ptr<Tool>> tools_;
     std::vector<std::unique_ptr<Input>> inputs_;
+    std::vector<InputInfo> info_;  // one per input
+    size_t memory_shards_ = 0;
     std::vector<ShardSpec> shards_;
 };
 

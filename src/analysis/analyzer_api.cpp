@@ -87,6 +87,14 @@ SONDE_API sonde_status_t sonde_analyzer_add_input(sonde_analyzer_t *analyzer, co
     return sonde::guarded([&] { return analyzer->impl.add_input(path, format); });
 }
 
+SONDE_API sonde_status_t sonde_analyzer_input_warnings(const sonde_analyzer_t *analyzer, uint32_t input,
+                                                       bool *complete, const char **warnings) {
+    if (analyzer == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    // The analyzer's error text is its only state this call changes.
+    auto *a = const_cast<sonde_analyzer_t *>(analyzer);
+    return sonde::guarded([&] { return a->impl.input_warnings(input, complete, warnings); });
+}
+
 SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analyzer,
                                                          const sonde_memref_t *memrefs, size_t count,
                                                          uint32_t *shard) {

@@ -1,6 +1,9 @@
 // The built-in tool registry and the basic_counts tool. Adding a built-in tool is one line in
 // kBuiltins: its name and a factory that builds it from an options string.
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -22,19 +25,24 @@ namespace {
 // and drcachesim's categories (docs/analysis.md): distinct instruction addresses,
 // non-fetched instructions, prefetches, flushes, encodings, threads and markers by kind.
 // Serial mode indexes a per-shard slot by memref->shard; parallel mode gives each shard its own
-// slot from parallel_shard_init (slots are preallocated in initialize, so workers never touch
-// the vector's structure). Cost per record: a switch, and for a memory reference a set insert
-// for the line (plus one for the pc of an instruction).
+// slot from parallel_shard_init (slots are made in initialize, so workers never touch the
+// vector's structure; a slot's counts are created on the shard's first record). Cost per
+// record: a switch, a set insert for the line (plus one for the pc of an instruction); an
+// access that spans several lines (clamped at the top of the address space) is one interval
+// in an ordered map instead, so memory follows the records, not the bytes they cover.
 class BasicCounts final : public sonde::tool {
 public:
     explicit BasicCounts(const std::string &options) {
         if (!options.empty()) {
             const std::string key = "line_size=";
             if (options.compare(0, key.size(), key) != 0)
-                throw std::invalid_argument("unknown option '" + options + "'");
-            const unsigned long v = std::stoul(options.substr(key.size()));
-            if (v == 0 || (v & (v - 1)) != 0 || v > (1u << 20))
-                throw std::invalid_argument("line_size must be a power of two up to 1M");
+                throw std::invalid_argument("unknown option '" + options + "' (line_size=N)");
+            const std::string value = options.substr(key.size());
+            unsigned long long v = 0;
+            if (value.empty() || value.size() > 8 ||
+                value.find_first_not_of("0123456789") != std::string::npos || (v = std::stoull(value)) == 0 ||
+                (v & (v - 1)) != 0 || v > (1u << 20))
+                throw std::invalid_argument("line_size must be a power of two up to 1M, not '" + value + "'");
             line_size_ = v;
         }
         while ((1ull << line_bits_) < line_size_) ++line_bits_;
@@ -47,8 +55,12 @@ public:
     }
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
         for (size_t i = 0; i < n; ++i) {
-            if (m[i].shard >= shards_.size()) shards_.resize(m[i].shard + 1);
-            count(&shards_[m[i].shard], m[i]);
+            if (m[i].shard >= shards_.size())
+                return set_error("memref of shard " + std::to_string(m[i].shard) + " beyond the " +
+                                 std::to_string(shards_.size()) + " shards announced");
+            std::unique_ptr<Counts> &c = shards_[m[i].shard];
+            if (!c) c = std::make_unique<Counts>();
+            count(c.get(), m[i]);
         }
         return true;
     }
@@ -58,8 +70,9 @@ public:
         return true;
     }
     bool parallel_shard_memrefs(void *sd, const sonde_memref_t *m, size_t n) override {
-        Counts *c = static_cast<Counts *>(sd);
-        for (size_t i = 0; i < n; ++i) count(c, m[i]);
+        std::unique_ptr<Counts> &c = *static_cast<std::unique_ptr<Counts> *>(sd);
+        if (!c) c = std::make_unique<Counts>();
+        for (size_t i = 0; i < n; ++i) count(c.get(), m[i]);
         return true;
     }
     bool print_results(void *stream) override {
@@ -69,7 +82,8 @@ public:
         print_line(f, "total", t, t.extended);
         if (shards_.size() > 1)
             for (size_t i = 0; i < shards_.size(); ++i)
-                print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i], t.extended);
+                print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i] ? *shards_[i] : Counts(),
+                           t.extended);
         return true;
     }
     std::string results_json() override {
@@ -77,7 +91,8 @@ public:
         nlohmann::json j = as_json(t, t.extended);
         j["line_size"] = line_size_;
         nlohmann::json per = nlohmann::json::array();
-        for (const Counts &c : shards_) per.push_back(as_json(c, t.extended));
+        const Counts none;
+        for (const auto &c : shards_) per.push_back(as_json(c ? *c : none, t.extended));
         j["shards"] = per;
         return j.dump();
     }
@@ -127,7 +142,8 @@ private:
         bool is_total = false;
         bool extended = false;  // saw a kind or marker beyond the 1.0 ones
         uint64_t kinds[kKinds] = {};
-        FlatSet lines;
+        FlatSet lines;                       // lines of accesses within one line
+        std::map<uint64_t, uint64_t> spans;  // first -> last line of wider accesses, disjoint
         FlatSet pcs;
         FlatSet tids;
     };
@@ -163,6 +179,33 @@ private:
         }
     }
 
+    // Adds lines [first, last] to the spans, merging those it overlaps or touches.
+    static void add_span(std::map<uint64_t, uint64_t> &spans, uint64_t first, uint64_t last) {
+        auto it = spans.upper_bound(first);
+        if (it != spans.begin()) {
+            auto prev = std::prev(it);
+            if (prev->second >= first || prev->second + 1 == first) {
+                first = prev->first;
+                last = std::max(last, prev->second);
+                it = spans.erase(prev);
+            }
+        }
+        while (it != spans.end() && (it->first <= last || it->first == last + 1)) {
+            last = std::max(last, it->second);
+            it = spans.erase(it);
+        }
+        spans.emplace_hint(it, first, last);
+    }
+    static bool in_spans(const std::map<uint64_t, uint64_t> &spans, uint64_t line) {
+        auto it = spans.upper_bound(line);
+        return it != spans.begin() && std::prev(it)->second >= line;
+    }
+    static uint64_t distinct(const Counts &c) {
+        uint64_t n = 0;
+        for (const auto &sp : c.spans) n += sp.second - sp.first + 1;
+        c.lines.for_each([&](uint64_t l) { n += !in_spans(c.spans, l); });
+        return n;
+    }
     void count(Counts *c, const sonde_memref_t &m) const {
         ++c->records;
         switch (m.type) {
@@ -212,9 +255,13 @@ private:
                 return;
         }
         ++c->total;
-        const uint64_t first = m.address >> line_bits_;
-        const uint64_t last = (m.address + (m.size != 0 ? m.size - 1u : 0u)) >> line_bits_;
-        for (uint64_t l = first; l <= last && l >= first; ++l) c->lines.insert(l);
+        const uint64_t span = m.size != 0 ? m.size - 1u : 0u;
+        const uint64_t last_byte = m.address > UINT64_MAX - span ? UINT64_MAX : m.address + span;
+        const uint64_t first = m.address >> line_bits_, last = last_byte >> line_bits_;
+        if (first == last)
+            c->lines.insert(first);
+        else
+            add_span(c->spans, first, last);
     }
     // Threads, as drcachesim counts them: in a shard the distinct thread ids (a shard with
     // records but no thread id marker is one thread); in the total the sum over the shards, so
@@ -227,7 +274,9 @@ private:
     Counts total() const {
         Counts t;
         t.is_total = true;
-        for (const Counts &c : shards_) {
+        for (const auto &p : shards_) {
+            if (!p) continue;
+            const Counts &c = *p;
             t.reads += c.reads;
             t.writes += c.writes;
             t.ifetches += c.ifetches;
@@ -242,6 +291,7 @@ private:
             t.extended = t.extended || c.extended;
             for (int k = 0; k < kKinds; ++k) t.kinds[k] += c.kinds[k];
             t.lines.insert_all(c.lines);
+            for (const auto &sp : c.spans) add_span(t.spans, sp.first, sp.second);
             t.pcs.insert_all(c.pcs);
             t.shard_threads += threads(c);
         }
@@ -251,7 +301,7 @@ private:
     // (`extended`), so the output for a 1.0 input stays what it was.
     static nlohmann::json as_json(const Counts &c, bool extended) {
         nlohmann::json j = {{"reads", c.reads},     {"writes", c.writes}, {"ifetches", c.ifetches},
-                            {"markers", c.markers}, {"total", c.total},   {"distinct_lines", c.lines.size()}};
+                            {"markers", c.markers}, {"total", c.total},   {"distinct_lines", distinct(c)}};
         if (!extended) return j;
         nlohmann::json kinds = nlohmann::json::object();
         for (int k = 0; k < kKinds; ++k) kinds[kKindNames[k]] = c.kinds[k];
@@ -268,10 +318,10 @@ private:
     static void print_line(FILE *f, const char *label, const Counts &c, bool extended) {
         std::fprintf(
             f,
-            "  %-10s reads %llu, writes %llu, ifetches %llu, markers %llu, total %llu, distinct lines %zu\n",
+            "  %-10s reads %llu, writes %llu, ifetches %llu, markers %llu, total %llu, distinct lines %llu\n",
             label, static_cast<unsigned long long>(c.reads), static_cast<unsigned long long>(c.writes),
             static_cast<unsigned long long>(c.ifetches), static_cast<unsigned long long>(c.markers),
-            static_cast<unsigned long long>(c.total), c.lines.size());
+            static_cast<unsigned long long>(c.total), static_cast<unsigned long long>(distinct(c)));
         if (!extended) return;
         // drcachesim's categories, when the input has more than the 1.0 kinds.
         std::fprintf(
@@ -292,7 +342,7 @@ private:
 
     uint64_t line_size_ = 64;
     unsigned line_bits_ = 0;
-    std::vector<Counts> shards_;
+    std::vector<std::unique_ptr<Counts>> shards_;
 };
 
 using Factory = std::unique_ptr<sonde::tool> (*)(const std::string &options);

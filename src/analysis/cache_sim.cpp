@@ -7,12 +7,18 @@
 // (address >> line bits) modulo the set count, the tag is the whole block number, LRU keeps
 // each set ordered most-recent first; an access that straddles lines touches every line,
 // counts as one access and misses if any line misses; a miss passes the same address and size
-// to the next level; a modify (lackey M) is one data access.
+// to the next level; a modify (lackey M) is one data access. An access that would run past the
+// top of the address space ends at its last byte (2^64 - 1).
 //
 // Serial mode: the first-level caches are private to each shard and the lower levels are
 // shared. Parallel mode: each shard simulates a whole private hierarchy on its worker; the
-// results are the sums. Hot path cost: per record one set scan (ways tags) per level reached;
-// no allocation except the first touch of a block on a miss (compulsory-miss set).
+// results are the sums. Hot path cost: per record one set scan (ways tags) per level reached
+// and line touched; no allocation except on a miss: the first touch of a page of sets, and of a
+// region of blocks (compulsory-miss set).
+//
+// Memory follows the data: a shard's caches are created on its first record, and a cache's
+// sets in pages on their first access, so 65,536 declared shards or a 1 GiB level cost
+// nothing until records reach them; a level holds at most 16M lines (32M over all levels).
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -47,6 +53,8 @@ bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 uint64_t parse_number(const std::string &text, bool allow_suffix, const std::string &what) {
     size_t pos = 0;
     unsigned long long v = 0;
+    if (text.empty() || text[0] < '0' || text[0] > '9')
+        throw std::invalid_argument(what + " '" + text + "' is not a number");
     try {
         v = std::stoull(text, &pos, 10);
     } catch (const std::exception &) {
@@ -62,13 +70,19 @@ uint64_t parse_number(const std::string &text, bool allow_suffix, const std::str
                                          : 0;
         if (scale != 0) rest.clear();
     }
-    if (!rest.empty() || text.empty() || text[0] == '-')
-        throw std::invalid_argument(what + " '" + text + "' is not valid");
+    if (!rest.empty() || scale == 0) throw std::invalid_argument(what + " '" + text + "' is not valid");
+    if (v > UINT64_MAX / scale) throw std::invalid_argument(what + " '" + text + "' is too large");
     return v * scale;
 }
 
+// Geometry limits: a cache's tags take 8 bytes per line once touched, so a hierarchy takes at
+// most 256 MiB per shard whatever the trace holds.
+constexpr uint64_t kMaxLevelLines = uint64_t(1) << 24;
+constexpr uint64_t kMaxTotalLines = uint64_t(1) << 25;
+
 std::vector<LevelConfig> parse_config(const std::string &text) {
     std::vector<LevelConfig> levels;
+    uint64_t total_lines = 0;
     size_t start = 0;
     while (start <= text.size()) {
         size_t end = text.find(',', start);
@@ -87,8 +101,15 @@ std::vector<LevelConfig> parse_config(const std::string &text) {
         LevelConfig c;
         c.name = f[0];
         c.size = parse_number(f[1], true, c.name + " size");
-        c.ways = static_cast<uint32_t>(parse_number(f[2], false, c.name + " ways"));
-        c.line = static_cast<uint32_t>(parse_number(f[3], false, c.name + " line size"));
+        const uint64_t ways = parse_number(f[2], false, c.name + " ways");
+        const uint64_t line = parse_number(f[3], false, c.name + " line size");
+        if (line == 0 || line > (1u << 16) || !is_pow2(line))
+            throw std::invalid_argument(c.name + ": line size must be a power of two up to 64K");
+        if (ways == 0 || ways > 1024) throw std::invalid_argument(c.name + ": ways must be 1..1024");
+        if (c.size / line > kMaxLevelLines)
+            throw std::invalid_argument(c.name + ": at most 16M lines per level (size / line size)");
+        c.ways = static_cast<uint32_t>(ways);
+        c.line = static_cast<uint32_t>(line);
         if (f.size() == 5) {
             if (f[4] == "lru")
                 c.policy = Policy::lru;
@@ -99,9 +120,6 @@ std::vector<LevelConfig> parse_config(const std::string &text) {
             else
                 throw std::invalid_argument(c.name + ": unknown policy '" + f[4] + "' (lru, fifo, random)");
         }
-        if (!is_pow2(c.line) || c.line > (1u << 16))
-            throw std::invalid_argument(c.name + ": line size must be a power of two up to 64K");
-        if (c.ways == 0 || c.ways > 1024) throw std::invalid_argument(c.name + ": ways must be 1..1024");
         if (c.size == 0 || c.size % (uint64_t(c.line) * c.ways) != 0 || !is_pow2(c.size / c.line / c.ways))
             throw std::invalid_argument(c.name +
                                         ": size / (ways * line) must be a power-of-two number of sets");
@@ -111,6 +129,9 @@ std::vector<LevelConfig> parse_config(const std::string &text) {
                                                  : Role::unified;
         levels.push_back(c);
         if (levels.size() > 16) throw std::invalid_argument("at most 16 cache levels");
+        total_lines += c.size / c.line;
+        if (total_lines > kMaxTotalLines)
+            throw std::invalid_argument("at most 32M lines in all levels together");
         start = end + 1;
     }
     // The first level(s): one unified level, or I and/or D levels (at most one of each).
@@ -126,29 +147,37 @@ std::vector<LevelConfig> parse_config(const std::string &text) {
     return levels;
 }
 
-// One cache. Tags are block numbers; kEmpty marks an unused way.
+// One cache. A set is `ways` tags (block numbers) after one word that holds how many ways are
+// in use (low half) and the FIFO replacement position (high half): every block number is a
+// valid tag, up to 2^64 - 1 with 1-byte lines. Sets live in pages of about 8 KiB, allocated
+// zeroed (empty) on their first access and found through a map with the 64 last pages cached;
+// a cache that fits in one page is that one page.
 class Cache {
 public:
     explicit Cache(const LevelConfig &c)
-        : ways_(c.ways), policy_(c.policy), sets_(c.size / c.line / c.ways), tags_(sets_ * c.ways, kEmpty) {
-        while ((1u << line_bits_) < c.line) ++line_bits_;
-        if (policy_ == Policy::fifo) next_.assign(sets_, 0);
+        : ways_(c.ways), policy_(c.policy), sets_(c.size / c.line / c.ways), stride_(uint64_t(c.ways) + 1) {
+        while ((uint64_t(1) << line_bits_) < c.line) ++line_bits_;
+        page_sets_ = 1;
+        while (page_sets_ < sets_ && page_sets_ * 2 * stride_ <= kPageWords) page_sets_ *= 2;
+        while ((uint64_t(1) << page_bits_) < page_sets_) ++page_bits_;
     }
-    // One access of `size` bytes at `a`; true on a miss. Hot path: no allocation on hits.
+    // One access of `size` bytes at `a` (size 0 counts as 1 byte); true on a miss. Hot path: no
+    // allocation on hits.
     bool access(uint64_t a, uint32_t size, bool ifetch) {
         ++accesses;
-        const uint64_t b1 = a >> line_bits_;
-        if (((a + size - (size != 0)) >> line_bits_) == b1) {  // the common case: one line
+        const uint64_t span = size != 0 ? size - 1u : 0u;
+        const uint64_t last = a > UINT64_MAX - span ? UINT64_MAX : a + span;  // clamped at the top
+        const uint64_t b1 = a >> line_bits_, b2 = last >> line_bits_;
+        if (b1 == b2) {  // the common case: one line
             if (!ref_is_miss(b1)) return false;
             ++misses;
             if (seen_.insert(b1)) ++compulsory;
             ++(ifetch ? ifetch_misses : data_misses);
             return true;
         }
-        const uint64_t b2 = (a + (size != 0 ? size - 1u : 0u)) >> line_bits_;
         bool miss = false;
         bool fresh = false;
-        for (uint64_t b = b1;; ++b) {
+        for (uint64_t b = b1;; ++b) {  // b1 < b2: ends at b2, which no increment passes
             if (ref_is_miss(b)) {
                 miss = true;
                 if (seen_.insert(b)) fresh = true;
@@ -165,12 +194,27 @@ public:
     uint64_t accesses = 0, misses = 0, compulsory = 0, ifetch_misses = 0, data_misses = 0;
 
 private:
-    static constexpr uint64_t kEmpty = ~uint64_t(0);
+    static constexpr uint64_t kPageWords = 1024;
+    static constexpr size_t kRecent = 64;  // direct-mapped cache of pages
+
+    uint64_t *set_words(uint64_t set) {
+        const uint64_t page = set >> page_bits_;
+        Recent &r = recent_[page & (kRecent - 1)];
+        if (r.words == nullptr || r.page != page) {
+            std::unique_ptr<uint64_t[]> &p = pages_[page];
+            if (!p) p.reset(new uint64_t[page_sets_ * stride_]());
+            r.words = p.get();
+            r.page = page;
+        }
+        return r.words + (set & (page_sets_ - 1)) * stride_;
+    }
+
     bool ref_is_miss(uint64_t block) {
-        const uint64_t set = block & (sets_ - 1);
-        uint64_t *t = &tags_[set * ways_];
-        if (t[0] == block) return false;
-        for (uint32_t i = 1; i < ways_; ++i) {
+        uint64_t *w = set_words(block & (sets_ - 1));
+        uint64_t *t = w + 1;
+        uint32_t valid = static_cast<uint32_t>(w[0]);
+        if (valid != 0 && t[0] == block) return false;
+        for (uint32_t i = 1; i < valid; ++i) {
             if (t[i] != block) continue;
             if (policy_ == Policy::lru) {
                 for (uint32_t j = i; j > 0; --j) t[j] = t[j - 1];
@@ -178,20 +222,23 @@ private:
             }
             return false;
         }
+        uint32_t next = static_cast<uint32_t>(w[0] >> 32);
         switch (policy_) {
             case Policy::lru:
-                for (uint32_t j = ways_ - 1; j > 0; --j) t[j] = t[j - 1];
+                if (valid < ways_) ++valid;
+                for (uint32_t j = valid - 1; j > 0; --j) t[j] = t[j - 1];
                 t[0] = block;
                 break;
             case Policy::fifo:
-                t[next_[set]] = block;
-                next_[set] = (next_[set] + 1) % ways_;
+                t[next] = block;
+                next = (next + 1) % ways_;
+                if (valid < ways_) ++valid;
                 break;
             case Policy::random: {
-                uint32_t way = ways_;
-                for (uint32_t i = 0; i < ways_ && way == ways_; ++i)
-                    if (t[i] == kEmpty) way = i;
-                if (way == ways_) {
+                uint32_t way = valid;
+                if (valid < ways_) {
+                    ++valid;
+                } else {
                     rng_ ^= rng_ << 13;
                     rng_ ^= rng_ >> 7;
                     rng_ ^= rng_ << 17;
@@ -201,15 +248,23 @@ private:
                 break;
             }
         }
+        w[0] = valid | (uint64_t(next) << 32);
         return true;
     }
 
     uint32_t ways_;
     Policy policy_;
     uint64_t sets_;
+    uint64_t stride_;         // words per set
+    uint64_t page_sets_ = 1;  // sets per page, a power of two
+    unsigned page_bits_ = 0;
     unsigned line_bits_ = 0;
-    std::vector<uint64_t> tags_;
-    std::vector<uint32_t> next_;
+    struct Recent {
+        uint64_t page = 0;
+        uint64_t *words = nullptr;
+    };
+    std::unordered_map<uint64_t, std::unique_ptr<uint64_t[]>> pages_;
+    Recent recent_[kRecent];
     uint64_t rng_ = 0x9E3779B97F4A7C15ull;
     SeenBlocks seen_;
 };
@@ -240,7 +295,9 @@ public:
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
         for (size_t i = 0; i < n; ++i) {
             const uint32_t s = m[i].shard;
-            if (s >= shards_.size()) shards_.resize(s + 1);
+            if (s >= shards_.size())
+                return set_error("memref of shard " + std::to_string(s) + " beyond the " +
+                                 std::to_string(shards_.size()) + " shards announced");
             if (!shards_[s]) shards_[s] = make_hierarchy(false);
             access(*shards_[s], shared_, m[i]);
         }
@@ -248,12 +305,14 @@ public:
     }
     bool parallel_shard_supported() override { return true; }
     bool parallel_shard_init(uint32_t shard, void *, void **shard_data) override {
-        shards_.at(shard) = make_hierarchy(true);
-        *shard_data = shards_[shard].get();
+        // The shard's slot: its hierarchy is created on its first record.
+        *shard_data = &shards_.at(shard);
         return true;
     }
     bool parallel_shard_memrefs(void *sd, const sonde_memref_t *m, size_t n) override {
-        Hierarchy &h = *static_cast<Hierarchy *>(sd);
+        std::unique_ptr<Hierarchy> &slot = *static_cast<std::unique_ptr<Hierarchy> *>(sd);
+        if (!slot) slot = make_hierarchy(true);
+        Hierarchy &h = *slot;
         for (size_t i = 0; i < n; ++i) access(h, h.lower, m[i]);
         return true;
     }

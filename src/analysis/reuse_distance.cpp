@@ -49,6 +49,13 @@ Options parse(const std::string &text) {
         const size_t eq = item.find('=');
         if (eq == std::string::npos) throw std::invalid_argument("option '" + item + "' has no value");
         const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+        // Numbers only, whole: std::stoull would take "-1" (as 2^64 - 1) or "64x" (as 64).
+        const bool number = !value.empty() &&
+                            value.find_first_not_of(key == "sample_rate" ? "0123456789.eE-+"
+                                                                         : "0123456789") == std::string::npos;
+        const bool numeric =
+            key == "line_size" || key == "sample_rate" || key == "sample_size" || key == "jobs";
+        if (numeric && !number) throw std::invalid_argument("bad value for '" + key + "': " + value);
         try {
             if (key == "line_size") {
                 o.line_size = std::stoull(value);
@@ -64,9 +71,9 @@ Options parse(const std::string &text) {
                 if (o.cfg.sample_size == 0) throw std::invalid_argument("sample_size must be at least 1");
                 o.cfg.mode = stackdist::Mode::kFixedSize;
             } else if (key == "jobs") {
-                o.cfg.workers = static_cast<unsigned>(std::stoul(value));
-                if (o.cfg.workers == 0 || o.cfg.workers > 1024)
-                    throw std::invalid_argument("jobs must be 1..1024");
+                const unsigned long jobs = std::stoul(value);
+                if (jobs == 0 || jobs > 1024) throw std::invalid_argument("jobs must be 1..1024");
+                o.cfg.workers = static_cast<unsigned>(jobs);
             } else if (key == "per_shard") {
                 o.per_shard = value == "1" || value == "true";
             } else {
@@ -89,11 +96,8 @@ public:
     }
     const char *name() const override { return "reuse_distance"; }
     bool initialize(uint32_t num_shards) override {
-        if (opt_.per_shard) {
-            ReuseConfig serial = opt_.cfg;
-            serial.workers = 1;
-            for (uint32_t i = 0; i < num_shards; ++i) shards_.push_back(std::make_unique<Shard>(serial));
-        }
+        // per_shard: a stack per shard, created on the shard's first data access.
+        if (opt_.per_shard) shards_.resize(num_shards);
         return true;
     }
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
@@ -109,7 +113,13 @@ public:
                 if (m[i].shard >= shards_.size())
                     return set_error("memref of shard " + std::to_string(m[i].shard) +
                                      " beyond the shards announced");
-                Shard &s = *shards_[m[i].shard];
+                std::unique_ptr<Shard> &slot = shards_[m[i].shard];
+                if (!slot) {
+                    ReuseConfig serial = opt_.cfg;
+                    serial.workers = 1;
+                    slot = std::make_unique<Shard>(serial);
+                }
+                Shard &s = *slot;
                 s.lines.push_back(line);
                 s.writes.push_back(w);
                 if (s.lines.size() >= kShardBatch) s.flush();
@@ -146,10 +156,9 @@ public:
         j["line_size"] = opt_.line_size;
         if (opt_.per_shard) {
             nlohmann::json per = nlohmann::json::array();
-            for (auto &s : shards_) {
-                nlohmann::json sj = as_json(s->reuse.result());
-                per.push_back(sj);
-            }
+            ReuseConfig serial = opt_.cfg;
+            serial.workers = 1;
+            for (auto &s : shards_) per.push_back(as_json(s ? s->reuse.result() : Reuse(serial).result()));
             j["shards"] = per;
         }
         return j.dump();
@@ -180,7 +189,8 @@ private:
     void finish() {
         if (finished_) return;
         flush();
-        for (auto &s : shards_) s->flush();
+        for (auto &s : shards_)
+            if (s) s->flush();
         finished_ = true;
     }
     static std::string human(uint64_t bytes) {

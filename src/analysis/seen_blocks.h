@@ -9,10 +9,11 @@
 
 namespace sonde::analysis {
 
-// The blocks a cache has ever held, for compulsory misses: a bitmap per region of 32768
-// blocks, found through a hash map with the last region cached (misses have locality). Cost
-// per call: a compare and a bit test; a map lookup when a region is not among the 16 recent
-// ones; one 4 KiB allocation per new region.
+// The blocks a cache has ever held, for compulsory misses: a bitmap per region of 512 blocks,
+// found through a hash map with the 16 last regions cached (misses have locality). Cost per
+// call: a compare and a bit test; a map lookup when a region is not among the recent ones; one
+// 64-byte allocation per new region, so that scattered blocks cost little more than a hash
+// set entry each.
 class SeenBlocks {
 public:
     // True when `block` was not seen before (and marks it seen).
@@ -34,7 +35,7 @@ public:
     }
 
 private:
-    static constexpr unsigned kRegionBits = 15;
+    static constexpr unsigned kRegionBits = 9;
     static constexpr size_t kWords = (size_t(1) << kRegionBits) / 64;
     static constexpr size_t kRecent = 16;  // direct-mapped cache of region bitmaps
     struct Recent {

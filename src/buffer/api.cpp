@@ -46,18 +46,17 @@ SONDE_API sonde_status_t sonde_flush_data(sonde_session_id_t session, sonde_buff
     return guarded([&]() -> sonde_status_t {
         if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
         if (in_callback()) return SONDE_STATUS_ERROR_IN_CALLBACK;
-        std::vector<std::shared_ptr<Buffer>> bufs;
-        if (buffer.handle == 0) {
-            if (!core::session_exists(session.handle)) return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;
-            bufs = buffers_of(session.handle);
-        } else {
+        if (buffer.handle != 0) {
             sonde_status_t st = SONDE_STATUS_SUCCESS;
-            auto b = find_in_session(session.handle, buffer.handle, &st);
+            const std::shared_ptr<Buffer> b = find_in_session(session.handle, buffer.handle, &st);
             if (!b) return st;
-            bufs.push_back(std::move(b));
+            return deliver(*b, true);
         }
+        if (!core::session_exists(session.handle)) return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;
         sonde_status_t result = SONDE_STATUS_SUCCESS;
-        for (auto &b : bufs) result = first_error(result, deliver(*b, true));
+        uint32_t slot = 0;
+        while (std::shared_ptr<Buffer> b = next_buffer(session.handle, &slot))
+            result = first_error(result, deliver(*b, true));
         return result;
     });
 }

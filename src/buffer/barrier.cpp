@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <new>
 
 #include "buffer/buffer.h"
 
@@ -19,25 +20,47 @@ enum class BarrierKind { kPrivateExpedited, kGlobal, kMprotect };
 BarrierKind g_barrier = BarrierKind::kMprotect;
 void *g_barrier_page = nullptr;
 std::mutex g_barrier_mu;
+bool g_reregister = false;  // set in a forked child; read by barrier_init (Runtime::mu held)
+
+}  // namespace
+
+void barrier_forked_child() {
+    new (&g_barrier_mu) std::mutex();
+    g_reregister = true;
+}
+
+namespace {
+
+// Picks the strongest barrier the kernel offers and registers for it.
+void choose_barrier() {
+    const long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+        syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) {
+        g_barrier = BarrierKind::kPrivateExpedited;
+    } else if (q > 0 && (q & MEMBARRIER_CMD_GLOBAL)) {
+        g_barrier = BarrierKind::kGlobal;
+    } else {
+        // Changing a locked page's protection makes the kernel shoot down its TLB entry
+        // on every CPU running this process, which serialises them: a full barrier.
+        g_barrier = BarrierKind::kMprotect;
+        if (g_barrier_page == nullptr || g_barrier_page == MAP_FAILED) {
+            g_barrier_page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (g_barrier_page != MAP_FAILED) mlock(g_barrier_page, 4096);
+        }
+    }
+}
 
 }  // namespace
 
 void barrier_init() {
     static std::once_flag once;
-    std::call_once(once, [] {
-        const long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-        if (q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-            syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) {
-            g_barrier = BarrierKind::kPrivateExpedited;
-        } else if (q > 0 && (q & MEMBARRIER_CMD_GLOBAL)) {
-            g_barrier = BarrierKind::kGlobal;
-        } else {
-            // Changing a locked page's protection makes the kernel shoot down its TLB entry
-            // on every CPU running this process, which serialises them: a full barrier.
-            g_barrier_page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (g_barrier_page != MAP_FAILED) mlock(g_barrier_page, 4096);
-        }
-    });
+    std::call_once(once, choose_barrier);
+    // A membarrier registration belongs to the process that made it: a forked child
+    // registers again (idempotent) before it destroys anything.
+    if (g_reregister) {
+        g_reregister = false;
+        choose_barrier();
+    }
 }
 
 void process_barrier() {

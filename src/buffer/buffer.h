@@ -9,7 +9,10 @@
 // * Writer: one per (thread, buffer slot), owned by that thread's ThreadState and reused for
 //   every buffer that later occupies the slot. Its write window (pos, end, chunk, records,
 //   reservation) is written only by the owning thread. Destroy/finalize only unlink it and
-//   clear `handle`; attach() resets the window on the owning thread. The chunk pointer read
+//   clear `handle`; attach() resets the window on the owning thread. A writer is linked into
+//   one buffer at a time: when a slot's new buffer is attached before the previous buffer's
+//   drain detached the writer (handle still non-zero), attach() retires it to the thread's
+//   `retired` list and makes a new one. The chunk pointer read
 //   under Buffer::mu and the sealed list are the hand-over points to delivery.
 // * Chunk: owned by exactly one of: the free list (Buffer::mu), a writer as its current chunk
 //   (the producer appends; delivery may read the committed prefix in place), a writer's sealed
@@ -23,6 +26,14 @@
 // memory barrier (membarrier), then waits for busy == 0 on every writer. Either the producer
 // sees the new state and backs out, or destroy sees busy and waits. Under ThreadSanitizer both
 // sides use seq_cst atomics instead, which TSan understands.
+//
+// fork(): the child keeps nothing of this. Its fork handler (forked_child in table.cpp, through
+// the core) makes every slot refuse producers, forgets the forking thread's ThreadState (it
+// stays, never freed, in the list of every thread state, like those of the parent's other
+// threads) and re-creates the locks of the thread list, the table, the delivery thread and the
+// barrier in place; the child's next sonde_initialize parks the parent's buffers (table.h). Delivery code that runs a
+// callback checks the core's fork epoch afterwards: a callback that forked leaves the child
+// in Sonde code, which then returns without touching the parent's buffers again.
 //
 // Locks, in order: Buffer::deliver_mu -> Runtime::mu (core) -> Table::mu -> Buffer::mu.
 // deliver_mu serialises callbacks of one buffer; no Sonde lock but deliver_mu is held while a
@@ -105,12 +116,21 @@ struct Writer {
     Writer *next_in_buffer = nullptr;
     ThreadState *thread = nullptr;
     uint32_t slot = 0;
+    // ---- owning thread only ----
+    Writer *next_retired = nullptr;  // ThreadState::retired list
 };
 
 struct ThreadState {
     Writer *writers[kMaxBuffers];  // never null: unused slots point to a detached sentinel
+    // Writers replaced while still linked into a buffer whose drain had not detached them yet
+    // (the slot's previous buffer: a writer is in one buffer's list at a time). Freed once
+    // their handle is 0, at the next attach or at thread exit.
+    Writer *retired = nullptr;
     uint64_t thread_id = 0;
     uint64_t os_tid = 0;
+    // The list of every thread state (producer.cpp, its own lock): it keeps them reachable in
+    // a forked child, where the parent's threads are gone but their states may not be freed.
+    ThreadState *prev_state = nullptr, *next_state = nullptr;
 };
 
 struct Buffer {
@@ -145,6 +165,8 @@ struct Buffer {
     std::atomic<bool> drain_requested{false};
     uint64_t next_interval_flush = 0;  // delivery thread only
 
+    std::shared_ptr<Buffer> parked_next;  // a forked child's list of the parent's buffers (table.h)
+
     ~Buffer();
 };
 
@@ -164,12 +186,16 @@ inline uint64_t writer_emitted_locked(const Writer *w) {
 }
 
 // Delivery (consumer.cpp). `partial` also delivers the committed prefix of every writer's
-// current chunk.
+// current chunk. Allocates nothing. In a child that forked inside a callback it stops after
+// that callback and answers NOT_INITIALIZED.
 sonde_status_t deliver(Buffer &b, bool partial);
 void fill_stats(Buffer &b, sonde_buffer_stats_t &s);
 
 // Thread exit (producer.cpp; pthread key destructor).
 void thread_exit(ThreadState *t);
+// Fork child handler part (producer.cpp): forgets the forking thread's state, so that the
+// child's thread starts afresh and its exit never delivers the parent's records.
+void thread_forked_child();
 
 // Whether the calling thread is inside a buffer callback (consumer.cpp).
 bool in_callback();
@@ -177,11 +203,19 @@ bool in_callback();
 // The process-wide memory barrier of the busy handshake (barrier.cpp).
 void barrier_init();
 void process_barrier();
+// Fork child handler part: re-creates the barrier's lock; the next barrier_init registers the
+// child for membarrier again.
+void barrier_forked_child();
 
 // The delivery thread (delivery.cpp): started with the runtime, stopped at finalize; wake()
 // asks it to look at buffers whose drain_requested is set.
 sonde_status_t delivery_start();
 void delivery_stop();
 void delivery_wake();
+// Makes the delivery thread's state (at load time, so that the fork handler never allocates).
+void delivery_make();
+// Fork child handler part: the delivery thread does not exist in the child; forget it and
+// re-create its lock and condition variable in place.
+void delivery_forked_child();
 
 }  // namespace sonde::buffer

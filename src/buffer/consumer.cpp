@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "buffer/internal.h"
+#include "core/runtime.h"
 
 namespace sonde::buffer {
 
@@ -71,53 +72,55 @@ sonde_status_t deliver_chunk(Buffer &b, Chunk *c) {
     return st;
 }
 
-struct Pending {
-    Chunk *sealed;
-    Chunk *current;
-};
-
 }  // namespace
 
+// Writer by writer: take its sealed chunks and (partial) its current chunk under Buffer::mu,
+// deliver them outside it, then give the sealed ones back to the free list. No allocation. The
+// writer list cannot lose a member meanwhile: thread exit and drain_and_detach unlink writers
+// only with deliver_mu held, which the caller holds; attach only prepends.
 sonde_status_t deliver_locked(Buffer &b, bool partial) {
-    std::vector<Pending> work;
+    const uint64_t epoch = core::fork_epoch();
+    sonde_status_t result = SONDE_STATUS_SUCCESS;
+    Writer *w;
     {
         std::lock_guard<std::mutex> g(b.mu);
-        for (Writer *w = b.writers; w; w = w->next_in_buffer) {
-            Pending p{w->sealed_head, partial ? w->chunk : nullptr};
-            w->sealed_head = w->sealed_tail = nullptr;
-            if (p.sealed || p.current) work.push_back(p);
-        }
-        b.sealed_bytes = 0;
+        w = b.writers;
     }
-    sonde_status_t result = SONDE_STATUS_SUCCESS;
-    Chunk *done_head = nullptr;
-    for (Pending &p : work) {
-        for (Chunk *c = p.sealed; c;) {
-            Chunk *next = c->next;
+    while (w != nullptr) {
+        Chunk *sealed, *current;
+        {
+            std::lock_guard<std::mutex> g(b.mu);
+            sealed = w->sealed_head;
+            current = partial ? w->chunk : nullptr;
+            w->sealed_head = w->sealed_tail = nullptr;
+            for (Chunk *c = sealed; c; c = c->next)
+                b.sealed_bytes -= static_cast<uint32_t>(c->commit.load(std::memory_order_relaxed));
+        }
+        for (Chunk *c = sealed; c; c = c->next) {
             const sonde_status_t st = deliver_chunk(b, c);
             if (result == SONDE_STATUS_SUCCESS) result = st;
-            if (c == p.current) p.current = nullptr;
-            c->next = done_head;
-            done_head = c;
-            c = next;
         }
-        if (p.current) {
-            const sonde_status_t st = deliver_chunk(b, p.current);
+        if (current) {
+            const sonde_status_t st = deliver_chunk(b, current);
             if (result == SONDE_STATUS_SUCCESS) result = st;
         }
-    }
-    if (done_head) {
+        // A callback that called fork() returns into the child, where these chunks and locks
+        // belong to the parent: touch nothing more.
+        if (core::fork_epoch() != epoch) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
         std::lock_guard<std::mutex> g(b.mu);
-        for (Chunk *c = done_head; c;) {
-            Chunk *next = c->next;
-            c->commit.store(0, std::memory_order_relaxed);
-            c->delivered_bytes = 0;
-            c->delivered_records = 0;
-            c->next = b.free_head;
-            b.free_head = c;
-            c = next;
+        if (sealed) {
+            for (Chunk *c = sealed; c;) {
+                Chunk *next = c->next;
+                c->commit.store(0, std::memory_order_relaxed);
+                c->delivered_bytes = 0;
+                c->delivered_records = 0;
+                c->next = b.free_head;
+                b.free_head = c;
+                c = next;
+            }
+            b.space_cv.notify_all();
         }
-        b.space_cv.notify_all();
+        w = w->next_in_buffer;
     }
     return result;
 }
@@ -132,15 +135,18 @@ sonde_status_t deliver(Buffer &b, bool partial) {
 }
 
 sonde_status_t drain_and_detach(Buffer &b) {
+    const uint64_t epoch = core::fork_epoch();
     process_barrier();
-    std::vector<Writer *> ws;
+    // The buffer is dead (retired under Buffer::mu): attach adds no writer and thread exit
+    // unlinks none, so the list read here stays as it is until the detach below.
+    Writer *head;
     {
         std::lock_guard<std::mutex> g(b.mu);
-        for (Writer *w = b.writers; w; w = w->next_in_buffer) ws.push_back(w);
+        head = b.writers;
     }
     // Wait for emissions in progress (busy handshake, buffer.h). A reservation left open by
     // this very thread can never be committed now: cancel it.
-    for (Writer *w : ws) {
+    for (Writer *w = head; w; w = w->next_in_buffer) {
         if (w->thread == tls_thread && w->reserve_need != 0) {
             w->reserve_need = 0;
             w->end = w->real_end;
@@ -150,6 +156,7 @@ sonde_status_t drain_and_detach(Buffer &b) {
     }
     std::lock_guard<std::mutex> dg(b.deliver_mu);
     const sonde_status_t st = deliver_locked(b, true);
+    if (core::fork_epoch() != epoch) return st;  // a callback forked: this is the child
     std::lock_guard<std::mutex> g(b.mu);
     for (Writer *w = b.writers; w;) {
         Writer *next = w->next_in_buffer;

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <system_error>
 
 #include "buffer/buffer.h"
 #include "buffer/table.h"
 #include "core/clock.h"
+#include "core/runtime.h"
 #include "core/thread.h"
 
 namespace sonde::buffer {
@@ -33,13 +35,16 @@ Delivery &delivery() {
 }
 
 // Wakes on request or at the next interval deadline, then delivers outside every lock.
+// Allocates nothing. In a child forked by one of its callbacks it returns, ending the thread:
+// the child has no delivery thread to go back to, and the buffers are the parent's.
 void delivery_main() {
     core::mark_internal_thread();
+    const uint64_t epoch = core::fork_epoch();
     Delivery &d = delivery();
     std::unique_lock<std::mutex> lk(d.mu);
     uint64_t next_deadline = UINT64_MAX;
     for (;;) {
-        if (d.stop) return;
+        if (d.stop || core::fork_epoch() != epoch) return;
         if (!d.pending) {
             if (next_deadline == UINT64_MAX) {
                 d.cv.wait(lk);
@@ -52,10 +57,11 @@ void delivery_main() {
         d.pending = false;
         lk.unlock();
 
-        std::vector<std::shared_ptr<Buffer>> bufs = buffers_of(0);
         const uint64_t now = clock::monotonic_ns();
         next_deadline = UINT64_MAX;
-        for (auto &b : bufs) {
+        uint32_t slot = 0;
+        while (std::shared_ptr<Buffer> b = next_buffer(0, &slot)) {
+            if (core::fork_epoch() != epoch) return;
             bool full = false;
             if (b->interval_ns != 0) {
                 if (b->next_interval_flush == 0) b->next_interval_flush = now + b->interval_ns;
@@ -68,7 +74,7 @@ void delivery_main() {
             const bool drain = b->drain_requested.exchange(false, std::memory_order_acq_rel);
             if (full || drain) deliver(*b, full);
         }
-        bufs.clear();
+        if (core::fork_epoch() != epoch) return;
         lk.lock();
     }
 }
@@ -102,6 +108,17 @@ void delivery_stop() {
     d.cv.notify_all();
     if (d.started) pthread_join(d.thread, nullptr);
     d.started = false;
+}
+
+void delivery_make() { delivery(); }
+
+void delivery_forked_child() {
+    Delivery &d = delivery();
+    new (&d.mu) std::mutex();
+    new (&d.cv) std::condition_variable();
+    d.started = false;
+    d.stop = false;
+    d.pending = false;
 }
 
 void delivery_wake() {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "buffer/internal.h"
 #include "buffer/table.h"
@@ -26,6 +27,27 @@ namespace {
 std::atomic<uint64_t> g_next_thread_id{1};
 pthread_key_t g_thread_key;
 std::once_flag g_key_once;
+std::atomic<bool> g_key_made{false};
+// Every thread state, live or (in a forked child) the parent's: those are kept, never used,
+// so that nothing of the parent is delivered or freed in the child, and stay reachable.
+std::mutex g_states_mu;
+ThreadState *g_states = nullptr;
+
+void link_state(ThreadState *t) {
+    std::lock_guard<std::mutex> g(g_states_mu);
+    t->next_state = g_states;
+    if (g_states != nullptr) g_states->prev_state = t;
+    g_states = t;
+}
+
+void unlink_state(ThreadState *t) {
+    std::lock_guard<std::mutex> g(g_states_mu);
+    if (t->prev_state != nullptr)
+        t->prev_state->next_state = t->next_state;
+    else
+        g_states = t->next_state;
+    if (t->next_state != nullptr) t->next_state->prev_state = t->prev_state;
+}
 
 void thread_key_destructor(void *p) { thread_exit(static_cast<ThreadState *>(p)); }
 
@@ -34,22 +56,68 @@ void thread_key_destructor(void *p) { thread_exit(static_cast<ThreadState *>(p))
 ThreadState *thread_state() {
     ThreadState *t = tls_thread;
     if (t) return t;
-    std::call_once(g_key_once, [] { pthread_key_create(&g_thread_key, thread_key_destructor); });
+    std::call_once(g_key_once, [] {
+        if (pthread_key_create(&g_thread_key, thread_key_destructor) == 0)
+            g_key_made.store(true, std::memory_order_release);
+    });
     t = new ThreadState();
     for (auto &w : t->writers) w = &g_detached_writer;
+    // Without the key the thread's exit could not deliver its records: refuse, as for memory.
+    if (!g_key_made.load(std::memory_order_acquire) || pthread_setspecific(g_thread_key, t) != 0) {
+        delete t;
+        throw std::bad_alloc();
+    }
     t->thread_id = g_next_thread_id.fetch_add(1, std::memory_order_relaxed);
     t->os_tid = static_cast<uint64_t>(syscall(SYS_gettid));
+    link_state(t);
     tls_thread = t;
-    pthread_setspecific(g_thread_key, t);
     return t;
 }
+
+void thread_forked_child() {
+    // The list's lock may have been held by a parent thread; the states stay in the list.
+    new (&g_states_mu) std::mutex();
+    if (tls_thread == nullptr) return;
+    tls_thread = nullptr;
+    if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_thread_key, nullptr);
+}
+
+namespace {
+
+// Frees the retired writers that their buffer's drain has detached (handle 0).
+void free_retired(ThreadState *t) {
+    for (Writer **pp = &t->retired; *pp != nullptr;) {
+        Writer *w = *pp;
+        if (w->handle.load(std::memory_order_acquire) != 0) {
+            pp = &w->next_retired;
+            continue;
+        }
+        *pp = w->next_retired;
+        delete w;
+    }
+}
+
+}  // namespace
 
 sonde_status_t attach(uint64_t handle, Writer **out) {
     if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
     const uint32_t slot = static_cast<uint32_t>(handle);
     if (slot >= kMaxBuffers) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
     ThreadState *t = thread_state();
+    free_retired(t);
     Writer *w = t->writers[slot];
+    if (w != &g_detached_writer) {
+        const uint64_t old = w->handle.load(std::memory_order_acquire);
+        if (old != 0 && old != handle) {
+            // Still linked into the slot's previous buffer, which was retired (the slot holds
+            // another one now) and whose drain has not detached it yet: relinking it here
+            // would splice the two buffers' writer lists. Leave it to that drain.
+            w->next_retired = t->retired;
+            t->retired = w;
+            t->writers[slot] = &g_detached_writer;
+            w = &g_detached_writer;
+        }
+    }
     if (w == &g_detached_writer) {
         w = new Writer();
         w->thread = t;
@@ -195,6 +263,7 @@ sonde_status_t refill(Writer *w, uint32_t need) {
 // Delivers what this thread emitted into each buffer, then detaches its writers. Once a
 // buffer is dead only its destroyer detaches writers, so this thread waits for that instead.
 void thread_exit(ThreadState *t) {
+    const uint64_t epoch = core::fork_epoch();
     for (uint32_t slot = 0; slot < kMaxBuffers; ++slot) {
         Writer *w = t->writers[slot];
         if (w == &g_detached_writer) continue;
@@ -222,6 +291,8 @@ void thread_exit(ThreadState *t) {
                 }
                 if (live) {
                     deliver_locked(*b, false);
+                    // A callback forked: this is the child, where t is parked; stop here.
+                    if (core::fork_epoch() != epoch) return;
                     std::lock_guard<std::mutex> g(b->mu);
                     if (!b->dead) {
                         Writer **pp = &b->writers;
@@ -237,7 +308,14 @@ void thread_exit(ThreadState *t) {
         }
         delete w;
     }
+    // Retired writers belong to buffers already being drained: wait for their detach.
+    while (Writer *w = t->retired) {
+        while (w->handle.load(std::memory_order_acquire) != 0) sched_yield();
+        t->retired = w->next_retired;
+        delete w;
+    }
     tls_thread = nullptr;
+    unlink_state(t);
     delete t;
 }
 

@@ -2,6 +2,8 @@
 // sessions start, stop and destroy their buffers. See table.h for the lock.
 #include "buffer/table.h"
 
+#include <new>
+
 #include "buffer/internal.h"
 #include "core/hooks.h"
 #include "core/runtime.h"
@@ -43,13 +45,18 @@ std::shared_ptr<Buffer> find_in_session(uint64_t session, uint64_t buffer, sonde
     return nullptr;
 }
 
-std::vector<std::shared_ptr<Buffer>> buffers_of(uint64_t session) {
-    std::vector<std::shared_ptr<Buffer>> out;
+std::shared_ptr<Buffer> next_buffer(uint64_t session, uint32_t *slot) {
     Table &t = table();
     std::lock_guard<std::mutex> g(t.mu);
-    for (auto &b : t.buffers)
-        if (b && (session == 0 || b->session_handle == session)) out.push_back(b);
-    return out;
+    for (uint32_t i = *slot; i < kMaxBuffers; ++i) {
+        const std::shared_ptr<Buffer> &b = t.buffers[i];
+        if (b && (session == 0 || b->session_handle == session)) {
+            *slot = i + 1;
+            return b;
+        }
+    }
+    *slot = kMaxBuffers;
+    return nullptr;
 }
 
 sonde_status_t insert(const std::shared_ptr<Buffer> &b, bool active) {
@@ -88,14 +95,28 @@ bool retire(const std::shared_ptr<Buffer> &b) {
     return true;
 }
 
-std::vector<std::shared_ptr<Buffer>> retire_all(uint64_t session) {
-    std::vector<std::shared_ptr<Buffer>> out;
+std::shared_ptr<Buffer> retire_next(uint64_t session) {
     Table &t = table();
     std::lock_guard<std::mutex> g(t.mu);
-    for (auto &b : t.buffers)
-        if (b && (session == 0 || b->session_handle == session)) out.push_back(b);
-    for (auto &b : out) retire_locked(t, b);
-    return out;
+    for (auto &slot : t.buffers)
+        if (slot && (session == 0 || slot->session_handle == session)) {
+            std::shared_ptr<Buffer> b = slot;
+            retire_locked(t, b);
+            return b;
+        }
+    return nullptr;
+}
+
+void park_inherited() {
+    Table &t = table();
+    std::lock_guard<std::mutex> g(t.mu);
+    if (!t.inherited) return;
+    for (auto &slot : t.buffers) {
+        if (!slot) continue;
+        slot->parked_next = std::move(t.parked);
+        t.parked = std::move(slot);
+    }
+    t.inherited = false;
 }
 
 // ---- the session hooks ---------------------------------------------------------------------
@@ -104,6 +125,7 @@ namespace {
 sonde_status_t first_error(sonde_status_t a, sonde_status_t b) { return a != SONDE_STATUS_SUCCESS ? a : b; }
 
 sonde_status_t start_runtime() {
+    park_inherited();
     barrier_init();
     return delivery_start();
 }
@@ -117,22 +139,42 @@ void set_active_locked(uint64_t session, bool active) {
 
 sonde_status_t stopped(uint64_t session) {
     sonde_status_t result = SONDE_STATUS_SUCCESS;
-    for (auto &b : buffers_of(session)) result = first_error(result, deliver(*b, true));
+    uint32_t slot = 0;
+    while (std::shared_ptr<Buffer> b = next_buffer(session, &slot))
+        result = first_error(result, deliver(*b, true));
     return result;
 }
 
 sonde_status_t destroyed(uint64_t session) {
-    const std::vector<std::shared_ptr<Buffer>> bufs = retire_all(session);
     sonde_status_t result = SONDE_STATUS_SUCCESS;
-    for (auto &b : bufs) result = first_error(result, drain_and_detach(*b));
+    while (std::shared_ptr<Buffer> b = retire_next(session))
+        result = first_error(result, drain_and_detach(*b));
     return result;
 }
 
-const core::SessionResources kResources = {start_runtime, delivery_stop, set_active_locked,
-                                           stopped,       destroyed,     in_callback};
+// pthread_atfork child handler (through the core): the only thread of a child just forked.
+// Allocates nothing and takes no lock: another thread of the parent may have held any of them.
+void forked_child() {
+    for (auto &state : g_slot_state)  // every id of the parent now refuses producers
+        state.store(state.load(std::memory_order_relaxed) & ~uint64_t{3}, std::memory_order_relaxed);
+    Table &t = table();
+    new (&t.mu) std::mutex();
+    t.inherited = true;
+    thread_forked_child();
+    delivery_forked_child();
+    barrier_forked_child();
+}
+
+const core::SessionResources kResources = {start_runtime, delivery_stop, set_active_locked, stopped,
+                                           destroyed,     in_callback,   forked_child};
 
 struct Register {
-    Register() { core::set_session_resources(&kResources); }
+    Register() {
+        // Made at load time, so that the fork handler never allocates.
+        table();
+        delivery_make();
+        core::set_session_resources(&kResources);
+    }
 } g_register;
 
 }  // namespace

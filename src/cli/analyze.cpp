@@ -1,5 +1,7 @@
 // `sonde analyze`: parses the command line (CLI11), builds an analyzer through the public C API
 // (sonde/analysis.h), runs it, prints the human summary on stdout and writes the JSON results.
+// The readers' warnings (a truncated trace, an input without records) go to stderr as
+// "sonde analyze: warning: ..."; --strict refuses an incomplete input before any tool runs.
 // On a terminal, a progress line on stderr appears for runs that take more than a second.
 //
 // Threads: the progress tool's counter is an atomic written by the analyzer's workers and read
@@ -8,10 +10,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -21,7 +25,13 @@
 
 #include <sonde/analysis.h>
 
+#include "cli/options.h"
+
 namespace {
+
+namespace cli = sonde::cli;
+
+constexpr const char *kCommand = "sonde analyze";
 
 // A tool that only counts records, for the progress line. It has no results.
 struct Progress {
@@ -99,6 +109,24 @@ uint32_t format_value(const std::string &f) {
     return SONDE_TRACE_FORMAT_AUTO;
 }
 
+// Prints the warnings of input `input` after the first `*printed` ones, each on its own line
+// of stderr, and counts them in *printed; returns whether the input is complete.
+bool print_warnings(sonde_analyzer_t *a, uint32_t input, size_t *printed) {
+    bool complete = true;
+    const char *text = "";
+    if (sonde_analyzer_input_warnings(a, input, &complete, &text) != SONDE_STATUS_SUCCESS) return true;
+    size_t line = 0;
+    for (const char *p = text; *p != '\0'; ++line) {
+        const char *end = std::strchr(p, '\n');
+        const size_t len = end != nullptr ? static_cast<size_t>(end - p) : std::strlen(p);
+        if (line >= *printed)
+            std::fprintf(stderr, "sonde analyze: warning: %.*s\n", static_cast<int>(len), p);
+        p += len + (end != nullptr ? 1 : 0);
+    }
+    *printed = std::max(*printed, line);
+    return complete;
+}
+
 int fail(const char *what, sonde_status_t st, sonde_analyzer_t *a) {
     std::fprintf(stderr, "sonde analyze: %s: %s (%s)\n", what, sonde_analyzer_error(a),
                  sonde_status_name(st));
@@ -109,7 +137,11 @@ int fail(const char *what, sonde_status_t st, sonde_analyzer_t *a) {
 }  // namespace
 
 int sonde_cli_analyze(int argc, char **argv) {
-    CLI::App app{"Run analysis tools over memory-reference traces.", "sonde analyze"};
+    CLI::App app{
+        "Run analysis tools over memory-reference traces.\n"
+        "Exit status: 0 success, 1 an input or a tool fails while running, 2 bad usage\n"
+        "(refused before anything runs).",
+        kCommand};
     std::vector<std::string> inputs;
     std::string format = "auto";
     std::vector<std::string> tools;
@@ -121,45 +153,119 @@ int sonde_cli_analyze(int argc, char **argv) {
     uint64_t sample_size = 0;
     bool per_shard = false;
     std::string json_path;
+    std::vector<std::string> tool_lists;
+    bool strict = false;
     std::string cache_model = "cachegrind";
     std::string reuse_model = "gem5";
-    app.add_option("INPUT", inputs, "Trace files (or drmemtrace directories)")->required();
-    app.add_option("--format", format, "Input format")
+    cli::add_version(app);
+    app.add_option("INPUT", inputs,
+                   "Trace files or drmemtrace trace directories (each must exist and be readable); - reads "
+                   "standard input (lackey or raw64)")
+        ->required()
+        ->check(cli::input_path(true));
+    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64, drmemtrace")
         ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}))
         ->capture_default_str();
-    app.add_option("--tool", tools,
-                   "Tools, comma-separated: basic_counts, cache_sim, reuse_distance, or the path of a tool "
-                   "shared object")
-        ->delimiter(',');
-    app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")
-        ->check(CLI::Range(1u, 1024u));
+    app.add_option(
+           "--tool", tool_lists,
+           "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
+           "a tool shared object (default basic_counts, or cache_sim with --cache)")
+        ->check(cli::list_items());
+    auto *jobs_opt = app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")
+                         ->check(cli::unsigned_range(1, 1024));
     app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
-    app.add_option("--cache", cache, "cache_sim levels NAME:SIZE:WAYS:LINE[:POLICY],... (lru, fifo, random)");
-    app.add_option("--line-size", line_size, "Line size of basic_counts and reuse_distance (default 64)");
-    auto *rate =
-        app.add_option("--sample-rate", sample_rate, "reuse_distance: SHARDS fixed-rate sampling, 0 < R <= 1")
-            ->check(CLI::Range(1e-9, 1.0));
-    app.add_option("--sample-size", sample_size,
-                   "reuse_distance: SHARDS fixed-size sampling, most lines kept")
-        ->check(CLI::Range(uint64_t{1}, UINT64_MAX))
-        ->excludes(rate);
-    app.add_flag("--per-shard", per_shard, "reuse_distance: also one stack per shard (\"shards\" in JSON)");
-    app.add_option("--json", json_path, "Also write the results as JSON to this file");
-    app.add_option("--cache-model", cache_model,
-                   "cache_sim: cachegrind (default; --cache gives the levels) or drcachesim (DynamoRIO's "
-                   "hierarchy; --cache gives KEY=VALUE options)")
-        ->check(CLI::IsMember({"cachegrind", "drcachesim"}));
-    app.add_option("--reuse-model", reuse_model,
-                   "reuse_distance: gem5 (default: data references, one global stack) or drcachesim "
-                   "(instructions too, one stack per thread)")
-        ->check(CLI::IsMember({"gem5", "drcachesim"}));
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e) == 0 ? 0 : 2;  // usage errors exit 2, --help 0
+    // --cache is checked after parsing: what it holds depends on --cache-model.
+    auto *cache_opt = app.add_option(
+        "--cache", cache,
+        "cache_sim levels NAME:SIZE:WAYS:LINE[:POLICY],...: SIZE in bytes or with K, M, G, at most 4G; WAYS "
+        "1..1024 and at most the level's lines; LINE a power of two 1..65536; SIZE / (WAYS * LINE) a power "
+        "of two; POLICY lru, fifo or random; at most 16 levels. With --cache-model drcachesim: KEY=VALUE,... "
+        "of cores, line_size, L1I_size, L1I_assoc, L1D_size, L1D_assoc, LL_size, LL_assoc, data_prefetcher "
+        "(nextline, none), cpu_scheduling (0, 1), inclusive (0, 1)");
+    auto *cache_model_opt =
+        app.add_option(
+               "--cache-model", cache_model,
+               "cache_sim: cachegrind (default: the levels of --cache, or I1, D1 and LL) or drcachesim "
+               "(DynamoRIO drcachesim's hierarchy: per core L1I and L1D, a shared LL, a next-line "
+               "prefetcher, traced cpus mapped to cores)")
+            ->check(CLI::IsMember({"cachegrind", "drcachesim"}))
+            ->capture_default_str();
+    auto *reuse_model_opt =
+        app.add_option("--reuse-model", reuse_model,
+                       "reuse_distance: gem5 (default: data references, one global stack) or drcachesim "
+                       "(instructions too, one stack per thread, summed)")
+            ->check(CLI::IsMember({"gem5", "drcachesim"}))
+            ->capture_default_str();
+    auto *line_opt =
+        app.add_option("--line-size", line_size, "Line size of basic_counts and reuse_distance (default 64)")
+            ->check(cli::power_of_two(1, 1u << 20));
+    auto *rate = app.add_option("--sample-rate", sample_rate,
+                                "reuse_distance: SHARDS fixed-rate sampling, a finite rate")
+                     ->check(cli::real_range(1e-9, 1.0));
+    auto *size_opt = app.add_option("--sample-size", sample_size,
+                                    "reuse_distance: SHARDS fixed-size sampling, most lines kept")
+                         ->check(cli::unsigned_range(1, UINT64_MAX))
+                         ->excludes(rate);
+    auto *shard_opt = app.add_flag("--per-shard", per_shard,
+                                   "reuse_distance: also one stack per shard (\"shards\" in JSON)");
+    app.add_option("--json", json_path,
+                   "Also write the results as JSON to this file (its directory must exist; not an input)")
+        ->check(cli::output_file());
+    app.add_flag("--strict", strict, "Refuse an incomplete input (a truncated trace) instead of warning");
+    const int parsed = cli::parse(app, argc, argv);
+    if (parsed >= 0) return parsed;
+    for (const std::string &list : tool_lists)
+        for (const std::string &t : cli::split_list(list)) {
+            for (const std::string &seen : tools)
+                if (seen == t) return cli::usage_error(kCommand, "--tool: '" + t + "' is given twice");
+            if (t.find('/') != std::string::npos) {
+                const std::string why = cli::check_input_file(t, false);
+                if (!why.empty()) return cli::usage_error(kCommand, "--tool: " + why);
+            }
+            tools.push_back(t);
+        }
+    const bool dr_cache = cache_model == "drcachesim";
+    if (tools.empty()) tools.push_back(cache.empty() && !dr_cache ? "basic_counts" : "cache_sim");
+    // An option that no chosen tool reads would be ignored silently: refuse it.
+    auto chosen = [&tools](const char *name) {
+        for (const std::string &t : tools)
+            if (t == name) return true;
+        return false;
+    };
+    if (cache_opt->count() > 0 && !chosen("cache_sim"))
+        return cli::usage_error(kCommand, "--cache: only cache_sim reads it, and it is not among the tools");
+    if (cache_model_opt->count() > 0 && !chosen("cache_sim"))
+        return cli::usage_error(kCommand,
+                                "--cache-model: only cache_sim reads it, and it is not among the tools");
+    if (reuse_model_opt->count() > 0 && !chosen("reuse_distance"))
+        return cli::usage_error(kCommand,
+                                "--reuse-model: only reuse_distance reads it, and it is not among the tools");
+    if (cache_opt->count() > 0 && !dr_cache) {
+        const std::string why = cli::check_cache_levels(cache);
+        if (!why.empty()) return cli::usage_error(kCommand, "--cache: " + why);
     }
-    if (tools.empty())
-        tools.push_back(cache.empty() && cache_model == "cachegrind" ? "basic_counts" : "cache_sim");
+    if (reuse_model == "drcachesim")
+        for (const CLI::Option *o : {rate, size_opt, shard_opt})
+            if (o->count() > 0)
+                return cli::usage_error(kCommand, o->get_name() +
+                                                      ": only the gem5 model of reuse_distance reads it "
+                                                      "(--reuse-model drcachesim keeps a stack per thread)");
+    if (line_opt->count() > 0 && !chosen("basic_counts") && !chosen("reuse_distance"))
+        return cli::usage_error(
+            kCommand,
+            "--line-size: only basic_counts and reuse_distance read it, and neither is among "
+            "the tools");
+    for (const CLI::Option *o : {rate, size_opt, shard_opt})
+        if (o->count() > 0 && !chosen("reuse_distance"))
+            return cli::usage_error(
+                kCommand, o->get_name() + ": only reuse_distance reads it, and it is not among the tools");
+    if (serial && jobs_opt->count() > 0 && !chosen("reuse_distance"))
+        return cli::usage_error(kCommand,
+                                "--jobs: a --serial run has no workers (only reuse_distance reads "
+                                "--jobs in a serial run)");
+    for (const std::string &in : inputs)
+        if (!json_path.empty() && cli::same_file(in, json_path))
+            return cli::usage_error(kCommand, "--json: " + json_path + " is the input " + in);
 
     sonde_analyzer_t *a = nullptr;
     sonde_status_t st = sonde_analyzer_create(&a);
@@ -173,9 +279,7 @@ int sonde_cli_analyze(int argc, char **argv) {
         } else {
             std::string options;
             if (t == "cache_sim")
-                options = cache_model == "drcachesim"
-                              ? "model=drcachesim" + (cache.empty() ? "" : "," + cache)
-                              : cache;
+                options = dr_cache ? "model=drcachesim" + (cache.empty() ? "" : "," + cache) : cache;
             if (t == "basic_counts" && line_size != 0) options = "line_size=" + std::to_string(line_size);
             if (t == "reuse_distance") {
                 // --jobs drives its parallel exact mode: it needs one global stack, so the run is serial.
@@ -187,15 +291,31 @@ int sonde_cli_analyze(int argc, char **argv) {
                 if (sample_size > 0) options += ",sample_size=" + std::to_string(sample_size);
                 // The drcachesim model keeps a stack per shard: --jobs is its parallel workers only.
                 if (jobs > 1 && reuse_model == "gem5") options += ",jobs=" + std::to_string(jobs);
-                if (per_shard && reuse_model == "gem5") options += ",per_shard=1";
+                if (per_shard) options += ",per_shard=1";
             }
             st = sonde_analyzer_add_tool(a, t.c_str(), options.c_str());
         }
-        if (st != SONDE_STATUS_SUCCESS) return fail(("tool " + t).c_str(), st, a);
+        if (st == SONDE_STATUS_ERROR_OUT_OF_MEMORY) return fail(("tool " + t).c_str(), st, a);
+        if (st != SONDE_STATUS_SUCCESS) {
+            // A tool that cannot be made is refused before anything runs: a usage error.
+            const std::string why = sonde_analyzer_error(a);
+            sonde_analyzer_destroy(a);
+            if (t == "cache_sim" && dr_cache && !cache.empty())
+                return cli::usage_error(kCommand, "--cache: " + why);
+            return cli::usage_error(kCommand, "--tool " + t + ": " + why);
+        }
     }
-    for (const std::string &in : inputs) {
-        st = sonde_analyzer_add_input(a, in.c_str(), format_value(format));
+    std::vector<size_t> printed(inputs.size(), 0);
+    for (uint32_t i = 0; i < inputs.size(); ++i) {
+        const std::string path = inputs[i] == "-" ? "/dev/stdin" : inputs[i];
+        st = sonde_analyzer_add_input(a, path.c_str(), format_value(format));
         if (st != SONDE_STATUS_SUCCESS) return fail("input", st, a);
+        if (!print_warnings(a, i, &printed[i]) && strict) {
+            std::fprintf(stderr, "sonde analyze: input %s is incomplete (--strict); nothing was analysed\n",
+                         path.c_str());
+            sonde_analyzer_destroy(a);
+            return 1;
+        }
     }
     sonde_analyzer_set_parallel(a, !serial);
     sonde_analyzer_set_workers(a, jobs);
@@ -212,6 +332,7 @@ int sonde_cli_analyze(int argc, char **argv) {
         st = sonde_analyzer_run(a);
     }
     if (st != SONDE_STATUS_SUCCESS) return fail("run", st, a);
+    for (uint32_t i = 0; i < inputs.size(); ++i) print_warnings(a, i, &printed[i]);  // e.g. "no records"
 
     bool parallel = false;
     uint32_t workers = 0;

@@ -6,8 +6,11 @@
 //     sonde_cli_convert(argc - 1, argv + 1);
 // i.e. argv[0] is "convert" and the rest are its options:
 //     convert INPUT [--format auto|sonde|lackey|raw64] -o OUTPUT.sonde [--level N] [--chunk-records N]
-// It prints one summary line on stdout, errors (file and offset) on stderr, and returns the
-// process exit status: 0 on success, 1 on a read or write error, 2 on bad usage (CLI11 rules).
+//             [--force] [--strict] [--version]
+// It prints one summary line on stdout, warnings and errors (file and offset) on stderr, and
+// returns the process exit status: 0 on success, 1 on a read or write error (the output is then
+// not written), 2 on bad usage (nothing read or written): options out of range, a missing input,
+// an output that is the input, or that exists without --force.
 #pragma once
 
 #ifdef __cplusplus

@@ -1,7 +1,13 @@
-// `sonde run --client PATH[=OPTIONS] ... -- PROGRAM ARGS`: sets LD_PRELOAD to
+// `sonde run --client PATH|NAME[=OPTIONS] ... -- PROGRAM ARGS`: sets LD_PRELOAD to
 // libsonde-instrument.so (before any LD_PRELOAD already set) and SONDE_CLIENTS to the clients,
 // then execs the program. Everything else (loading the clients, the events) happens inside the
 // program, so what `sonde run` does can also be done by hand with the two variables.
+//
+// A client given by bare name (no '/') is an installed one, found by clients_dir.h. Before the
+// exec, every client is checked (client_check.h): a client that does not exist, is not a
+// readable ELF shared object of the right class, or does not define sonde_client_instantiate
+// itself stops `sonde run` with exit status 2, and the program does not run. Once exec'ed, the
+// process is the program: its exit status is `sonde run`'s.
 //
 // The instrumentation library is found, in order: $SONDE_INSTRUMENT_LIBRARY; the build tree's
 // copy when this executable runs from the build tree; the installed copy in the library dir.
@@ -18,23 +24,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/client_check.h"
+#include "cli/clients_dir.h"
+#include "cli/instrumented.h"
+#include "cli/options.h"
+
 namespace {
 
-bool readable(const std::string &p) { return !p.empty() && access(p.c_str(), R_OK) == 0; }
+namespace cli = sonde::cli;
 
-std::string instrument_library() {
-    const char *env = getenv("SONDE_INSTRUMENT_LIBRARY");
-    if (env != nullptr && *env != '\0') return env;
-    char exe[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    const std::string self = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
-    const std::string build_root = SONDE_BUILD_ROOT;
-    if (self.compare(0, build_root.size() + 1, build_root + "/") == 0 &&
-        readable(SONDE_INSTRUMENT_BUILD_PATH))
-        return SONDE_INSTRUMENT_BUILD_PATH;
-    if (readable(SONDE_INSTRUMENT_INSTALL_PATH)) return SONDE_INSTRUMENT_INSTALL_PATH;
-    return "";
-}
+constexpr const char *kCommand = "sonde run";
 
 // A client given with a directory part is made absolute, so it still resolves after the
 // program changes directory; a bare name is left to the loader's search path.
@@ -59,33 +58,47 @@ int sonde_cli_run(int argc, char **argv) {
         }
     CLI::App app{
         "Run a program built with -finstrument-functions under Sonde clients.\n"
-        "usage: sonde run --client PATH[=OPTIONS] ... -- PROGRAM [ARGS...]",
-        "sonde run"};
+        "usage: sonde run --client PATH|NAME[=OPTIONS] ... -- PROGRAM [ARGS...]\n"
+        "A client given by NAME is looked up in $SONDE_CLIENT_PATH, then in Sonde's clients\n"
+        "directory (<libdir>/sonde/clients).\n"
+        "A client given as a path (with a '/') must be a readable ELF shared object that defines\n"
+        "sonde_client_instantiate itself, else the program does not run (exit 2).\n"
+        "Exit status: the program's; 127 when it cannot be started; 2 on bad usage.",
+        kCommand};
     std::vector<std::string> clients;
-    app.add_option("--client", clients, "client plugin (shared object) and its options; repeatable")
+    cli::add_version(app);
+    app.add_option("--client", clients,
+                   "Client plugin and its options, PATH[=OPTIONS] or NAME[=OPTIONS] (an installed client, "
+                   "e.g. call_counter); repeatable; no ';'")
         ->required()
         ->allow_extra_args(false);
-    try {
-        app.parse(split, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e) == 0 ? 0 : 2;
-    }
-    if (split + 1 >= argc) {
-        std::fprintf(stderr, "sonde run: no program given (put it after --)\n");
-        return 2;
-    }
+    const int parsed = cli::parse(app, split, argv);
+    if (parsed >= 0) return parsed;
+    if (split + 1 >= argc) return cli::usage_error(kCommand, "no program given (put it after --)");
     std::string list;
     for (const std::string &c : clients) {
-        if (c.find(';') != std::string::npos) {
-            std::fprintf(stderr, "sonde run: a client and its options cannot contain ';': %s\n", c.c_str());
-            return 2;
+        if (c.find(';') != std::string::npos)
+            return cli::usage_error(kCommand, "--client: a client and its options cannot contain ';': " + c);
+        const std::string path = c.substr(0, c.find('='));
+        if (path.empty()) return cli::usage_error(kCommand, "--client: no plugin path in '" + c + "'");
+        std::string spec = c;
+        if (path.find('/') == std::string::npos) {  // a bare name: an installed client
+            std::string searched;
+            const std::string found = cli::find_client(path, &searched);
+            if (found.empty())
+                return cli::usage_error(kCommand, "--client: no client named '" + path + "' (looked in " +
+                                                      searched + "; give a path to use another)");
+            spec = found + c.substr(path.size());
         }
+        const std::string why = cli::check_client_plugin(spec.substr(0, spec.find('=')));
+        if (!why.empty()) return cli::usage_error(kCommand, "--client: " + why);
         if (!list.empty()) list += ';';
-        list += client_spec(c);
+        list += client_spec(spec);
     }
-    const std::string lib = instrument_library();
+    const std::string lib = instrument_library_path();
     if (lib.empty()) {
-        std::fprintf(stderr, "sonde run: libsonde-instrument.so not found (set SONDE_INSTRUMENT_LIBRARY)\n");
+        std::fprintf(stderr, "%s: libsonde-instrument.so not found (set SONDE_INSTRUMENT_LIBRARY)\n",
+                     kCommand);
         return 127;
     }
     std::string preload = lib;
@@ -93,7 +106,10 @@ int sonde_cli_run(int argc, char **argv) {
     if (old != nullptr && *old != '\0') preload += std::string(":") + old;
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("SONDE_CLIENTS", list.c_str(), 1);
+    const std::string program = find_program(argv[split + 1]);
+    if (!program.empty() && !calls_instrument_hooks(program))
+        warn_uninstrumented("sonde run", argv[split + 1]);
     execvp(argv[split + 1], argv + split + 1);
-    std::fprintf(stderr, "sonde run: cannot run '%s': %s\n", argv[split + 1], std::strerror(errno));
+    std::fprintf(stderr, "%s: cannot run '%s': %s\n", kCommand, argv[split + 1], std::strerror(errno));
     return 127;
 }

@@ -1,20 +1,28 @@
-// Client concept, call graph: the method table (a method's first call symbolises it and asks
-// the CALL_GRAPH filters) and the enter/leave hot path with its CALL_GRAPH delivery.
+// Client concept, call graph: the method table (a method's first call symbolises it, asks the
+// CALL_GRAPH filters and sends NEW_METHOD), the enter/leave hot path with its CALL_GRAPH
+// delivery, and the staging of recorded events (the recorder of src/record is the sink).
 //
 // Hot path (sonde_method_enter / sonde_method_leave), per event when the method is known:
-// one initial-exec TLS load, a relaxed load of g_running, a probe of the lock-free method table
-// (enter only; leave compares with the shadow stack's top), a store to the shadow stack, and an
-// AND of three masks. It takes no lock, does not allocate, and returns at once when Sonde itself
-// is running on the thread (in_hook), so an observer that calls instrumented code, or a hook
-// inside Sonde, never recurses. A method's first call takes Registry::mu once to symbolise it
-// and ask the CALL_GRAPH filters.
+// one initial-exec TLS load, a probe of the lock-free method table (enter only; leave compares
+// with the shadow stack's top), a store to the shadow stack, one load and test of the thread's
+// staging pointer, and one AND of the method's precomputed mask with the thread's. Recording
+// adds an rdtsc and two stores into the thread's own array. It takes no lock, does not
+// allocate, and returns at once when Sonde itself is running on the thread (in_hook), so an
+// observer that calls instrumented code, or a hook inside Sonde, never recurses. A method's
+// first call takes Registry::mu once to symbolise it and ask the CALL_GRAPH filters; a full
+// staging array is handed to the sink out of line (once per 512 events).
 //
 // Threads: enter and leave run on the instrumented thread and touch only its own ThreadState,
 // the published method table and the published observer lists; inserting a method takes
-// Registry::mu and may run on several threads at once.
+// Registry::mu and may run on several threads at once. Recording: see registry.h.
+#include <pthread.h>
+#include <sched.h>
+
 #include <cstring>
+#include <vector>
 
 #include <sonde/instrument.h>
+#include <sonde/trace_events.h>
 
 #include "client/registry.h"
 
@@ -40,6 +48,25 @@ void grow_table(Registry &r) {
     r.all_tables.push_back(std::move(t));
 }
 
+// NEW_METHOD to the clients that accept the method (Registry::mu held, like a filter).
+void deliver_new_method(ThreadState *t, Method *m) {
+    const Subs *s = g_subs[SONDE_EVENT_NEW_METHOD].load(std::memory_order_acquire);
+    if (s == nullptr) return;
+    const uint64_t mask =
+        s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
+    if (mask == 0) return;
+    sonde_event_data_t d = event_base(SONDE_EVENT_NEW_METHOD, s, t);
+    d.method.handle = make_handle(kTagMethod, m->index);
+    if (m->module != nullptr)
+        d.module.handle = make_handle(kTagModule, m->module->index);
+    else
+        d.valid_items &= ~uint64_t{SONDE_DATA_MODULE_ID};
+    d.address = m->fn;
+    d.size = m->size;
+    d.name = m->name.c_str();
+    deliver(s, mask, d);
+}
+
 // Slow path of a method's first call (on any thread): symbolise, ask the filters, insert.
 __attribute__((noinline)) Method *insert_method(ThreadState *t, uint64_t fn) {
     ++t->in_hook;
@@ -58,7 +85,12 @@ __attribute__((noinline)) Method *insert_method(ThreadState *t, uint64_t fn) {
             uint64_t accept = ask_filters(SONDE_EVENT_GROUP_CALL_GRAPH, el, ~0ull);
             if (nm->module != nullptr) accept &= nm->module->accept.load(std::memory_order_relaxed);
             nm->notify.store(accept, std::memory_order_relaxed);
+            update_call_masks(nm);
             r.methods.push_back(nm);
+            if (const RecordSink *sink = g_record_sink.load(std::memory_order_acquire))
+                sink->method(sink->ctx, nm);
+            // NEW_METHOD before the method is in the table: no thread can enter it before.
+            deliver_new_method(t, nm);
             if (tab == nullptr || (r.methods.size() * 2 > tab->mask + 1)) grow_table(r);
             tab = g_table.load(std::memory_order_relaxed);
             for (uint64_t i = MethodTable::hash(fn) & tab->mask;; i = (i + 1) & tab->mask)
@@ -78,34 +110,41 @@ __attribute__((noinline)) Method *insert_method(ThreadState *t, uint64_t fn) {
 // Delivers a CALL_GRAPH event of method m on thread t (the shadow stack already pushed for an
 // enter, popped for a leave, so the method's depth follows from it). Five arguments, so the
 // hot path reaches it with a tail call.
-__attribute__((noinline)) void deliver_call(uint32_t event, const Subs *s, ThreadState *t, const Method *m,
+__attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, ThreadState *t, const Method *m,
                                             const void *call_site) {
-    const uint64_t mask =
-        s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
-    const uint32_t depth =
-        t->depth.load(std::memory_order_relaxed) - (event == SONDE_EVENT_METHOD_ENTER ? 1 : 0);
+    const Subs *s = g_subs[event].load(std::memory_order_acquire);
+    if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
+    mask &= s->mask;
+    if (mask == 0) return;
     ++t->in_hook;
-    sonde_event_data_t d;
-    std::memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
+    // The thread's own event struct, prepared once per set of items: every field an item of
+    // the set names is written below on each event (0 when the item is not available), every
+    // other field stays zero, so no clearing per event.
+    const uint64_t items = s->union_items & kCallItems;
+    sonde_event_data_t &d = t->call_data;
+    if (t->call_items != items) {
+        std::memset(&d, 0, sizeof d);
+        d.struct_size = sizeof d;
+        d.thread.handle = (items & SONDE_DATA_THREAD_ID) ? make_handle(kTagThread, t->index) : 0;
+        t->call_items = items;
+    }
     d.event = event;
-    uint64_t items = s->union_items & kCallItems;
+    uint64_t valid = items;
     if (items & SONDE_DATA_METHOD_ID) d.method.handle = make_handle(kTagMethod, m->index);
-    if (items & SONDE_DATA_THREAD_ID) d.thread.handle = make_handle(kTagThread, t->index);
     if (items & SONDE_DATA_TIMESTAMP) d.timestamp = now_ns();
     if (items & SONDE_DATA_MODULE_ID) {
-        if (m->module != nullptr)
-            d.module.handle = make_handle(kTagModule, m->module->index);
-        else
-            items &= ~uint64_t{SONDE_DATA_MODULE_ID};
+        d.module.handle = m->module != nullptr ? make_handle(kTagModule, m->module->index) : 0;
+        if (m->module == nullptr) valid &= ~uint64_t{SONDE_DATA_MODULE_ID};
     }
     if (items & SONDE_DATA_CALL_SITE) d.call_site = reinterpret_cast<uint64_t>(call_site);
-    if (items & SONDE_DATA_STACK_DEPTH) d.stack_depth = depth;
+    if (items & SONDE_DATA_STACK_DEPTH)
+        d.stack_depth =
+            t->depth.load(std::memory_order_relaxed) - (event == SONDE_EVENT_METHOD_ENTER ? 1 : 0);
     if (items & SONDE_DATA_ADDRESS) d.address = m->fn;
-    d.valid_items = items;
+    d.valid_items = valid;
     // One observer that asked for exactly what is filled (the common case): call it directly.
     const Subs::Entry &e = s->entries[0];
-    if (s->count == 1 && (e.items & items) == items) {
+    if (s->count == 1 && (e.items & valid) == valid) {
         try {
             e.fn(&d, e.user_data);
         } catch (...) {
@@ -141,11 +180,11 @@ __attribute__((noinline)) void leave_slow(ThreadState *t, uint64_t fn, const voi
         }
     }
     t->depth.store(at, std::memory_order_release);
-    const Subs *s = g_subs[SONDE_EVENT_METHOD_LEAVE].load(std::memory_order_acquire);
-    if (s == nullptr) return;
+    if (t->rec_pos.load(std::memory_order_acquire) != nullptr)
+        record_event(t, SONDE_TRACE_EVENT_METHOD_LEAVE, m->index, 0);
     const uint64_t mask =
-        s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
-    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, s, t, m, call_site);
+        m->leave_mask.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
+    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, mask, t, m, call_site);
 }
 
 }  // namespace
@@ -166,6 +205,157 @@ sonde_filter_element_t method_element(const Method *m) {
     return el;
 }
 
+void update_call_masks(Method *m) {
+    const uint64_t notify = m->notify.load(std::memory_order_relaxed);
+    const Subs *enter = g_subs[SONDE_EVENT_METHOD_ENTER].load(std::memory_order_relaxed);
+    const Subs *leave = g_subs[SONDE_EVENT_METHOD_LEAVE].load(std::memory_order_relaxed);
+    m->enter_mask.store(enter != nullptr ? notify & enter->mask : 0, std::memory_order_relaxed);
+    m->leave_mask.store(leave != nullptr ? notify & leave->mask : 0, std::memory_order_relaxed);
+}
+
+// ---- recording ----
+
+std::atomic<const RecordSink *> g_record_sink{nullptr};
+
+namespace {
+
+bool g_recording_ran = false;  // Registry::mu
+
+// Gives t a staging array (Registry::mu held; t never recorded before).
+void enable_staging(ThreadState *t, const RecordSink *sink) {
+    if (t->rec_base != nullptr || t->rec_closed) return;
+    auto *mem = new CallEvent[kStageEvents];
+    std::lock_guard<std::mutex> g(t->rec_mu);
+    t->rec_base = t->rec_taken = mem;
+    t->rec_end = mem + kStageEvents;
+    t->rec_sink = sink;
+    t->rec_pos.store(mem, std::memory_order_release);
+}
+
+// Owner only, rec_mu held: the array is closed; the thread stops recording and frees it.
+void release_staging_locked(ThreadState *t) {
+    t->rec_pos.store(nullptr, std::memory_order_relaxed);
+    delete[] t->rec_base;
+    t->rec_base = t->rec_taken = t->rec_end = nullptr;
+}
+
+}  // namespace
+
+// The owner's array is full (p == rec_end): hands it to the sink and starts over, or stops
+// recording on this thread when recording was stopped. Returns where to stage next, or nullptr.
+__attribute__((noinline)) CallEvent *record_refill(ThreadState *t, CallEvent *p) {
+    ++t->in_hook;
+    std::lock_guard<std::mutex> g(t->rec_mu);
+    CallEvent *next = nullptr;
+    if (t->rec_closed) {
+        release_staging_locked(t);
+    } else {
+        if (p > t->rec_taken) t->rec_sink->batch(t->rec_sink->ctx, t->index, t->rec_taken, p);
+        t->rec_taken = t->rec_base;
+        t->rec_pos.store(t->rec_base, std::memory_order_release);
+        next = t->rec_base;
+    }
+    --t->in_hook;
+    return next;
+}
+
+void record_event(ThreadState *t, uint16_t kind, uint32_t id, uint16_t aux) {
+    CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
+    if (p == nullptr) return;
+    if (p == t->rec_end && (p = record_refill(t, p)) == nullptr) return;
+    *p = CallEvent{clock::ticks(), id, kind, aux};
+    t->rec_pos.store(p + 1, std::memory_order_release);
+}
+
+void record_text(ThreadState *t, uint16_t kind, const char *text, uint16_t aux) {
+    if (t->rec_pos.load(std::memory_order_acquire) == nullptr) return;
+    record_event(t, kind, t->rec_sink->intern(t->rec_sink->ctx, text), aux);
+}
+
+void record_thread_start(ThreadState *t, const std::string &name) {
+    const RecordSink *sink = g_record_sink.load(std::memory_order_acquire);
+    if (sink == nullptr) return;
+    enable_staging(t, sink);
+    sink->thread(sink->ctx, t, name);
+    record_event(t, SONDE_TRACE_EVENT_THREAD_START, t->index, 0);
+}
+
+void record_thread_end(ThreadState *t) {
+    if (t->rec_pos.load(std::memory_order_acquire) == nullptr) return;
+    const RecordSink *sink = t->rec_sink;
+    std::string name;
+    {
+        RegistryLock lock;
+        name = t->end_name;
+        sink->thread(sink->ctx, t, name);
+    }
+    record_event(t, SONDE_TRACE_EVENT_THREAD_NAME, sink->intern(sink->ctx, name.c_str()), 0);
+    record_event(t, SONDE_TRACE_EVENT_THREAD_END, t->index, 0);
+    std::lock_guard<std::mutex> g(t->rec_mu);
+    CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
+    if (!t->rec_closed && p != nullptr && p > t->rec_taken) sink->batch(sink->ctx, t->index, t->rec_taken, p);
+    t->rec_closed = true;
+    release_staging_locked(t);
+}
+
+namespace {
+
+// A fork child records nothing: its copy of the calling thread's staging is dropped (the
+// recorder, which owns the file, stays the parent's).
+void fork_child() {
+    g_record_sink.store(nullptr, std::memory_order_relaxed);
+    ThreadState *t = t_thread;
+    if (t != nullptr && t != &g_busy) t->rec_pos.store(nullptr, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+bool start_recording(const RecordSink *sink) {
+    Registry &r = registry();
+    RegistryLock lock;
+    if (g_recording_ran) return false;
+    g_recording_ran = true;
+    pthread_atfork(nullptr, nullptr, fork_child);
+    g_record_sink.store(sink, std::memory_order_release);
+    for (Module *m : r.modules) sink->module(sink->ctx, m);
+    for (Method *m : r.methods) sink->method(sink->ctx, m);
+    for (ThreadState *t : r.threads) {
+        if (!t->alive.load(std::memory_order_acquire)) continue;
+        enable_staging(t, sink);
+        sink->thread(sink->ctx, t, thread_name(t));
+    }
+    return true;
+}
+
+void stop_recording(bool crashing) {
+    Registry &r = registry();
+    std::vector<ThreadState *> threads;
+    const RecordSink *sink = g_record_sink.exchange(nullptr, std::memory_order_acq_rel);
+    if (sink == nullptr) return;
+    {
+        RegistryLock lock;
+        threads = r.threads;
+        for (ThreadState *t : threads)
+            if (t->alive.load(std::memory_order_acquire)) sink->thread(sink->ctx, t, thread_name(t));
+    }
+    for (ThreadState *t : threads) {
+        // A crashing thread may hold its own rec_mu (it crashed inside a hand-over): its events
+        // since the last hand-over are then lost rather than the handler deadlocking.
+        std::unique_lock<std::mutex> g(t->rec_mu, std::defer_lock);
+        if (crashing) {
+            for (int i = 0; i < 1000 && !g.try_lock(); ++i) sched_yield();
+            if (!g.owns_lock()) continue;
+        } else {
+            g.lock();
+        }
+        if (t->rec_closed || t->rec_base == nullptr) continue;
+        CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
+        if (p != nullptr && p > t->rec_taken) sink->tail(sink->ctx, t->index, t->rec_taken, p);
+        if (p != nullptr) t->rec_taken = p;
+        t->rec_closed = true;
+    }
+}
+
 }  // namespace sonde::client
 
 using namespace sonde::client;
@@ -174,16 +364,40 @@ using namespace sonde::client;
 
 namespace {
 
-// Pushes m on t's shadow stack and delivers METHOD_ENTER to the clients that want it.
+// Stages one enter or leave of the calling thread: an rdtsc and two stores into its own array;
+// the hand-over of a full array is out of line.
+__attribute__((always_inline)) inline void stage(ThreadState *t, CallEvent *p, uint32_t index,
+                                                 uint16_t kind) {
+    if (__builtin_expect(p == t->rec_end, 0) && (p = record_refill(t, p)) == nullptr) return;
+    p->ticks = sonde::clock::ticks();
+    p->id = index;
+    p->kind = kind;
+    p->aux = 0;
+    t->rec_pos.store(p + 1, std::memory_order_release);
+}
+
+// An enter or leave of a recording thread (out of line, so that the path without recording
+// stays a leaf): stages it, then delivers it like the plain path.
+__attribute__((noinline)) void call_recorded(uint32_t event, ThreadState *t, const Method *m,
+                                             const void *call_site, CallEvent *p) {
+    const bool enter = event == SONDE_EVENT_METHOD_ENTER;
+    stage(t, p, m->index, enter ? SONDE_TRACE_EVENT_METHOD_ENTER : SONDE_TRACE_EVENT_METHOD_LEAVE);
+    const uint64_t mask = (enter ? m->enter_mask : m->leave_mask).load(std::memory_order_relaxed) &
+                          t->notify.load(std::memory_order_relaxed);
+    if (mask != 0) deliver_call(event, mask, t, m, call_site);
+}
+
+// Pushes m on t's shadow stack, stages the enter when the thread records and delivers
+// METHOD_ENTER to the clients that want it.
 __attribute__((always_inline)) inline void enter_known(ThreadState *t, Method *m, const void *call_site) {
     const uint32_t d = t->depth.load(std::memory_order_relaxed);
     if (__builtin_expect(d < kStackCapacity, 1)) t->stack[d].store(m, std::memory_order_relaxed);
     t->depth.store(d + 1, std::memory_order_release);
-    const Subs *s = g_subs[SONDE_EVENT_METHOD_ENTER].load(std::memory_order_acquire);
-    if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
+    CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
+    if (p != nullptr) return call_recorded(SONDE_EVENT_METHOD_ENTER, t, m, call_site, p);
     const uint64_t mask =
-        s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
-    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_ENTER, s, t, m, call_site);
+        m->enter_mask.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
+    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_ENTER, mask, t, m, call_site);
 }
 
 // The enter of a thread's first event or a method's first call.
@@ -227,9 +441,9 @@ extern "C" SONDE_API void sonde_method_leave(const void *function, const void *c
         return;
     }
     t->depth.store(d - 1, std::memory_order_release);
-    const Subs *s = g_subs[SONDE_EVENT_METHOD_LEAVE].load(std::memory_order_acquire);
-    if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
+    CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
+    if (p != nullptr) return call_recorded(SONDE_EVENT_METHOD_LEAVE, t, m, call_site, p);
     const uint64_t mask =
-        s->mask & m->notify.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
-    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, s, t, m, call_site);
+        m->leave_mask.load(std::memory_order_relaxed) & t->notify.load(std::memory_order_relaxed);
+    if (mask != 0) deliver_call(SONDE_EVENT_METHOD_LEAVE, mask, t, m, call_site);
 }

@@ -51,6 +51,9 @@ uint64_t event_items(uint32_t event) {
         case SONDE_EVENT_MEMORY_ACCESS:
             return kLifecycleItems | SONDE_DATA_ADDRESS | SONDE_DATA_SIZE | SONDE_DATA_ACCESS_TYPE |
                    SONDE_DATA_METHOD_ID | SONDE_DATA_STACK_DEPTH;
+        case SONDE_EVENT_NEW_METHOD:
+            return kLifecycleItems | SONDE_DATA_METHOD_ID | SONDE_DATA_MODULE_ID | SONDE_DATA_ADDRESS |
+                   SONDE_DATA_SIZE | SONDE_DATA_NAME;
         case SONDE_EVENT_USER_MARK: return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_USER_PAYLOAD;
         case SONDE_EVENT_USER_RANGE_PUSH:
         case SONDE_EVENT_USER_RANGE_POP: return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_STACK_DEPTH;
@@ -81,6 +84,7 @@ void publish_subs() {
         g_subs[e].store(s.get(), std::memory_order_release);
         r.all_subs.push_back(std::move(s));
     }
+    for (Method *m : r.methods) update_call_masks(m);
 }
 
 void deliver(const Subs *subs, uint64_t mask, sonde_event_data_t &full) {

@@ -221,6 +221,8 @@ void scan_modules(std::vector<Module *> *loaded, std::vector<Module *> *unloaded
         const sonde_filter_element_t el = module_element(m);
         m->accept.store(ask_filters(SONDE_EVENT_GROUP_MODULE, el, ~0ull), std::memory_order_relaxed);
         r.modules.push_back(m);
+        if (const RecordSink *sink = g_record_sink.load(std::memory_order_acquire))
+            sink->module(sink->ctx, m);
         still.push_back(true);
         if (loaded != nullptr) loaded->push_back(m);
     }

@@ -18,6 +18,10 @@
 //    table (MethodTable, published by pointer, never freed), the calling thread's ThreadState
 //    (owned by that thread) and the published observer lists (Subs, immutable once published,
 //    kept until process exit so a reader never sees one freed).
+//  - Recording (src/record) sets a RecordSink: each thread then stages compact CallEvents in
+//    its own array (ThreadState::rec_*), written by the hot path without a lock, and hands
+//    them to the sink when the array is full, when the thread ends, and at stop (see
+//    "recording" below for who may touch what).
 //  - Clients, methods, modules and thread states are never freed: ids stay valid for the run and
 //    a handler on another thread can never see a dangling pointer. A client that failed to load
 //    is dlclosed before any observer of it was published.
@@ -97,6 +101,10 @@ struct Method {
     uint64_t fn = 0;  // entry address in the process (hash key)
     uint32_t index = 0;
     std::atomic<uint64_t> notify{0};  // clients that want this method's CALL_GRAPH events
+    // notify & the clients observing METHOD_ENTER / METHOD_LEAVE now: the hot path's one test
+    // (update_call_masks keeps them, Registry::mu held).
+    std::atomic<uint64_t> enter_mask{0};
+    std::atomic<uint64_t> leave_mask{0};
     Module *module = nullptr;
     bool has_symbol = false;
     uint32_t visibility = SONDE_VISIBILITY_UNKNOWN;
@@ -125,6 +133,39 @@ struct MethodTable {
     }
 };
 
+// ---- recording (callgraph.cpp) ----
+
+// One staged event of a recorded thread: 16 bytes, written by the hot path. `kind` is a
+// sonde_trace_event_kind; `ticks` a clock::ticks() value.
+struct CallEvent {
+    uint64_t ticks;
+    uint32_t id;
+    uint16_t kind;
+    uint16_t aux;
+};
+static_assert(sizeof(CallEvent) == 16, "CallEvent is 16 bytes");
+constexpr uint32_t kStageEvents = 512;  // staged events per thread (8 KiB)
+
+struct ThreadState;
+
+// What the recorder (src/record) provides. Every function may be called on any thread.
+struct RecordSink {
+    void *ctx;
+    // A thread's staged events, oldest first: by the thread itself when its array is full or it
+    // ends (its rec_mu held, no Registry::mu).
+    void (*batch)(void *ctx, uint32_t thread, const CallEvent *begin, const CallEvent *end);
+    // A thread's last staged events when recording stops (on the stopping thread, that
+    // thread's rec_mu held, no Registry::mu).
+    void (*tail)(void *ctx, uint32_t thread, const CallEvent *begin, const CallEvent *end);
+    // Registry::mu held: a method was symbolised, a module scanned, a thread registered or
+    // named (at its end, or at stop for a live thread).
+    void (*method)(void *ctx, Method *m);
+    void (*module)(void *ctx, const Module *m);
+    void (*thread)(void *ctx, const ThreadState *t, const std::string &name);
+    // The string id of a text (marks, ranges, thread names); no Registry::mu held.
+    uint32_t (*intern)(void *ctx, const char *text);
+};
+
 // ---- threads (threads.cpp) ----
 
 struct ThreadState {
@@ -134,6 +175,15 @@ struct ThreadState {
     uint32_t in_hook = 0;                    // > 0 while Sonde runs on this thread: hooks return at once
     std::atomic<Method *> *stack = nullptr;  // kStackCapacity entries, mmap'd
     std::atomic<uint64_t> notify{~0ull};     // clients whose THREAD filter accepts this thread
+    // Recording: the next free staged event (nullptr when this thread does not record) and the
+    // end of the array. rec_pos is written by the owner only, except that start_recording
+    // publishes it once (release) for a thread that never recorded; the stopper reads it
+    // (acquire) under rec_mu to take what was staged.
+    std::atomic<CallEvent *> rec_pos{nullptr};
+    CallEvent *rec_end = nullptr;
+    // The CALL_GRAPH event struct handed to observers (owner only), prepared for call_items.
+    uint64_t call_items = ~0ull;
+    sonde_event_data_t call_data{};
     uint32_t index = 0;
     // Cold.
     uint64_t os_tid = 0;
@@ -142,6 +192,14 @@ struct ThreadState {
     std::mutex stack_mu;              // guards `stack` against being unmapped while another thread reads it
     std::string end_name;             // name at thread end (Registry::mu held)
     std::vector<std::string> ranges;  // USER range texts (owner only); reserved kMaxRangeDepth
+    // Recording, cold: the array and what of it was already handed over. rec_mu orders the
+    // owner's hand-overs with the stopper's; rec_closed (under rec_mu) ends the thread's
+    // recording for good.
+    std::mutex rec_mu;
+    CallEvent *rec_base = nullptr;
+    CallEvent *rec_taken = nullptr;
+    const RecordSink *rec_sink = nullptr;
+    bool rec_closed = false;
 };
 
 // ---- clients and observers (loader.cpp, dispatch.cpp) ----
@@ -293,5 +351,23 @@ std::string thread_name(const ThreadState *t);
 
 // callgraph.cpp
 sonde_filter_element_t method_element(const Method *m);
+// Recomputes m's enter_mask and leave_mask from its notify and the published observers.
+void update_call_masks(Method *m);  // mu held
+// Recording (the recorder calls these): start gives every thread a staging array now or at its
+// registration and reports the known methods, modules and threads to the sink; false when
+// recording already ran in this process (it runs once). stop hands every thread's staged
+// events to sink->tail and closes them; events staged later are dropped.
+bool start_recording(const RecordSink *sink);
+void stop_recording(bool crashing);
+extern std::atomic<const RecordSink *> g_record_sink;
+// Stages an event on the calling thread if it records (slow paths: marks, ranges, threads);
+// record_text interns the text first.
+void record_event(ThreadState *t, uint16_t kind, uint32_t id, uint16_t aux);
+void record_text(ThreadState *t, uint16_t kind, const char *text, uint16_t aux);
+// The owner's staging array is full at p: hands it over; where to stage next, or nullptr.
+CallEvent *record_refill(ThreadState *t, CallEvent *p);
+// A thread that registers or ends while recording (threads.cpp calls them).
+void record_thread_start(ThreadState *t, const std::string &name);  // mu held
+void record_thread_end(ThreadState *t);                             // no lock held
 
 }  // namespace sonde::client

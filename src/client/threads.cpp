@@ -45,6 +45,7 @@ ThreadExit::~ThreadExit() {
         t->end_name = thread_name(t);
     }
     if (g_running.load(std::memory_order_acquire)) deliver_thread_event(SONDE_EVENT_THREAD_END, t, ~0ull);
+    record_thread_end(t);
     t_thread = &g_busy;
     t->alive.store(false, std::memory_order_release);
     std::lock_guard<std::mutex> g(t->stack_mu);
@@ -116,6 +117,7 @@ ThreadState *register_current_thread() {
         t_thread = &g_busy;
         t->notify.store(ask_filters(SONDE_EVENT_GROUP_THREAD, thread_element(t, name.c_str()), ~0ull),
                         std::memory_order_relaxed);
+        record_thread_start(t, name);
     } catch (...) {
         return nullptr;
     }

@@ -5,6 +5,7 @@
 // stack belongs to it. From inside Sonde (an observer, a filter) they answer IN_CALLBACK or
 // return at once.
 #include <sonde/instrument.h>
+#include <sonde/trace_events.h>
 
 #include "client/registry.h"
 
@@ -82,6 +83,7 @@ extern "C" SONDE_API sonde_status_t sonde_user_mark(const char *text, const void
     ThreadState *t = nullptr;
     const sonde_status_t st = event_thread(&t);
     if (st != SONDE_STATUS_SUCCESS) return st;
+    record_text(t, SONDE_TRACE_EVENT_MARK, text, 0);
     deliver_user(SONDE_EVENT_USER_MARK, t, text, payload, payload_size, 0);
     return SONDE_STATUS_SUCCESS;
 }
@@ -97,6 +99,7 @@ extern "C" SONDE_API sonde_status_t sonde_user_range_push(const char *text) {
     } catch (...) {
         return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
     }
+    record_text(t, SONDE_TRACE_EVENT_RANGE_PUSH, text, static_cast<uint16_t>(t->ranges.size() - 1));
     deliver_user(SONDE_EVENT_USER_RANGE_PUSH, t, text, nullptr, 0,
                  static_cast<uint32_t>(t->ranges.size() - 1));
     return SONDE_STATUS_SUCCESS;
@@ -107,6 +110,8 @@ extern "C" SONDE_API sonde_status_t sonde_user_range_pop(void) {
     const sonde_status_t st = event_thread(&t);
     if (st != SONDE_STATUS_SUCCESS) return st;
     if (t->ranges.empty()) return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    record_text(t, SONDE_TRACE_EVENT_RANGE_POP, t->ranges.back().c_str(),
+                static_cast<uint16_t>(t->ranges.size() - 1));
     deliver_user(SONDE_EVENT_USER_RANGE_POP, t, t->ranges.back().c_str(), nullptr, 0,
                  static_cast<uint32_t>(t->ranges.size() - 1));
     t->ranges.pop_back();

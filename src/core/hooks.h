@@ -19,6 +19,13 @@
 //      - stop_runtime:      at the end of sonde_finalize, after every session is destroyed.
 //      - in_callback:       whether the calling thread runs inside a delivery callback (such a
 //                           thread may not stop, destroy or finalize).
+//      - forked_child:      in a child just forked (pthread_atfork child handler, registered
+//                           once by the core), after the core reset its own state. The child
+//                           has one thread, and any lock may have been held by a parent thread
+//                           that does not exist in it: take no lock, allocate nothing, make
+//                           every producer call of the parent's ids fail, and leave the
+//                           parent's resources untouched (never deliver them). The child's
+//                           next start_runtime starts afresh.
 //  * LifecycleObserver: anyone interested (clients); at most 8. Called with no Sonde lock held:
 //      - on_initialize: at the end of a successful sonde_initialize.
 //      - on_finalize:   at the start of sonde_finalize, before sessions are destroyed.
@@ -38,6 +45,7 @@ struct SessionResources {
     sonde_status_t (*stopped)(uint64_t session_handle);
     sonde_status_t (*destroyed)(uint64_t session_handle);
     bool (*in_callback)();
+    void (*forked_child)();
 };
 
 // Sets the owner of session resources (one; every member non-null).

@@ -4,7 +4,10 @@
 // See runtime.h for what the lock protects.
 #include "core/runtime.h"
 
+#include <pthread.h>
+
 #include <cstring>
+#include <new>
 
 #include "core/abi_struct.h"
 #include "core/clock.h"
@@ -12,6 +15,8 @@
 #include "core/hooks.h"
 
 namespace sonde::core {
+
+std::atomic<uint64_t> g_fork_epoch{0};
 
 namespace {
 
@@ -21,10 +26,22 @@ std::atomic<int> g_observer_count{0};
 
 uint32_t slot_of(uint64_t handle) { return static_cast<uint32_t>(handle); }
 
+// Calls f on every observer. An observer that throws does not stop the others or the core's
+// own work; the first failure is returned (OUT_OF_MEMORY for std::bad_alloc, else ERROR).
 template <typename F>
-void for_each_observer(F &&f) {
+sonde_status_t for_each_observer(F &&f) noexcept {
+    sonde_status_t result = SONDE_STATUS_SUCCESS;
     const int n = g_observer_count.load(std::memory_order_acquire);
-    for (int i = 0; i < n; ++i) f(*g_observers[i]);
+    for (int i = 0; i < n; ++i) {
+        try {
+            f(*g_observers[i]);
+        } catch (const std::bad_alloc &) {
+            if (result == SONDE_STATUS_SUCCESS) result = SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+        } catch (...) {
+            if (result == SONDE_STATUS_SUCCESS) result = SONDE_STATUS_ERROR;
+        }
+    }
+    return result;
 }
 
 void notify_session(uint64_t session, bool started) {
@@ -67,6 +84,45 @@ sonde_status_t set_session_state(uint64_t handle, bool active) {
 
 sonde_status_t first_error(sonde_status_t a, sonde_status_t b) { return a != SONDE_STATUS_SUCCESS ? a : b; }
 
+// Marks the runtime finalised, destroys every session (delivering their buffers) and stops
+// the resource owner's runtime. The observers' on_finalize has run before.
+sonde_status_t shut_down() {
+    Runtime &r = runtime();
+    std::lock_guard<std::mutex> lifecycle(r.lifecycle_mu);
+    sonde_status_t result = SONDE_STATUS_SUCCESS;
+    {
+        std::unique_lock<std::mutex> lk(r.mu);
+        if (!r.initialized.load(std::memory_order_relaxed)) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+        r.initialized.store(false, std::memory_order_release);
+        for (uint32_t slot = 0; slot < kMaxSessions; ++slot) {
+            if (!lk.owns_lock()) lk.lock();
+            if (!r.sessions[slot]) continue;
+            result = first_error(result, destroy_session(lk, slot));
+        }
+    }
+    g_resources->stop_runtime();
+    return result;
+}
+
+// The pthread_atfork child handler: the only thread of a child just forked. No lock is taken
+// (a parent thread may have held Runtime::mu) and nothing is allocated; see runtime.h.
+void forked_child() {
+    Runtime &r = runtime();
+    new (&r.lifecycle_mu) std::mutex();
+    new (&r.mu) std::mutex();
+    r.inherited = true;
+    r.initialized.store(false, std::memory_order_release);
+    g_fork_epoch.fetch_add(1, std::memory_order_relaxed);
+    if (g_resources != nullptr) g_resources->forked_child();
+}
+
+struct RegisterFork {
+    RegisterFork() {
+        runtime();  // made at load time, so that the child handler never allocates
+        pthread_atfork(nullptr, nullptr, forked_child);
+    }
+} g_register_fork;
+
 }  // namespace
 
 Runtime &runtime() {
@@ -108,41 +164,52 @@ SONDE_API sonde_status_t sonde_initialize(void) {
     return guarded([]() -> sonde_status_t {
         Runtime &r = runtime();
         {
+            std::unique_lock<std::mutex> lifecycle(r.lifecycle_mu, std::defer_lock);
+            if (!core::g_resources->in_callback()) {
+                lifecycle.lock();
+            } else if (!lifecycle.try_lock()) {
+                // A finalise (or an initialise) is under way and may be waiting for this
+                // callback to return.
+                return core::initialized() ? SONDE_STATUS_ERROR_ALREADY_INITIALIZED
+                                           : SONDE_STATUS_ERROR_IN_CALLBACK;
+            }
             std::lock_guard<std::mutex> g(r.mu);
             if (r.initialized.load(std::memory_order_relaxed)) return SONDE_STATUS_ERROR_ALREADY_INITIALIZED;
+            if (r.inherited) {
+                // A forked child: the parent's sessions are dropped without delivering
+                // anything (their buffers are parked by start_runtime); their generations
+                // stay, so the parent's ids stay stale.
+                for (auto &s : r.sessions) s.reset();
+                r.inherited = false;
+            }
             clock::calibrate();
             const sonde_status_t st = core::g_resources->start_runtime();
             if (st != SONDE_STATUS_SUCCESS) return st;
             r.initialized.store(true, std::memory_order_release);
         }
-        core::for_each_observer([](const core::LifecycleObserver &o) {
+        const sonde_status_t st = core::for_each_observer([](const core::LifecycleObserver &o) {
             if (o.on_initialize) o.on_initialize();
         });
-        return SONDE_STATUS_SUCCESS;
+        if (st == SONDE_STATUS_SUCCESS) return st;
+        // An observer could not take the new runtime in: undo, so that the answer is true.
+        core::for_each_observer([](const core::LifecycleObserver &o) {
+            if (o.on_finalize) o.on_finalize();
+        });
+        core::shut_down();
+        return st;
     });
 }
 
 SONDE_API sonde_status_t sonde_finalize(void) {
     return guarded([]() -> sonde_status_t {
-        Runtime &r = runtime();
         if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
         if (core::g_resources->in_callback()) return SONDE_STATUS_ERROR_IN_CALLBACK;
-        core::for_each_observer([](const core::LifecycleObserver &o) {
+        // An observer that fails does not stop the finalisation: the runtime still shuts down
+        // and the observer's failure is reported after any of the core's own.
+        const sonde_status_t observers = core::for_each_observer([](const core::LifecycleObserver &o) {
             if (o.on_finalize) o.on_finalize();
         });
-        sonde_status_t result = SONDE_STATUS_SUCCESS;
-        {
-            std::unique_lock<std::mutex> lk(r.mu);
-            if (!r.initialized.load(std::memory_order_relaxed)) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
-            r.initialized.store(false, std::memory_order_release);
-            for (uint32_t slot = 0; slot < core::kMaxSessions; ++slot) {
-                if (!lk.owns_lock()) lk.lock();
-                if (!r.sessions[slot]) continue;
-                result = core::first_error(result, core::destroy_session(lk, slot));
-            }
-        }
-        core::g_resources->stop_runtime();
-        return result;
+        return core::first_error(core::shut_down(), observers);
     });
 }
 

@@ -2,11 +2,12 @@
  * libsonde-instrument.so: turns a program built with -finstrument-functions into a source of
  * Sonde events without a source change, preloaded (LD_PRELOAD, what `sonde run` does) or linked.
  *
- *  - __cyg_profile_func_enter/exit forward to sonde_method_enter/leave (the hot path lives in
- *    libsonde; these two are marked no_instrument_function so they never report themselves).
- *  - A constructor initialises Sonde (which loads SONDE_CLIENTS) unless the program already did;
- *    a destructor finalises it at exit if the constructor initialised it, so clients see
- *    SHUTDOWN after the program's own destructors.
+ *  - __cyg_profile_func_enter/exit resolve to sonde_method_enter/leave (the hot path lives in
+ *    libsonde; the program calls it directly through its PLT).
+ *  - A constructor initialises Sonde (which loads SONDE_CLIENTS and starts recording when
+ *    SONDE_RECORD is set) unless the program already did; a destructor finalises it at exit if
+ *    the constructor initialised it, so clients see SHUTDOWN after the program's own
+ *    destructors; _exit and _Exit are wrapped to finalise too (not in a fork child).
  *  - pthread_create is wrapped so each new thread is registered (THREAD_START) before its start
  *    routine runs; its end is reported by libsonde at thread exit.
  *  - dlopen and dlclose are wrapped so module loads and unloads are reported
@@ -19,12 +20,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sonde/sonde.h>
 
 #define HOOK __attribute__((visibility("default"), no_instrument_function))
 
 static int g_we_initialised;
+static pid_t g_pid; /* the process that initialised: a fork child finalises nothing */
 
 /* The next definition of `name` after this library, as a function pointer stored in *out. */
 __attribute__((no_instrument_function)) static void next_fn(const char *name, void *out) {
@@ -32,17 +35,49 @@ __attribute__((no_instrument_function)) static void next_fn(const char *name, vo
     memcpy(out, &p, sizeof p);
 }
 
-HOOK void __cyg_profile_func_enter(void *fn, void *call_site) { sonde_method_enter(fn, call_site); }
+/* The hooks are GNU indirect functions resolved to sonde_method_enter and sonde_method_leave
+ * themselves (same arguments, same calling convention): the program's call through its PLT lands
+ * in libsonde's hot path directly, without a hop through this library. The resolvers run when
+ * the program's hook slot is bound, after this library and libsonde are relocated. */
+typedef void (*hook_fn)(void *, void *);
 
-HOOK void __cyg_profile_func_exit(void *fn, void *call_site) { sonde_method_leave(fn, call_site); }
+__attribute__((no_instrument_function, used)) static hook_fn resolve_enter(void) {
+    return (hook_fn)(void (*)(const void *, const void *))sonde_method_enter;
+}
+
+__attribute__((no_instrument_function, used)) static hook_fn resolve_exit(void) {
+    return (hook_fn)(void (*)(const void *, const void *))sonde_method_leave;
+}
+
+HOOK void __cyg_profile_func_enter(void *fn, void *call_site) __attribute__((ifunc("resolve_enter")));
+HOOK void __cyg_profile_func_exit(void *fn, void *call_site) __attribute__((ifunc("resolve_exit")));
 
 __attribute__((constructor, no_instrument_function)) static void sonde_instrument_init(void) {
-    if (!sonde_is_initialized() && sonde_initialize() == SONDE_STATUS_SUCCESS) g_we_initialised = 1;
+    if (!sonde_is_initialized() && sonde_initialize() == SONDE_STATUS_SUCCESS) {
+        g_we_initialised = 1;
+        g_pid = getpid();
+    }
 }
 
 __attribute__((destructor, no_instrument_function)) static void sonde_instrument_fini(void) {
-    if (g_we_initialised && sonde_is_initialized()) sonde_finalize();
+    if (g_we_initialised && getpid() == g_pid && sonde_is_initialized()) sonde_finalize();
 }
+
+/* _exit and _Exit skip the destructors: finalise first (clients get SHUTDOWN, a recording is
+ * finished), unless this is a fork child, which owns neither. exit() reaches the destructor
+ * above instead (it calls the real _exit inside libc, not this one). */
+typedef void (*exit_fn)(int);
+
+__attribute__((no_instrument_function, noreturn)) static void exit_now(const char *name, int status) {
+    sonde_instrument_fini();
+    exit_fn real = NULL;
+    next_fn(name, &real);
+    if (real != NULL) real(status);
+    abort(); /* unreachable: there is always a libc _exit */
+}
+
+HOOK void _exit(int status) { exit_now("_exit", status); }
+HOOK void _Exit(int status) { exit_now("_Exit", status); }
 
 struct start {
     void *(*routine)(void *);

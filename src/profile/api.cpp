@@ -12,11 +12,14 @@ namespace {
 
 using sonde::guarded;
 
-// Checks an array/buffer pair for a record operation; SUCCESS when arr is allocated in pb.
+// Checks an array/buffer pair for a record operation; SUCCESS when arr is allocated in pb and,
+// for a shared buffer, the file still covers the region (another process may have cut it).
 sonde_status_t check_pair(const sonde_profile_array_t *arr, const sonde_profile_buffer_t *pb) {
     if (arr == nullptr || pb == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (!is_array(arr) || !is_buffer(pb)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
-    return check_placement(*as_array(arr), *as_buffer(pb));
+    const sonde_status_t status = check_placement(*as_array(arr), *as_buffer(pb));
+    if (status != SONDE_STATUS_SUCCESS) return status;
+    return check_backing(*as_buffer(pb));
 }
 
 // Checks a record range of one bucket.
@@ -135,6 +138,8 @@ SONDE_API sonde_status_t sonde_profile_buffer_num_arrays(const sonde_profile_buf
     if (pb == nullptr || count == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (!is_buffer(pb)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     if (!as_buffer(pb)->shared()) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+    const sonde_status_t status = check_backing(*as_buffer(pb));
+    if (status != SONDE_STATUS_SUCCESS) return status;
     *count = published_arrays(*as_buffer(pb));
     return SONDE_STATUS_SUCCESS;
 }
@@ -159,7 +164,9 @@ SONDE_API sonde_status_t sonde_profile_array_open(sonde_profile_buffer_t *pb, ui
     if (!as_buffer(pb)->shared()) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
     return guarded([&] {
         Array arr;
-        const sonde_status_t status = open_array(*as_buffer(pb), index, &arr);
+        sonde_status_t status = check_backing(*as_buffer(pb));
+        if (status != SONDE_STATUS_SUCCESS) return status;
+        status = open_array(*as_buffer(pb), index, &arr);
         if (status == SONDE_STATUS_SUCCESS) *out = reinterpret_cast<sonde_profile_array_t *>(new Array(arr));
         return status;
     });

@@ -91,10 +91,15 @@ sonde_status_t create_shared(const char *path, uint64_t size, Buffer **out) {
     if (size == 0 || size > kMaxBufferSize) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     const uint64_t region = SONDE_PROFILE_SHARED_HEADER_SIZE + size;
     const int fd = path != nullptr ? open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
-                                   : memfd_create("sonde-profile", MFD_CLOEXEC);
+                                   : memfd_create("sonde-profile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return SONDE_STATUS_ERROR_IO;
     uint8_t *base = nullptr;
-    if (ftruncate(fd, static_cast<off_t>(region)) != 0 || (base = map_shared(fd, region)) == nullptr) {
+    // A memfd is sealed against shrinking: no process can cut the region under a mapping.
+    // Growing stays allowed (it cannot fault a mapping). A file cannot be sealed; calls
+    // re-check its size instead (check_backing).
+    if (ftruncate(fd, static_cast<off_t>(region)) != 0 ||
+        (path == nullptr && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0) ||
+        (base = map_shared(fd, region)) == nullptr) {
         close(fd);
         return SONDE_STATUS_ERROR_IO;
     }
@@ -154,6 +159,19 @@ sonde_status_t open_shared(const char *path, Buffer **out) {
     return SONDE_STATUS_SUCCESS;
 }
 
+sonde_status_t check_backing(const Buffer &pb) {
+    if (!pb.shared()) return SONDE_STATUS_SUCCESS;
+    struct stat st {};
+    if (fstat(pb.fd, &st) != 0) return SONDE_STATUS_ERROR_IO;
+    // Pages past the end of the file raise SIGBUS when touched: refuse instead.
+    if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) < pb.region_size)
+        return SONDE_STATUS_ERROR_FORMAT;
+    // Cut and grown back (the pages were zeroed, header included): not the buffer it was.
+    if (__atomic_load_n(&pb.header()->magic, __ATOMIC_ACQUIRE) != SONDE_PROFILE_SHARED_MAGIC)
+        return SONDE_STATUS_ERROR_FORMAT;
+    return SONDE_STATUS_SUCCESS;
+}
+
 uint32_t published_arrays(const Buffer &pb) {
     const uint32_t n = __atomic_load_n(&pb.header()->num_arrays, __ATOMIC_ACQUIRE);
     return n > SONDE_PROFILE_SHARED_MAX_ARRAYS ? SONDE_PROFILE_SHARED_MAX_ARRAYS : n;
@@ -178,6 +196,8 @@ sonde_status_t open_array(const Buffer &pb, uint32_t index, Array *out) {
 sonde_status_t allocate(Array &arr, Buffer &pb) {
     if (arr.allocated()) return SONDE_STATUS_ERROR_PHASE_FAILURE;
     if (pb.backing == Backing::kSharedOpened) return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+    const sonde_status_t backing = check_backing(pb);
+    if (backing != SONDE_STATUS_SUCCESS) return backing;
     std::lock_guard<std::mutex> lock(pb.mu);
     sonde_profile_shared_header_t *h = pb.shared() ? pb.header() : nullptr;
     if (h != nullptr && h->num_arrays >= SONDE_PROFILE_SHARED_MAX_ARRAYS) return SONDE_STATUS_ERROR_LIMIT;

@@ -85,6 +85,12 @@ sonde_status_t create_owned(uint64_t size, Buffer **out);
 sonde_status_t create_from_memory(void *memory, uint64_t size, Buffer **out);
 sonde_status_t create_shared(const char *path, uint64_t size, Buffer **out);
 sonde_status_t open_shared(const char *path, Buffer **out);
+// Whether a shared buffer's file still covers its mapping (fstat of its fd) and still starts
+// with the header: SUCCESS (also for buffers that are not shared), FORMAT (the file was cut
+// below the mapped size, or cut and grown back), IO (fstat failed). Every call that touches
+// the region but the inline hot path asks it first; a truncation racing the call between the
+// check and the access can still fault (documented in docs/robustness.md).
+sonde_status_t check_backing(const Buffer &pb);
 uint32_t published_arrays(const Buffer &pb);
 sonde_status_t allocate(Array &arr, Buffer &pb);
 

@@ -139,6 +139,15 @@ void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, s
     }
 }
 
+namespace {
+// A sampled distance d scaled to the whole trace (d / R), at most `accesses`: no reuse distance
+// exceeds the accesses seen, and the dense histogram must not grow past what the data holds.
+uint64_t scaled(uint64_t d, double inv, uint64_t accesses) {
+    const double e = static_cast<double>(d) * inv;
+    return e >= static_cast<double>(accesses) ? accesses : static_cast<uint64_t>(e);
+}
+}  // namespace
+
 void Reuse::add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     // SHARDS fixed rate: a line is sampled iff its hash is below R * 2^32; a sampled distance d
     // estimates d / R in the full trace and each sample stands for 1 / R accesses.
@@ -150,8 +159,7 @@ void Reuse::add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::
         if (shards_hash(lines[i], key) >= thr) continue;
         const uint64_t d = stack_.access(lines[i]);
         ++taken;
-        h.add_weight(d == kInfinity ? d : static_cast<uint64_t>(static_cast<double>(d) * inv),
-                     type_of(is_write, i), inv);
+        h.add_weight(d == kInfinity ? d : scaled(d, inv, h.accesses), type_of(is_write, i), inv);
     }
     h.sampled += taken;
     h.sample_weight += static_cast<double>(taken) * inv;
@@ -169,8 +177,7 @@ void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::
         const uint64_t d = stack_.access(lines[i]);
         ++h.sampled;
         h.sample_weight += inv;
-        h.add_weight(d == kInfinity ? d : static_cast<uint64_t>(static_cast<double>(d) * inv),
-                     type_of(is_write, i), inv);
+        h.add_weight(d == kInfinity ? d : scaled(d, inv, h.accesses), type_of(is_write, i), inv);
         if (d != kInfinity) continue;
         heap_.emplace(hv, lines[i]);
         if (stack_.size() <= cap) continue;

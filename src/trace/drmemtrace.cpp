@@ -521,6 +521,10 @@ public:
     }
     size_t num_shards() const override { return files_.size(); }
     uint64_t shard_records(size_t) const override { return UINT64_MAX; }
+    // The shard reader's block, its pending list's usual bound and the container's buffers.
+    uint64_t shard_memory(size_t shard) const override {
+        return shard < memory_.size() ? kBlock + kRec + (64u << 10) + memory_[shard] : 0;
+    }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override {
         if (shard >= files_.size()) return nullptr;
         auto r = std::make_unique<DrShardReader>(files_[shard], shard_id);
@@ -528,10 +532,12 @@ public:
         return r;
     }
     std::vector<std::string> files_;
+    std::vector<uint64_t> memory_;  // each file's container memory
 };
 
-// Opens a thread file far enough to check its header.
-sonde_status_t probe(const std::string &file, std::string *error) {
+// Opens a thread file far enough to check its header; sets *memory to what its container
+// holds while it is read.
+sonde_status_t probe(const std::string &file, uint64_t *memory, std::string *error) {
     const std::string base = base_name(file);
     if (is_schedule_file(base)) {
         *error = fmt::at(file, 0,
@@ -542,6 +548,7 @@ sonde_status_t probe(const std::string &file, std::string *error) {
     std::unique_ptr<DrContainer> c;
     sonde_status_t s = DrContainer::open(file, &c, error);
     if (s != SONDE_STATUS_SUCCESS) return s;
+    *memory = c->memory();
     if (!c->next_member()) {
         if (c->status() != SONDE_STATUS_SUCCESS) {
             *error = c->error();
@@ -617,15 +624,16 @@ sonde_status_t open_drmemtrace(const std::string &path, std::unique_ptr<Input> *
     } else {
         in->files_.push_back(path);
     }
-    for (const std::string &file : in->files_) {
-        const sonde_status_t s = probe(file, error);
+    in->memory_.resize(in->files_.size());
+    for (size_t i = 0; i < in->files_.size(); ++i) {
+        const sonde_status_t s = probe(in->files_[i], &in->memory_[i], error);
         if (s != SONDE_STATUS_SUCCESS) return s;
     }
     *out = std::move(in);
     return SONDE_STATUS_SUCCESS;
 }
 
-bool drmemtrace_claims(const std::string &path) {
+bool drmemtrace_claims_name(const std::string &path) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return false;
     if (S_ISDIR(st.st_mode)) return true;
@@ -633,32 +641,23 @@ bool drmemtrace_claims(const std::string &path) {
     if (is_schedule_file(base) || ends_with(base, ".trace")) return true;
     for (const char *ext : {".trace.zip", ".trace.gz", ".trace.lz4", ".trace.zst", ".trace.sz"})
         if (ends_with(base, ext)) return true;
-    std::string stem = base;
-    if (ends_with(stem, ".zst")) stem.resize(stem.size() - 4);
-    for (const char *ext : {".sonde", ".lackey", ".txt", ".log", ".raw64", ".raw", ".l64", ".bin"})
-        if (ends_with(stem, ext)) return false;
-    ByteStream probe;
-    std::string ignored;
-    if (probe.open(path, &ignored) != SONDE_STATUS_SUCCESS) return false;
-    unsigned char head[kRec];
-    size_t n = 0;
-    while (n < kRec) {
-        const size_t got = probe.fill(head + n, kRec - n);
-        if (got == 0) break;
-        n += got;
-    }
-    if (!probe.compressed() && n >= 4) {
+    return false;
+}
+
+bool drmemtrace_claims_head(const unsigned char *raw, size_t raw_size, const unsigned char *decoded,
+                            size_t decoded_size) {
+    if (raw_size >= 4) {
         static const unsigned char kZip[4] = {'P', 'K', 3, 4};
         static const unsigned char kZipEmpty[4] = {'P', 'K', 5, 6};
         static const unsigned char kLz4[4] = {0x04, 0x22, 0x4D, 0x18};
         static const unsigned char kSnappy[4] = {0xFF, 0x06, 0x00, 0x00};
-        if (std::memcmp(head, kZip, 4) == 0 || std::memcmp(head, kZipEmpty, 4) == 0 ||
-            std::memcmp(head, kLz4, 4) == 0 || std::memcmp(head, kSnappy, 4) == 0 ||
-            (head[0] == 0x1F && head[1] == 0x8B))
+        if (std::memcmp(raw, kZip, 4) == 0 || std::memcmp(raw, kZipEmpty, 4) == 0 ||
+            std::memcmp(raw, kLz4, 4) == 0 || std::memcmp(raw, kSnappy, 4) == 0 ||
+            (raw[0] == 0x1F && raw[1] == 0x8B))
             return true;
     }
-    if (n < kRec || load16(head) != kHeader || load16(head + 2) != 0) return false;
-    const uint64_t low = fmt::load64(head + 4) & 0xFFFFFFFFu;
+    if (decoded_size < kRec || load16(decoded) != kHeader || load16(decoded + 2) != 0) return false;
+    const uint64_t low = fmt::load64(decoded + 4) & 0xFFFFFFFFu;
     return low >= 1 && low <= kMaxVersion;
 }
 

@@ -17,10 +17,16 @@ namespace sonde::trace {
 // SONDE_STATUS_ERROR_FORMAT with *error = "PATH: offset N: what".
 sonde_status_t open_drmemtrace(const std::string &path, std::unique_ptr<Input> *out, std::string *error);
 
-// Format detection (SONDE_TRACE_FORMAT_AUTO): true for a directory, a drmemtrace file name
-// (*.trace, *.trace.zip/.gz/.lz4/.zst/.sz, DynamoRIO's schedule files), a zip, gzip, lz4 or
-// snappy container, and, unless the name has an extension of another format, a plain or zstd
-// file that starts with a drmemtrace header record. Reads at most the file's first block.
-bool drmemtrace_claims(const std::string &path);
+// Format detection (SONDE_TRACE_FORMAT_AUTO), by name, reading nothing: true for a directory
+// and a drmemtrace file name (*.trace, *.trace.zip/.gz/.lz4/.zst/.sz, DynamoRIO's schedule
+// files, which open_drmemtrace then refuses by name).
+bool drmemtrace_claims_name(const std::string &path);
+
+// Format detection by the first bytes, once the other formats' magic and extensions did not
+// match: true when the raw bytes (`raw_size` 0 for a zstd input) start a zip, gzip, lz4 or
+// snappy container, or the decoded bytes start with a drmemtrace header record of a known
+// version.
+bool drmemtrace_claims_head(const unsigned char *raw, size_t raw_size, const unsigned char *decoded,
+                            size_t decoded_size);
 
 }  // namespace sonde::trace

@@ -100,6 +100,8 @@ public:
 
     size_t num_members() const override { return count_; }
     bool chunked() const override { return true; }
+    // libzip's read buffer and zlib's inflate state with its 32 KiB window, rounded up.
+    uint64_t memory() const override { return 256u << 10; }
 
 private:
     zip_t *zip_ = nullptr;
@@ -156,6 +158,8 @@ public:
 
     size_t num_members() const override { return 1; }
     bool chunked() const override { return false; }
+    // zlib's input buffer (kInputBlock), its output buffer (twice that) and the inflate window.
+    uint64_t memory() const override { return 3 * kInputBlock + (64u << 10); }
 
 private:
     gzFile gz_ = nullptr;
@@ -230,6 +234,8 @@ public:
 
     size_t num_members() const override { return 1; }
     bool chunked() const override { return false; }
+    // The input block and liblz4's block buffers: two of the largest lz4 block size (4 MiB).
+    uint64_t memory() const override { return kInputBlock + (8u << 20) + (64u << 10); }
 
 private:
     int fd_ = -1;
@@ -247,7 +253,10 @@ class StreamContainer final : public DrContainer {
 public:
     sonde_status_t open(const std::string &path, std::string *error) {
         path_ = path;
-        return stream_.open(path, error);
+        sonde_status_t s = source_.open(path, error);
+        if (s == SONDE_STATUS_SUCCESS) s = source_.peek(kZstdHead, error);
+        if (s == SONDE_STATUS_SUCCESS) s = stream_.open(&source_, error);
+        return s;
     }
 
     bool next_member() override {
@@ -269,8 +278,11 @@ public:
 
     size_t num_members() const override { return 1; }
     bool chunked() const override { return false; }
+    uint64_t memory() const override { return ByteWindow::memory(source_, 0, 0); }
 
 private:
+    static constexpr size_t kZstdHead = 18;  // a zstd frame header, for its window size
+    Source source_;
     ByteStream stream_;
     bool started_ = false;
 };

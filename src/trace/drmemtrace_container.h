@@ -37,6 +37,9 @@ public:
     virtual size_t num_members() const = 0;
     // Whether the file is a zip archive (chunked) rather than one stream.
     virtual bool chunked() const = 0;
+    // Bytes the container holds at most while it is read (its libraries' buffers and
+    // windows), known once it is open: for the readers' memory budget (Input::shard_memory).
+    virtual uint64_t memory() const = 0;
     // "chunk.0003" for zip members, "" for a stream.
     const std::string &member_name() const { return member_name_; }
     // Index of the current member (0-based).

@@ -27,12 +27,12 @@ constexpr size_t kMaxLine = 4096;
 
 class LackeyShardReader final : public ShardReader {
 public:
-    LackeyShardReader(const std::string &path, uint32_t shard_id) : path_(path), shard_id_(shard_id) {}
+    LackeyShardReader(const Source *source, uint32_t shard_id) : path_(source->path()), shard_id_(shard_id) {}
 
-    bool start() {
+    bool start(const Source *source) {
         std::string err;
         // kBufferSize, or less for a small file.
-        const sonde_status_t s = win_.open(path_, kBufferSize, 2 * kMaxLine, &err);
+        const sonde_status_t s = win_.open(source, kBufferSize, 2 * kMaxLine, &err);
         if (s != SONDE_STATUS_SUCCESS) {
             status_ = s;
             error_ = err;
@@ -172,27 +172,30 @@ private:
 
 class LackeyInput final : public Input {
 public:
-    explicit LackeyInput(const std::string &path) {
-        path_ = path;
+    explicit LackeyInput(std::unique_ptr<Source> source) {
+        path_ = source->path();
         format_ = SONDE_TRACE_FORMAT_LACKEY;
+        source_ = std::move(source);
     }
     size_t num_shards() const override { return 1; }
-    uint64_t shard_records(size_t) const override { return UINT64_MAX; }
+    uint64_t shard_records(size_t) const override {
+        return source_->seekable() && source_->size() == 0 ? 0 : UINT64_MAX;
+    }
+    uint64_t shard_memory(size_t shard) const override {
+        return shard == 0 ? ByteWindow::memory(*source_, kBufferSize, 2 * kMaxLine) : 0;
+    }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override {
         if (shard != 0) return nullptr;
-        auto r = std::make_unique<LackeyShardReader>(path_, shard_id);
-        r->start();
+        auto r = std::make_unique<LackeyShardReader>(source_.get(), shard_id);
+        r->start(source_.get());
         return r;
     }
 };
 
 }  // namespace
 
-sonde_status_t open_lackey(const std::string &path, std::unique_ptr<Input> *out, std::string *error) {
-    ByteStream probe;
-    const sonde_status_t s = probe.open(path, error);
-    if (s != SONDE_STATUS_SUCCESS) return s;
-    *out = std::make_unique<LackeyInput>(path);
+sonde_status_t open_lackey(std::unique_ptr<Source> source, std::unique_ptr<Input> *out, std::string *) {
+    *out = std::make_unique<LackeyInput>(std::move(source));
     return SONDE_STATUS_SUCCESS;
 }
 

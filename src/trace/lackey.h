@@ -11,6 +11,7 @@
 
 namespace sonde::trace {
 
-sonde_status_t open_lackey(const std::string &path, std::unique_ptr<Input> *out, std::string *error);
+// Takes the opened, peeked `source` (see Input::open).
+sonde_status_t open_lackey(std::unique_ptr<Source> source, std::unique_ptr<Input> *out, std::string *error);
 
 }  // namespace sonde::trace

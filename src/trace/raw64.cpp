@@ -8,13 +8,15 @@ namespace sonde::trace {
 
 namespace {
 
+constexpr size_t kWindow = 1u << 20;
+
 class Raw64ShardReader final : public ShardReader {
 public:
-    Raw64ShardReader(const std::string &path, uint32_t shard_id) : path_(path), shard_id_(shard_id) {}
+    Raw64ShardReader(const Source *source, uint32_t shard_id) : path_(source->path()), shard_id_(shard_id) {}
 
-    bool start() {
+    bool start(const Source *source) {
         std::string err;
-        const sonde_status_t s = win_.open(path_, 1u << 20, 64, &err);
+        const sonde_status_t s = win_.open(source, kWindow, 64, &err);
         if (s != SONDE_STATUS_SUCCESS) {
             status_ = s;
             error_ = err;
@@ -72,16 +74,20 @@ private:
 
 class Raw64Input final : public Input {
 public:
-    explicit Raw64Input(const std::string &path) {
-        path_ = path;
+    explicit Raw64Input(std::unique_ptr<Source> source) {
+        path_ = source->path();
         format_ = SONDE_TRACE_FORMAT_RAW64;
+        source_ = std::move(source);
     }
     size_t num_shards() const override { return 1; }
     uint64_t shard_records(size_t) const override { return records_; }
+    uint64_t shard_memory(size_t shard) const override {
+        return shard == 0 && records_ != 0 ? ByteWindow::memory(*source_, kWindow, 64) : 0;
+    }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override {
         if (shard != 0) return nullptr;
-        auto r = std::make_unique<Raw64ShardReader>(path_, shard_id);
-        r->start();
+        auto r = std::make_unique<Raw64ShardReader>(source_.get(), shard_id);
+        r->start(source_.get());
         return r;
     }
     uint64_t records_ = UINT64_MAX;
@@ -89,13 +95,13 @@ public:
 
 }  // namespace
 
-sonde_status_t open_raw64(const std::string &path, std::unique_ptr<Input> *out, std::string *error) {
-    ByteStream probe;
-    const sonde_status_t s = probe.open(path, error);
-    if (s != SONDE_STATUS_SUCCESS) return s;
-    auto in = std::make_unique<Raw64Input>(path);
-    if (!probe.compressed()) {
-        const uint64_t size = probe.file_size();
+sonde_status_t open_raw64(std::unique_ptr<Source> source, std::unique_ptr<Input> *out, std::string *error) {
+    // A plain file's size is checked now; a stream's (zstd, pipe) when its end is reached.
+    const bool plain_file = source->seekable() && !source->zstd();
+    const uint64_t size = source->size();
+    const std::string path = source->path();
+    auto in = std::make_unique<Raw64Input>(std::move(source));
+    if (plain_file) {
         if (size % 8 != 0) {
             *error = fmt::at(path, size - size % 8,
                              "raw64 size " + std::to_string(size) + " is not a multiple of 8 (" +

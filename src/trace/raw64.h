@@ -10,6 +10,7 @@
 
 namespace sonde::trace {
 
-sonde_status_t open_raw64(const std::string &path, std::unique_ptr<Input> *out, std::string *error);
+// Takes the opened, peeked `source` (see Input::open).
+sonde_status_t open_raw64(std::unique_ptr<Source> source, std::unique_ptr<Input> *out, std::string *error);
 
 }  // namespace sonde::trace

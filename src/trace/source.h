@@ -3,6 +3,14 @@
 // batches through a ShardReader; SerialReader interleaves the shards of several inputs by
 // timestamp. The analyzer builds on this; the public C reader in sonde/trace.h wraps it.
 //
+// An input is opened once (trace_stream.h): a pipe, a FIFO or /dev/stdin is probed from the
+// same stream that its reader then reads, and its one shard can be read once.
+//
+// Memory is bounded by the data, not by declared counts: a shard reader holds buffers only
+// while it has records to give and sized by its shard's chunks (shard_memory()), and the
+// serial view checks up front that holding every shard's buffers at once stays within
+// serial_memory()'s budget.
+//
 // Threads: an Input is immutable after open(), so open_shard() may be called from several
 // threads at once; each ShardReader and SerialReader belongs to one thread at a time.
 // Errors never throw out of read(): read() returns 0 and status() / error() say why; the
@@ -17,6 +25,11 @@
 
 #include <sonde/status.h>
 #include <sonde/trace.h>
+#include <sonde/trace_events.h>
+
+#include "trace/trace_tables.h"
+
+#include "trace/trace_stream.h"
 
 namespace sonde::trace {
 
@@ -40,15 +53,35 @@ protected:
     std::string error_;
 };
 
+// Reads one event shard in order (Sonde traces with program events). One thread at a time.
+class EventReader {
+public:
+    virtual ~EventReader() = default;
+    // Copies up to `max` events into `out`; returns how many, 0 at the end or on an error
+    // (then status() != SUCCESS). Cost as ShardReader::read.
+    virtual size_t read(sonde_trace_event_t *out, size_t max) = 0;
+    sonde_status_t status() const { return status_; }
+    const std::string &error() const { return error_; }
+
+protected:
+    sonde_status_t status_ = SONDE_STATUS_SUCCESS;
+    std::string error_;
+};
+
 // One opened input. Immutable after open(); open_shard() is thread-safe.
 class Input {
 public:
     virtual ~Input() = default;
     // Opens `path` as `format` (a sonde_trace_format_value; SONDE_TRACE_FORMAT_AUTO takes a
-    // directory or a drmemtrace file name or container as drmemtrace (drmemtrace_claims), then
-    // picks by magic, then extension: .sonde, .lackey/.lackey.zst/.txt/.zst text, .raw64/.bin/.l64).
-    // Returns SUCCESS and sets *out, or SONDE_STATUS_ERROR_IO (missing / unreadable file),
-    // SONDE_STATUS_ERROR_FORMAT (bad magic, version, header, index; unknown AUTO format),
+    // directory or a drmemtrace file name as drmemtrace (drmemtrace_claims_name), then picks by
+    // magic, then extension: .sonde, .lackey/.lackey.zst/.txt/.zst text, .raw64/.bin/.l64,
+    // then by the first decoded bytes, where a zip, gzip or lz4 container or a drmemtrace
+    // header record is drmemtrace). The file is opened once (a drmemtrace file found by its
+    // bytes is opened again by name, so it must be a file); a stream is probed from the
+    // bytes its reader then reads. Returns SUCCESS and sets *out, or SONDE_STATUS_ERROR_IO
+    // (missing / unreadable file; a Sonde or drmemtrace trace from a pipe),
+    // SONDE_STATUS_ERROR_FORMAT (bad magic, version, header, index; unknown AUTO format; an
+    // empty input AUTO cannot tell),
     // SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format value) with *error set to
     // "FILE: offset N: what is wrong" (or "FILE: ..." without offset when it did not open).
     static sonde_status_t open(const std::string &path, uint32_t format, std::unique_ptr<Input> *out,
@@ -62,22 +95,61 @@ public:
     // lackey and raw64 inputs have one.
     virtual size_t num_shards() const = 0;
     // Total records of a shard when known without reading it (Sonde traces with an index or a
-    // recovered scan), else UINT64_MAX (text and raw64 streams).
+    // recovered scan, plain raw64 files), else UINT64_MAX (text and compressed streams).
     virtual uint64_t shard_records(size_t shard) const = 0;
+    // Bytes a reader of the shard holds at most while reading it (its decode buffers), 0 for
+    // a shard without records. Known at open, for memory budgets.
+    virtual uint64_t shard_memory(size_t shard) const = 0;
     // Opens shard `shard` (< num_shards()) for reading; the records it returns carry
     // `shard_id` in sonde_memref_t::shard (the caller's global numbering across inputs).
     // Reads only that shard's chunks (Sonde) or the one stream (lackey, raw64). Returns
     // nullptr only for shard >= num_shards(). Thread-safe.
     virtual std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const = 0;
-    // Warnings found while opening, e.g. "FILE: no index (the writer did not finish); recovered
-    // N complete chunks by scanning, M trailing bytes ignored at offset K".
+    // Program events (Sonde traces of version 1.1): event shards, their counts from the index,
+    // a reader per shard (nullptr for shard >= num_event_shards()), the time range of every
+    // event and the tables. Inputs without events have none.
+    virtual size_t num_event_shards() const { return 0; }
+    virtual uint64_t event_shard_events(size_t shard) const {
+        (void)shard;
+        return 0;
+    }
+    virtual std::unique_ptr<EventReader> open_event_shard(size_t shard) const {
+        (void)shard;
+        return nullptr;
+    }
+    virtual void event_time_range(uint64_t *first, uint64_t *last) const { *first = *last = 0; }
+    const Tables &tables() const { return tables_; }
+    // Warnings found while opening, e.g. "FILE: no footer (the writer did not finish)" and
+    // "FILE: recovered N complete chunks (R records) by scanning; truncated chunk at ...".
     const std::vector<std::string> &warnings() const { return warnings_; }
+    // False when the input was not read as written: a Sonde trace without a valid footer and
+    // index, recovered by scanning (warnings() says what was lost).
+    bool complete() const { return complete_; }
+    // Size of the input on disk, 0 for a pipe.
+    uint64_t stored_size() const { return source_ != nullptr ? source_->size() : 0; }
 
 protected:
     std::string path_;
     uint32_t format_ = 0;
     std::vector<std::string> warnings_;
+    bool complete_ = true;
+    std::unique_ptr<Source> source_;  // the one open file of the input
+    Tables tables_;
 };
+
+// Memory that reading the given shards of `inputs` all at once needs (each shard's
+// shard_memory() plus a window of up to `window` records of 32 bytes), and the budget it must
+// stay within: 256 MiB plus 16 times the inputs' size on disk, so that no small file makes a
+// reader take gigabytes, while every trace whose chunks compress less than 16 times reads.
+struct MemoryNeed {
+    uint64_t need = 0;
+    uint64_t budget = 0;
+    uint64_t largest = 0;  // the most one shard needs
+    size_t shards = 0;     // shards with records
+};
+MemoryNeed memory_need(const std::vector<const Input *> &inputs, size_t window);
+// "N MiB" (rounded up), for messages.
+std::string mebibytes(uint64_t bytes);
 
 // The serial view: all shards of all inputs in one stream ordered by timestamp. Records of a
 // shard stay in order; a record with timestamp 0 takes its shard's last timestamp. Shards are
@@ -86,7 +158,10 @@ protected:
 // each and, when there are several such inputs, follow each other in input order.
 // When `thread_switch_markers` is true a SONDE_MARKER_THREAD_SWITCH marker (address = the new
 // shard) precedes each run of a different shard, as drmemtrace's serial stream has them.
-// Owned by one thread. Cost: one heap operation per run of a shard (not per record).
+// Owned by one thread. Cost: one heap operation per run of a shard (not per record). Only
+// shards with records hold a reader; when their buffers would exceed memory_need()'s budget,
+// the first read() fails with SONDE_STATUS_ERROR_OUT_OF_MEMORY and a message that says what
+// it would need and to read the shards one at a time.
 class SerialReader {
 public:
     SerialReader(const std::vector<const Input *> &inputs, bool thread_switch_markers = false);

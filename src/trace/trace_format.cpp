@@ -32,7 +32,7 @@ uint64_t checksum64(const void *data, size_t size) {
 }
 
 void encode_chunk_header(const ChunkHeader &h, unsigned char out[kChunkHeaderSize]) {
-    store32(out + 0, kChunkMagic);
+    store32(out + 0, h.magic);
     store32(out + 4, h.shard);
     store32(out + 8, h.records);
     store32(out + 12, h.compressed_size);
@@ -42,9 +42,44 @@ void encode_chunk_header(const ChunkHeader &h, unsigned char out[kChunkHeaderSiz
     store64(out + 40, checksum64(out, 40));
 }
 
+std::string decode_block_header(const unsigned char in[kChunkHeaderSize], ChunkHeader *h) {
+    if (load64(in + 40) != checksum64(in, 40)) {
+        const uint32_t m = load32(in);
+        if (m != kChunkMagic && m != kEventMagic && m != kTableMagic) return "bad chunk magic";
+        return "chunk header checksum mismatch";
+    }
+    h->magic = load32(in);
+    h->shard = load32(in + 4);
+    h->records = load32(in + 8);
+    h->compressed_size = load32(in + 12);
+    h->first_ts = load64(in + 16);
+    h->last_ts = load64(in + 24);
+    h->payload_checksum = load64(in + 32);
+    if (h->magic == kChunkMagic) return decode_chunk_header(in, h);
+    if (h->magic == kEventMagic) {
+        if (h->shard > kMaxShard) return "event chunk shard " + std::to_string(h->shard) + " out of range";
+        if (h->records == 0 || h->records > kMaxChunkRecords)
+            return "event chunk count " + std::to_string(h->records) + " out of range";
+        if (h->compressed_size == 0 ||
+            h->compressed_size > ZSTD_compressBound(static_cast<size_t>(h->records) * kEventSize))
+            return "event chunk compressed size " + std::to_string(h->compressed_size) + " out of range";
+        return {};
+    }
+    if (h->magic == kTableMagic) {
+        if (h->first_ts > kMaxTableBytes)
+            return "table size " + std::to_string(h->first_ts) + " out of range";
+        if (h->compressed_size == 0 ||
+            h->compressed_size > ZSTD_compressBound(static_cast<size_t>(h->first_ts)))
+            return "table compressed size " + std::to_string(h->compressed_size) + " out of range";
+        return {};
+    }
+    return {};  // a block of a later minor version: skipped by its size
+}
+
 std::string decode_chunk_header(const unsigned char in[kChunkHeaderSize], ChunkHeader *h) {
     if (load32(in) != kChunkMagic) return "bad chunk magic";
     if (load64(in + 40) != checksum64(in, 40)) return "chunk header checksum mismatch";
+    h->magic = kChunkMagic;
     h->shard = load32(in + 4);
     h->records = load32(in + 8);
     h->compressed_size = load32(in + 12);
@@ -98,6 +133,84 @@ void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t 
     state[0] = pa;
     state[1] = pp;
     state[2] = pt;
+}
+
+namespace {
+inline bool valid_record(uint16_t type, uint16_t size) {
+    return type < SONDE_MEMREF_MARKER ||
+           (type == SONDE_MEMREF_MARKER && size >= SONDE_MARKER_TIMESTAMP && size <= SONDE_MARKER_CPU_ID);
+}
+}  // namespace
+
+std::string check_columns(const unsigned char *payload, size_t n) {
+    const unsigned char *type = payload + 24 * n, *size = payload + 26 * n;
+    uint16_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {  // the common case: no record above MODIFY/IFETCH
+        uint16_t t;
+        std::memcpy(&t, type + 2 * i, 2);
+        bad = static_cast<uint16_t>(bad | (t >= SONDE_MEMREF_MARKER));
+    }
+    if (bad == 0) return {};
+    for (size_t i = 0; i < n; ++i) {
+        uint16_t t, sz;
+        std::memcpy(&t, type + 2 * i, 2);
+        std::memcpy(&sz, size + 2 * i, 2);
+        if (valid_record(t, sz)) continue;
+        if (t != SONDE_MEMREF_MARKER)
+            return "chunk record " + std::to_string(i) + ": memref type " + std::to_string(t) +
+                   " is not a known type (0 to 4)";
+        return "chunk record " + std::to_string(i) + ": marker type " + std::to_string(sz) +
+               " is not a known marker type (1 to 3)";
+    }
+    return {};
+}
+
+size_t first_invalid(const sonde_memref_t *records, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!valid_record(records[i].type, records[i].size)) return i;
+    return SIZE_MAX;
+}
+
+void encode_event_columns(const sonde_trace_event_t *events, size_t n, unsigned char *out) {
+    unsigned char *ts = out, *value = out + 8 * n, *id = out + 16 * n, *kind = out + 20 * n,
+                  *aux = out + 24 * n;
+    uint64_t pt = 0, pv = 0;
+    uint32_t pi = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const sonde_trace_event_t &e = events[i];
+        store64(ts + 8 * i, e.timestamp - pt);
+        store64(value + 8 * i, e.value - pv);
+        store32(id + 4 * i, e.id - pi);
+        store32(kind + 4 * i, e.kind);
+        store32(aux + 4 * i, e.aux);
+        pt = e.timestamp;
+        pv = e.value;
+        pi = e.id;
+    }
+}
+
+void decode_event_columns(const unsigned char *payload, size_t n, size_t from, size_t count, uint32_t shard,
+                          uint64_t state[3], sonde_trace_event_t *out) {
+    const unsigned char *ts = payload, *value = payload + 8 * n, *id = payload + 16 * n,
+                        *kind = payload + 20 * n, *aux = payload + 24 * n;
+    uint64_t pt = state[0], pv = state[1];
+    uint32_t pi = static_cast<uint32_t>(state[2]);
+    for (size_t k = 0; k < count; ++k) {
+        const size_t i = from + k;
+        pt += load64(ts + 8 * i);
+        pv += load64(value + 8 * i);
+        pi += load32(id + 4 * i);
+        sonde_trace_event_t &e = out[k];
+        e.timestamp = pt;
+        e.value = pv;
+        e.id = pi;
+        e.shard = shard;
+        e.kind = load32(kind + 4 * i);
+        e.aux = load32(aux + 4 * i);
+    }
+    state[0] = pt;
+    state[1] = pv;
+    state[2] = pi;
 }
 
 std::string at(const std::string &path, uint64_t offset, const std::string &what) {

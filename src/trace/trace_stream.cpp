@@ -1,5 +1,6 @@
-// ByteStream: plain or zstd file bytes in large blocks; ByteWindow: the parsers' window over
-// them (see trace_stream.h).
+// Source: an input opened once, peeked while its format is probed; ByteStream: plain or zstd
+// bytes of a Source in large blocks; ByteWindow: the parsers' window over them (see
+// trace_stream.h).
 #include "trace/trace_stream.h"
 
 #include <fcntl.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -15,12 +17,43 @@
 
 namespace sonde::trace {
 
-ByteStream::~ByteStream() {
-    if (fd_ >= 0) ::close(fd_);
-    if (dctx_ != nullptr) ZSTD_freeDStream(static_cast<ZSTD_DStream *>(dctx_));
+namespace {
+
+const unsigned char kZstdMagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
+constexpr size_t kStreamBlock = 256u << 10;  // read() size for pipes: a few pipe buffers
+constexpr size_t kFileBlock = 1u << 20;      // pread() size for files
+
+// Window size declared by the zstd frame header at `p` (RFC 8878), or 8 MiB when the bytes
+// are too short to tell; at most 2^27, the decoder's own limit.
+uint64_t zstd_window(const unsigned char *p, size_t n) {
+    constexpr uint64_t kUnknown = 8u << 20, kMax = uint64_t(1) << 27;
+    if (n < 6) return kUnknown;
+    const unsigned fhd = p[4];
+    if ((fhd & 0x20) == 0) {
+        const unsigned wd = p[5];
+        const uint64_t base = uint64_t(1) << (10 + (wd >> 3));
+        return std::min<uint64_t>(base + base / 8 * (wd & 7), kMax);
+    }
+    // Single segment: the window is the content size, stored after the dictionary id.
+    static const size_t kDid[4] = {0, 1, 2, 4};
+    static const size_t kFcs[4] = {1, 2, 4, 8};
+    const size_t at = 5 + kDid[fhd & 3], len = kFcs[fhd >> 6];
+    if (n < at + len) return kUnknown;
+    uint64_t v = 0;
+    for (size_t i = len; i-- > 0;) v = (v << 8) | p[at + i];
+    if (len == 2) v += 256;
+    return std::min(v, kMax);
 }
 
-sonde_status_t ByteStream::open(const std::string &path, std::string *error) {
+}  // namespace
+
+// ---- Source ----
+
+Source::~Source() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+sonde_status_t Source::open(const std::string &path, std::string *error) {
     path_ = path;
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -32,16 +65,67 @@ sonde_status_t ByteStream::open(const std::string &path, std::string *error) {
         *error = path + ": cannot open: is a directory";
         return SONDE_STATUS_ERROR_IO;
     }
-    file_size_ = static_cast<uint64_t>(st.st_size);
-    // Blocks of 1 MiB, smaller for small files (allocation and page faults dominate there).
-    in_cap_ = file_size_ < (1u << 20) ? static_cast<size_t>(file_size_) + 16 : (1u << 20);
-    in_.reset(new unsigned char[in_cap_]);
-    if (!refill_input() && status_ != SONDE_STATUS_SUCCESS) {
-        *error = error_;
-        return status_;
+    if (S_ISREG(st.st_mode)) {
+        seekable_ = true;
+        size_ = static_cast<uint64_t>(st.st_size);
+    } else if (S_ISBLK(st.st_mode)) {
+        const off_t end = ::lseek(fd_, 0, SEEK_END);
+        seekable_ = end >= 0;
+        size_ = end >= 0 ? static_cast<uint64_t>(end) : 0;
     }
-    static const unsigned char kZstdMagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
-    if (in_len_ >= 4 && std::memcmp(in_.get(), kZstdMagic, 4) == 0) {
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t Source::peek(size_t n, std::string *error) {
+    if (n <= head_size_ || (!seekable_ && stream_end_)) return SONDE_STATUS_SUCCESS;
+    if (seekable_) n = static_cast<size_t>(std::min<uint64_t>(n, size_));
+    if (n > head_cap_) {
+        std::unique_ptr<unsigned char[]> grown(new unsigned char[n]);
+        if (head_size_ != 0) std::memcpy(grown.get(), head_.get(), head_size_);
+        head_ = std::move(grown);
+        head_cap_ = n;
+    }
+    while (head_size_ < n) {
+        const ssize_t got =
+            seekable_ ? ::pread(fd_, head_.get() + head_size_, n - head_size_, static_cast<off_t>(head_size_))
+                      : ::read(fd_, head_.get() + head_size_, n - head_size_);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            *error = fmt::at(path_, head_size_, std::string("read failed: ") + std::strerror(errno));
+            return SONDE_STATUS_ERROR_IO;
+        }
+        if (got == 0) {
+            stream_end_ = !seekable_;
+            break;
+        }
+        head_size_ += static_cast<size_t>(got);
+    }
+    return SONDE_STATUS_SUCCESS;
+}
+
+bool Source::zstd() const { return head_size_ >= 4 && std::memcmp(head_.get(), kZstdMagic, 4) == 0; }
+
+bool Source::take(std::string *error) const {
+    if (seekable_ || !taken_.exchange(true)) return true;
+    *error = path_ + ": a pipe or FIFO can be read only once, and this one is being read already";
+    return false;
+}
+
+// ---- ByteStream ----
+
+ByteStream::~ByteStream() {
+    if (dctx_ != nullptr) ZSTD_freeDStream(static_cast<ZSTD_DStream *>(dctx_));
+}
+
+sonde_status_t ByteStream::open(const Source *source, std::string *error) {
+    if (!source->take(error)) return SONDE_STATUS_ERROR_IO;
+    source_ = source;
+    // Blocks of 1 MiB, smaller for small files (allocation and page faults dominate there).
+    in_cap_ = !source->seekable()                ? kStreamBlock
+              : source->size() < kFileBlock - 16 ? static_cast<size_t>(source->size()) + 16
+                                                 : kFileBlock;
+    in_.reset(new unsigned char[in_cap_]);
+    if (source->zstd()) {
         zstd_ = true;
         dctx_ = ZSTD_createDStream();
         if (dctx_ == nullptr) throw std::bad_alloc();
@@ -52,15 +136,27 @@ sonde_status_t ByteStream::open(const std::string &path, std::string *error) {
 
 bool ByteStream::refill_input() {
     if (eof_) return false;
+    in_pos_ = 0;
+    in_len_ = 0;
+    if (!source_->seekable() && file_offset_ < source_->head_size()) {
+        // A stream's peeked bytes come first.
+        const size_t n = std::min<size_t>(in_cap_, source_->head_size() - static_cast<size_t>(file_offset_));
+        std::memcpy(in_.get(), source_->head() + file_offset_, n);
+        in_len_ = n;
+        file_offset_ += n;
+        return true;
+    }
     for (;;) {
-        const ssize_t n = ::read(fd_, in_.get(), in_cap_);
+        const ssize_t n = source_->seekable()
+                              ? ::pread(source_->fd(), in_.get(), in_cap_, static_cast<off_t>(file_offset_))
+                              : ::read(source_->fd(), in_.get(), in_cap_);
         if (n < 0) {
             if (errno == EINTR) continue;
             status_ = SONDE_STATUS_ERROR_IO;
-            error_ = fmt::at(path_, file_offset_, std::string("read failed: ") + std::strerror(errno));
+            error_ =
+                fmt::at(source_->path(), file_offset_, std::string("read failed: ") + std::strerror(errno));
             return false;
         }
-        in_pos_ = 0;
         in_len_ = static_cast<size_t>(n);
         file_offset_ += static_cast<uint64_t>(n);
         if (n == 0) eof_ = true;
@@ -69,7 +165,7 @@ bool ByteStream::refill_input() {
 }
 
 size_t ByteStream::fill(unsigned char *dst, size_t cap) {
-    if (status_ != SONDE_STATUS_SUCCESS || cap == 0) return 0;
+    if (status_ != SONDE_STATUS_SUCCESS || cap == 0 || source_ == nullptr) return 0;
     if (!zstd_) {
         if (in_pos_ == in_len_ && !refill_input()) return 0;
         const size_t n = in_len_ - in_pos_ < cap ? in_len_ - in_pos_ : cap;
@@ -84,7 +180,8 @@ size_t ByteStream::fill(unsigned char *dst, size_t cap) {
                 if (status_ != SONDE_STATUS_SUCCESS) return 0;
                 if (last_ret_ != 0) {
                     status_ = SONDE_STATUS_ERROR_FORMAT;
-                    error_ = fmt::at(path_, file_size_, "truncated zstd frame (the file ends inside it)");
+                    error_ = fmt::at(source_->path(), file_offset_,
+                                     "truncated zstd frame (the file ends inside it)");
                 }
                 return 0;
             }
@@ -93,7 +190,7 @@ size_t ByteStream::fill(unsigned char *dst, size_t cap) {
         const size_t ret = ZSTD_decompressStream(static_cast<ZSTD_DStream *>(dctx_), &out, &in);
         if (ZSTD_isError(ret)) {
             status_ = SONDE_STATUS_ERROR_FORMAT;
-            error_ = fmt::at(path_, file_offset_ - in_len_ + in_pos_,
+            error_ = fmt::at(source_->path(), file_offset_ - in_len_ + in_pos_,
                              std::string("zstd: ") + ZSTD_getErrorName(ret));
             return 0;
         }
@@ -103,13 +200,29 @@ size_t ByteStream::fill(unsigned char *dst, size_t cap) {
     return out.pos;
 }
 
-sonde_status_t ByteWindow::open(const std::string &path, size_t max_size, size_t slack, std::string *error) {
-    const sonde_status_t s = stream_.open(path, error);
+// ---- ByteWindow ----
+
+namespace {
+size_t window_size(const Source &source, size_t max_size, size_t slack) {
+    if (!source.seekable()) return max_size;
+    const uint64_t guess = source.size() * (source.zstd() ? 32 : 1) + slack;
+    return guess < max_size ? static_cast<size_t>(guess) : max_size;
+}
+}  // namespace
+
+sonde_status_t ByteWindow::open(const Source *source, size_t max_size, size_t slack, std::string *error) {
+    const sonde_status_t s = stream_.open(source, error);
     if (s != SONDE_STATUS_SUCCESS) return s;
-    const uint64_t guess = stream_.file_size() * (stream_.compressed() ? 32 : 1) + slack;
-    cap_ = guess < max_size ? static_cast<size_t>(guess) : max_size;
+    cap_ = window_size(*source, max_size, slack);
     buf_.reset(new unsigned char[cap_]);
     return SONDE_STATUS_SUCCESS;
+}
+
+uint64_t ByteWindow::memory(const Source &source, size_t max_size, size_t slack) {
+    uint64_t m = window_size(source, max_size, slack) + kFileBlock;
+    // A zstd stream keeps its window and a block in and out.
+    if (source.zstd()) m += zstd_window(source.head(), source.head_size()) + (3u << 17);
+    return m;
 }
 
 bool ByteWindow::refill() {

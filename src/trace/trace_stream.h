@@ -1,8 +1,18 @@
-// A byte stream over a plain or zstd-compressed file (detected by the zstd frame magic), read
-// in large blocks, and the window over it that the lackey and raw64 readers parse from. One
-// thread at a time.
+// An input opened once (Source), a byte stream over it, plain or zstd-compressed (detected by
+// the zstd frame magic) and read in large blocks (ByteStream), and the window over that stream
+// that the lackey and raw64 readers parse from (ByteWindow).
+//
+// A Source is a regular file (or block device), which readers read with pread() at their own
+// offsets, so that several readers of one input are independent; or a stream (a pipe, a FIFO,
+// a terminal), whose first bytes can be peeked while the format is probed: they are kept and
+// replayed to the one reader that takes the stream. Nothing is ever opened twice, so bash's
+// <(zstdcat t.zst), a named pipe or /dev/stdin work like files.
+//
+// Threads: a Source is immutable after open() and peek() (take() is atomic), so readers on
+// several threads may share it; a ByteStream and a ByteWindow belong to one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,6 +22,47 @@
 
 namespace sonde::trace {
 
+class Source {
+public:
+    Source() = default;
+    ~Source();
+    Source(const Source &) = delete;
+    Source &operator=(const Source &) = delete;
+
+    // Opens `path` for reading; SUCCESS, or SONDE_STATUS_ERROR_IO with *error set ("PATH: cannot
+    // open: reason"; a directory is refused).
+    sonde_status_t open(const std::string &path, std::string *error);
+    // Makes the first `n` bytes of the input (fewer when it is shorter) available through
+    // head() without consuming them. For a stream this reads them and keeps them for the
+    // reader. SUCCESS or SONDE_STATUS_ERROR_IO. Called while opening, before any reader exists.
+    sonde_status_t peek(size_t n, std::string *error);
+    const unsigned char *head() const { return head_.get(); }
+    size_t head_size() const { return head_size_; }
+
+    const std::string &path() const { return path_; }
+    int fd() const { return fd_; }
+    // True for regular files and block devices: read them with pread().
+    bool seekable() const { return seekable_; }
+    // Size of a seekable input; 0 for a stream.
+    uint64_t size() const { return size_; }
+    // True when the input starts with a zstd frame (needs peek(4) first).
+    bool zstd() const;
+    // For a stream: hands it to the caller, once; false (with *error set) when another reader
+    // has it already. Always true for a seekable input.
+    bool take(std::string *error) const;
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    bool seekable_ = false;
+    uint64_t size_ = 0;
+    std::unique_ptr<unsigned char[]> head_;
+    size_t head_size_ = 0;
+    size_t head_cap_ = 0;
+    bool stream_end_ = false;  // a stream ended within the peeked bytes
+    mutable std::atomic<bool> taken_{false};
+};
+
 class ByteStream {
 public:
     ByteStream() = default;
@@ -19,25 +70,24 @@ public:
     ByteStream(const ByteStream &) = delete;
     ByteStream &operator=(const ByteStream &) = delete;
 
-    // Opens the file; SUCCESS or SONDE_STATUS_ERROR_IO with *error set.
-    sonde_status_t open(const std::string &path, std::string *error);
+    // Starts reading `source` from its first byte (a stream: its peeked bytes, then the rest).
+    // SUCCESS or SONDE_STATUS_ERROR_IO with *error set (a stream another reader has taken).
+    sonde_status_t open(const Source *source, std::string *error);
     // Copies up to `cap` decoded bytes into dst; 0 at the end or on error (see status()).
-    // Cost: one read() per 1 MiB of file and zstd streaming decompression; no allocation.
+    // Cost: one read per block of the input and zstd streaming decompression; no allocation.
     size_t fill(unsigned char *dst, size_t cap);
     bool compressed() const { return zstd_; }
-    // Size of the file on disk.
-    uint64_t file_size() const { return file_size_; }
+    // Size of a seekable input on disk, 0 for a stream.
+    uint64_t file_size() const { return source_ != nullptr ? source_->size() : 0; }
     sonde_status_t status() const { return status_; }
     const std::string &error() const { return error_; }
 
 private:
     bool refill_input();
-    std::string path_;
-    int fd_ = -1;
+    const Source *source_ = nullptr;
     bool zstd_ = false;
     bool eof_ = false;
-    uint64_t file_size_ = 0;
-    uint64_t file_offset_ = 0;             // bytes of the file consumed into in_
+    uint64_t file_offset_ = 0;             // bytes of the input consumed into in_
     std::unique_ptr<unsigned char[]> in_;  // not zero-filled: only the bytes read are touched
     size_t in_cap_ = 0;
     size_t in_pos_ = 0;
@@ -53,10 +103,14 @@ private:
 // appends what the stream decodes next. The accessors are inline for the parsers' hot loops.
 class ByteWindow {
 public:
-    // Opens `path` (see ByteStream::open) and allocates the window: the decoded size guessed
-    // from the file (32 times the file for zstd, text expands about 30x) plus `slack`, at most
-    // `max_size` bytes. SUCCESS or SONDE_STATUS_ERROR_IO with *error set.
-    sonde_status_t open(const std::string &path, size_t max_size, size_t slack, std::string *error);
+    // Starts the stream over `source` (see ByteStream::open) and allocates the window: the
+    // decoded size guessed from the file (32 times the file for zstd, text expands about 30x)
+    // plus `slack`, at most `max_size` bytes (`max_size` for a stream). SUCCESS or
+    // SONDE_STATUS_ERROR_IO with *error set.
+    sonde_status_t open(const Source *source, size_t max_size, size_t slack, std::string *error);
+    // Bytes open() allocates for `source` with these arguments, and the stream's own buffers:
+    // what a reader of this window holds at most.
+    static uint64_t memory(const Source &source, size_t max_size, size_t slack);
     // Moves the unconsumed bytes to the front and appends decoded bytes; true when some were
     // added. False at the end of the stream (then eof() is true) or on a stream error (then
     // status() says which). Cost: a memmove of the unconsumed bytes and ByteStream::fill.

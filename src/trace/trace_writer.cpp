@@ -21,6 +21,7 @@ TraceWriter::TraceWriter(const std::string &path, int level, uint32_t chunk_reco
     }
     cctx_ = ZSTD_createCCtx();
     if (cctx_ == nullptr) throw std::bad_alloc();
+    string_ids_.emplace(std::string(), 0u);
     unsigned char header[fmt::kHeaderSize] = {};
     std::memcpy(header, fmt::kFileMagic, 8);
     fmt::store32(header + 8, fmt::kVersion);
@@ -28,6 +29,7 @@ TraceWriter::TraceWriter(const std::string &path, int level, uint32_t chunk_reco
     fmt::store32(header + 16, fmt::kRecordSize);
     fmt::store32(header + 20, 0);  // flags
     fmt::store32(header + 24, chunk_records_);
+    fmt::store32(header + 28, fmt::kMinorVersion);
     fmt::store64(header + 56, fmt::checksum64(header, 56));
     write_all_locked(header, sizeof header);
 }
@@ -159,6 +161,12 @@ void TraceWriter::consume(const sonde_record_header_t *begin, const sonde_record
                    psize >= sizeof(sonde_memref_record_t)) {
             sonde_memref_record_t m;
             std::memcpy(&m, payload, sizeof m);
+            if (m.type > SONDE_MEMREF_IFETCH) {
+                fail_locked(SONDE_STATUS_ERROR_RECORD_CORRUPTED,
+                            path_ + ": delivered span holds a MEMREF record of type " +
+                                std::to_string(m.type) + " (a memory reference is of type 0 to 3)");
+                break;
+            }
             sonde_memref_t &out = batch[n++];
             out.address = m.address;
             out.pc = m.pc;
@@ -187,12 +195,20 @@ sonde_status_t TraceWriter::finish() {
             if (flush_shard_locked(kv.first, kv.second) != SONDE_STATUS_SUCCESS) break;
     }
     if (status_ == SONDE_STATUS_SUCCESS) {
+        for (auto &kv : pending_events_)
+            if (flush_events_locked(kv.first, kv.second) != SONDE_STATUS_SUCCESS) break;
+    }
+    if (status_ == SONDE_STATUS_SUCCESS) flush_tables_locked();
+    uint64_t ext_offset = 0;
+    if (status_ == SONDE_STATUS_SUCCESS && (!event_index_.empty() || !table_index_.empty()))
+        write_ext_index_locked(&ext_offset);
+    if (status_ == SONDE_STATUS_SUCCESS) {
         const uint64_t index_offset = offset_;
         std::vector<unsigned char> idx(fmt::kIndexHeaderSize + index_.size() * fmt::kIndexEntrySize + 8);
         std::memcpy(idx.data(), fmt::kIndexMagic, 8);
         fmt::store32(idx.data() + 8, static_cast<uint32_t>(index_.size()));
         fmt::store32(idx.data() + 12, num_shards_);
-        fmt::store64(idx.data() + 16, 0);
+        fmt::store64(idx.data() + 16, ext_offset);  // 0: no extension index (a memref-only trace)
         unsigned char *q = idx.data() + fmt::kIndexHeaderSize;
         for (const IndexEntry &e : index_) {
             fmt::store64(q, e.offset);
@@ -216,7 +232,205 @@ sonde_status_t TraceWriter::finish() {
         fail_locked(SONDE_STATUS_ERROR_IO, path_ + ": close failed: " + std::strerror(errno));
     fd_ = -1;
     pending_.clear();
+    pending_events_.clear();
     return status_;
+}
+
+sonde_status_t TraceWriter::writable_locked() const {
+    if (status_ != SONDE_STATUS_SUCCESS || finished_) return SONDE_STATUS_ERROR_PHASE_FAILURE;
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::write_events(uint32_t shard, const sonde_trace_event_t *events, size_t count) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const sonde_status_t st = writable_locked();
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    if (shard >= num_event_shards_) num_event_shards_ = shard + 1;
+    auto &pending = pending_events_[shard];
+    if (pending.capacity() < chunk_records_) pending.reserve(chunk_records_);
+    while (count > 0) {
+        const size_t room = chunk_records_ - pending.size();
+        const size_t n = count < room ? count : room;
+        pending.insert(pending.end(), events, events + n);
+        events += n;
+        count -= n;
+        if (pending.size() == chunk_records_) {
+            const sonde_status_t s = flush_events_locked(shard, pending);
+            if (s != SONDE_STATUS_SUCCESS) return s;
+        }
+    }
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::flush_events_locked(uint32_t shard, std::vector<sonde_trace_event_t> &pending) {
+    if (pending.empty()) return SONDE_STATUS_SUCCESS;
+    // The tables first: every id an event chunk uses is named before it in the file.
+    sonde_status_t s = flush_tables_locked();
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    const size_t raw = pending.size() * fmt::kEventSize;
+    if (columns_.size() < raw) columns_.resize(raw);
+    fmt::encode_event_columns(pending.data(), pending.size(), columns_.data());
+    const size_t bound = ZSTD_compressBound(raw);
+    if (cbuf_.size() < fmt::kChunkHeaderSize + bound) cbuf_.resize(fmt::kChunkHeaderSize + bound);
+    const size_t csize =
+        ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_), cbuf_.data() + fmt::kChunkHeaderSize, bound,
+                          columns_.data(), raw, level_);
+    if (ZSTD_isError(csize))
+        return fail_locked(SONDE_STATUS_ERROR_IO,
+                           path_ + ": zstd compression failed: " + ZSTD_getErrorName(csize));
+    fmt::ChunkHeader h;
+    h.magic = fmt::kEventMagic;
+    h.shard = shard;
+    h.records = static_cast<uint32_t>(pending.size());
+    h.compressed_size = static_cast<uint32_t>(csize);
+    h.first_ts = pending.front().timestamp;
+    h.last_ts = pending.back().timestamp;
+    h.payload_checksum = fmt::checksum64(cbuf_.data() + fmt::kChunkHeaderSize, csize);
+    fmt::encode_chunk_header(h, cbuf_.data());
+    const IndexEntry e{offset_, shard, h.records, h.first_ts, h.last_ts};
+    s = write_all_locked(cbuf_.data(), fmt::kChunkHeaderSize + csize);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    event_index_.push_back(e);
+    pending.clear();
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::write_table_locked(uint32_t type, uint32_t count,
+                                               const std::vector<unsigned char> &raw) {
+    const size_t bound = ZSTD_compressBound(raw.size());
+    std::vector<unsigned char> out(fmt::kChunkHeaderSize + bound);
+    const size_t csize =
+        ZSTD_compressCCtx(static_cast<ZSTD_CCtx *>(cctx_), out.data() + fmt::kChunkHeaderSize, bound,
+                          raw.data(), raw.size(), level_);
+    if (ZSTD_isError(csize))
+        return fail_locked(SONDE_STATUS_ERROR_IO,
+                           path_ + ": zstd compression failed: " + ZSTD_getErrorName(csize));
+    fmt::ChunkHeader h;
+    h.magic = fmt::kTableMagic;
+    h.shard = type;
+    h.records = count;
+    h.compressed_size = static_cast<uint32_t>(csize);
+    h.first_ts = raw.size();
+    h.last_ts = 0;
+    h.payload_checksum = fmt::checksum64(out.data() + fmt::kChunkHeaderSize, csize);
+    fmt::encode_chunk_header(h, out.data());
+    const TableRef ref{offset_, type, count};
+    const sonde_status_t s = write_all_locked(out.data(), fmt::kChunkHeaderSize + csize);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    table_index_.push_back(ref);
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::flush_tables_locked() {
+    std::vector<unsigned char> raw;
+    // Strings, modules, methods, threads: each id is defined before the tables that use it.
+    if (!new_strings_.empty()) {
+        encode_strings(new_strings_, &raw);
+        if (write_table_locked(fmt::kTableStrings, static_cast<uint32_t>(new_strings_.size()), raw) !=
+            SONDE_STATUS_SUCCESS)
+            return status_;
+        new_strings_.clear();
+        raw.clear();
+    }
+    if (!new_modules_.empty()) {
+        encode_modules(new_modules_, &raw);
+        if (write_table_locked(fmt::kTableModules, static_cast<uint32_t>(new_modules_.size()), raw) !=
+            SONDE_STATUS_SUCCESS)
+            return status_;
+        new_modules_.clear();
+        raw.clear();
+    }
+    if (!new_methods_.empty()) {
+        encode_methods(new_methods_, &raw);
+        if (write_table_locked(fmt::kTableMethods, static_cast<uint32_t>(new_methods_.size()), raw) !=
+            SONDE_STATUS_SUCCESS)
+            return status_;
+        new_methods_.clear();
+        raw.clear();
+    }
+    if (!new_threads_.empty()) {
+        encode_threads(new_threads_, &raw);
+        if (write_table_locked(fmt::kTableThreads, static_cast<uint32_t>(new_threads_.size()), raw) !=
+            SONDE_STATUS_SUCCESS)
+            return status_;
+        new_threads_.clear();
+    }
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::write_ext_index_locked(uint64_t *offset) {
+    *offset = offset_;
+    std::vector<unsigned char> x(fmt::kExtIndexHeaderSize + event_index_.size() * fmt::kIndexEntrySize +
+                                 table_index_.size() * fmt::kExtTableEntrySize + 8);
+    std::memcpy(x.data(), fmt::kExtIndexMagic, 8);
+    fmt::store32(x.data() + 8, static_cast<uint32_t>(event_index_.size()));
+    fmt::store32(x.data() + 12, num_event_shards_);
+    fmt::store32(x.data() + 16, static_cast<uint32_t>(table_index_.size()));
+    fmt::store32(x.data() + 20, 0);
+    unsigned char *q = x.data() + fmt::kExtIndexHeaderSize;
+    for (const IndexEntry &e : event_index_) {
+        fmt::store64(q, e.offset);
+        fmt::store32(q + 8, e.shard);
+        fmt::store32(q + 12, e.records);
+        fmt::store64(q + 16, e.first_ts);
+        fmt::store64(q + 24, e.last_ts);
+        q += fmt::kIndexEntrySize;
+    }
+    for (const TableRef &t : table_index_) {
+        fmt::store64(q, t.offset);
+        fmt::store32(q + 8, t.type);
+        fmt::store32(q + 12, t.count);
+        q += fmt::kExtTableEntrySize;
+    }
+    fmt::store64(q, fmt::checksum64(x.data(), x.size() - 8));
+    return write_all_locked(x.data(), x.size());
+}
+
+sonde_status_t TraceWriter::add_string(const std::string &text, uint32_t *id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const sonde_status_t st = writable_locked();
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    auto it = string_ids_.find(text);
+    if (it != string_ids_.end()) {
+        *id = it->second;
+        return SONDE_STATUS_SUCCESS;
+    }
+    const uint32_t n = static_cast<uint32_t>(string_ids_.size());
+    string_ids_.emplace(text, n);
+    new_strings_.push_back(StringEntry{n, text});
+    *id = n;
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::add_method(MethodEntry e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const sonde_status_t st = writable_locked();
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    new_methods_.push_back(std::move(e));
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::add_module(ModuleEntry e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const sonde_status_t st = writable_locked();
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    new_modules_.push_back(std::move(e));
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::add_thread(ThreadEntry e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const sonde_status_t st = writable_locked();
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    new_threads_.push_back(std::move(e));
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::flush_tables() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const sonde_status_t st = writable_locked();
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    return flush_tables_locked();
 }
 
 sonde_status_t TraceWriter::status() const {

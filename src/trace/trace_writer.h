@@ -12,6 +12,9 @@
 
 #include <sonde/status.h>
 #include <sonde/trace.h>
+#include <sonde/trace_events.h>
+
+#include "trace/trace_tables.h"
 
 namespace sonde::trace {
 
@@ -28,6 +31,17 @@ public:
     sonde_status_t write(uint32_t shard, const sonde_memref_t *memrefs, size_t count);
     // Appends the MEMREF records of one delivered span (buffer consumer).
     void consume(const sonde_record_header_t *begin, const sonde_record_header_t *end);
+    // Appends program events to an event shard; full chunks are written after the pending
+    // table entries. Cost as write().
+    sonde_status_t write_events(uint32_t shard, const sonde_trace_event_t *events, size_t count);
+    // Table entries: kept pending and written as TABL blocks before the next event chunk and
+    // at finish(). add_string interns: equal texts get one id.
+    sonde_status_t add_string(const std::string &text, uint32_t *id);
+    sonde_status_t add_method(MethodEntry e);
+    sonde_status_t add_module(ModuleEntry e);
+    sonde_status_t add_thread(ThreadEntry e);
+    // Writes the pending tables now (a recorder calls it so that a cut trace keeps them).
+    sonde_status_t flush_tables();
     // Flushes pending chunks, writes index and footer, closes the file. Idempotent.
     sonde_status_t finish();
 
@@ -48,6 +62,11 @@ private:
     sonde_status_t flush_shard_locked(uint32_t shard, std::vector<sonde_memref_t> &pending);
     sonde_status_t write_all_locked(const void *data, size_t size);
     sonde_status_t append_locked(uint32_t shard, const sonde_memref_t *memrefs, size_t count);
+    sonde_status_t flush_events_locked(uint32_t shard, std::vector<sonde_trace_event_t> &pending);
+    sonde_status_t flush_tables_locked();
+    sonde_status_t write_table_locked(uint32_t type, uint32_t count, const std::vector<unsigned char> &raw);
+    sonde_status_t write_ext_index_locked(uint64_t *offset);
+    sonde_status_t writable_locked() const;
 
     mutable std::mutex mutex_;
     std::string path_;
@@ -64,6 +83,21 @@ private:
     std::map<uint32_t, std::vector<sonde_memref_t>> pending_;
     std::vector<IndexEntry> index_;
     uint32_t num_shards_ = 0;
+    // Program events and tables.
+    struct TableRef {
+        uint64_t offset;
+        uint32_t type;
+        uint32_t count;
+    };
+    std::map<uint32_t, std::vector<sonde_trace_event_t>> pending_events_;
+    std::vector<IndexEntry> event_index_;
+    uint32_t num_event_shards_ = 0;
+    std::vector<TableRef> table_index_;
+    std::unordered_map<std::string, uint32_t> string_ids_;
+    std::vector<StringEntry> new_strings_;
+    std::vector<ModuleEntry> new_modules_;
+    std::vector<MethodEntry> new_methods_;
+    std::vector<ThreadEntry> new_threads_;
     // Buffer consumer: Sonde thread id -> dense shard, in order of first appearance.
     std::unordered_map<uint64_t, uint32_t> thread_shards_;
 };

@@ -29,6 +29,7 @@ enum {
 /* Events (client.h, 1.1). */
 #define OLD_EVENT_RUNTIME_INIT 0u
 #define OLD_EVENT_METHOD_ENTER 8u
+#define OLD_EVENT_COUNT 14u /* SONDE_EVENT_COUNT in 1.1 */
 
 typedef struct {
     uint64_t handle;

@@ -19,6 +19,7 @@ EXPORT uint32_t old_plugin_thread_status = UINT32_MAX;
 EXPORT uint64_t old_plugin_thread_items, old_plugin_thread_os_tid;
 EXPORT char old_plugin_thread_name[32];
 EXPORT uint64_t old_plugin_method, old_plugin_method_address;
+EXPORT uint32_t old_plugin_register_failures; /* events 0..OLD_EVENT_COUNT-1 it could not observe */
 
 static const api_v11 *api;
 static id_v10 self;
@@ -53,6 +54,10 @@ EXPORT uint32_t sonde_client_instantiate(const api_v11 *table, id_v10 id, const 
     if (table->struct_size < sizeof(api_v11) || table->abi_version < 1) return OLD_NOT_SUPPORTED;
     api = table;
     self = id;
+    /* Every event a 1.1 client knows (it loops to its SONDE_EVENT_COUNT, 14) is accepted by a
+     * newer library whose event list grew. */
+    for (uint32_t e = 0; e < OLD_EVENT_COUNT; ++e)
+        if (api->register_event(id, e, 0, on_event, NULL) != OLD_SUCCESS) ++old_plugin_register_failures;
     uint32_t st = api->register_event(id, OLD_EVENT_RUNTIME_INIT, 0, on_event, NULL);
     if (st != OLD_SUCCESS) return st;
     return api->register_event(id, OLD_EVENT_METHOD_ENTER, OLD_DATA_METHOD_ID | OLD_DATA_ADDRESS, on_event,

@@ -168,7 +168,7 @@ static void test_client_v11(void **state) {
     /* What the plugin saw through its 1.1 table and event data. */
     void *plugin = dlopen(plugin_path(), RTLD_NOW | RTLD_NOLOAD);
     assert_non_null(plugin);
-    uint32_t *api_size, *api_version, *init_events, *event_size, *thread_status;
+    uint32_t *api_size, *api_version, *init_events, *event_size, *thread_status, *register_failures;
     uint64_t *thread_items, *thread_os_tid, *method, *method_address;
     char *thread_name;
     LOAD_FROM(plugin, api_size, "old_plugin_api_size");
@@ -181,6 +181,8 @@ static void test_client_v11(void **state) {
     LOAD_FROM(plugin, thread_name, "old_plugin_thread_name");
     LOAD_FROM(plugin, method, "old_plugin_method");
     LOAD_FROM(plugin, method_address, "old_plugin_method_address");
+    LOAD_FROM(plugin, register_failures, "old_plugin_register_failures");
+    assert_int_equal(*register_failures, 0);
     const uint64_t tid = (uint64_t)syscall(SYS_gettid);
     assert_true(*api_size >= sizeof(api_v11));
     assert_true(*api_version >= 1);

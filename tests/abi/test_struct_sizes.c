@@ -314,6 +314,51 @@ FIELD(sonde_api_t, status_string, 80, 8);
 FIELD(sonde_api_t, get_timestamp, 88, 8);
 FIELD(sonde_api_t, set_message, 96, 8);
 
+/* 1.2: program events in traces (trace_events.h) */
+LAYOUT(sonde_trace_event_t, 32, 8);
+FIELD(sonde_trace_event_t, timestamp, 0, 8);
+FIELD(sonde_trace_event_t, value, 8, 8);
+FIELD(sonde_trace_event_t, id, 16, 4);
+FIELD(sonde_trace_event_t, shard, 20, 4);
+FIELD(sonde_trace_event_t, kind, 24, 4);
+FIELD(sonde_trace_event_t, aux, 28, 4);
+LAYOUT(sonde_trace_method_t, 80, 8);
+FIELD(sonde_trace_method_t, struct_size, 0, 4);
+FIELD(sonde_trace_method_t, index, 4, 4);
+FIELD(sonde_trace_method_t, name, 8, 8);
+FIELD(sonde_trace_method_t, class_name, 16, 8);
+FIELD(sonde_trace_method_t, full_name, 24, 8);
+FIELD(sonde_trace_method_t, mangled_name, 32, 8);
+FIELD(sonde_trace_method_t, source_file, 40, 8);
+FIELD(sonde_trace_method_t, source_line, 48, 4);
+FIELD(sonde_trace_method_t, module, 52, 4);
+FIELD(sonde_trace_method_t, address, 56, 8);
+FIELD(sonde_trace_method_t, size, 64, 8);
+FIELD(sonde_trace_method_t, visibility, 72, 4);
+FIELD(sonde_trace_method_t, reserved, 76, 4);
+LAYOUT(sonde_trace_module_t, 40, 8);
+FIELD(sonde_trace_module_t, struct_size, 0, 4);
+FIELD(sonde_trace_module_t, index, 4, 4);
+FIELD(sonde_trace_module_t, path, 8, 8);
+FIELD(sonde_trace_module_t, name, 16, 8);
+FIELD(sonde_trace_module_t, address, 24, 8);
+FIELD(sonde_trace_module_t, size, 32, 8);
+LAYOUT(sonde_trace_thread_t, 24, 8);
+FIELD(sonde_trace_thread_t, struct_size, 0, 4);
+FIELD(sonde_trace_thread_t, shard, 4, 4);
+FIELD(sonde_trace_thread_t, os_thread_id, 8, 8);
+FIELD(sonde_trace_thread_t, name, 16, 8);
+LAYOUT(sonde_trace_event_info_t, 48, 8);
+FIELD(sonde_trace_event_info_t, struct_size, 0, 4);
+FIELD(sonde_trace_event_info_t, num_shards, 4, 4);
+FIELD(sonde_trace_event_info_t, num_events, 8, 8);
+FIELD(sonde_trace_event_info_t, num_methods, 16, 4);
+FIELD(sonde_trace_event_info_t, num_modules, 20, 4);
+FIELD(sonde_trace_event_info_t, num_strings, 24, 4);
+FIELD(sonde_trace_event_info_t, num_threads, 28, 4);
+FIELD(sonde_trace_event_info_t, first_timestamp, 32, 8);
+FIELD(sonde_trace_event_info_t, last_timestamp, 40, 8);
+
 /* The pinned first-release sizes. The #if lines prove that each macro is a literal: a sizeof
  * expression cannot be evaluated by the preprocessor. */
 #if SONDE_SESSION_PROPERTIES_SIZE_1_0 != 16 || SONDE_BUFFER_STATS_SIZE_1_0 != 56 ||   \
@@ -328,7 +373,9 @@ FIELD(sonde_api_t, set_message, 96, 8);
     SONDE_THREAD_INFO_SIZE_1_1 != 48 || SONDE_CLIENT_INFO_SIZE_1_1 != 48 || SONDE_API_SIZE_1_1 != 104
 #error "a 1.1 size macro is not the literal size of its struct in 1.1"
 #endif
-#if SONDE_TOOL_OPS_SIZE_1_2 != 144
+#if SONDE_TRACE_METHOD_SIZE_1_2 != 80 || SONDE_TRACE_MODULE_SIZE_1_2 != 40 ||     \
+    SONDE_TRACE_THREAD_SIZE_1_2 != 24 || SONDE_TRACE_EVENT_INFO_SIZE_1_2 != 48 || \
+    SONDE_EVENT_COUNT_1_1 != 14 || SONDE_TOOL_OPS_SIZE_1_2 != 144
 #error "a 1.2 size macro is not the literal size of its struct in 1.2"
 #endif
 
@@ -350,6 +397,11 @@ PINNED(SONDE_MODULE_INFO_SIZE_1_1, sonde_module_info_t, 64);
 PINNED(SONDE_THREAD_INFO_SIZE_1_1, sonde_thread_info_t, 48);
 PINNED(SONDE_CLIENT_INFO_SIZE_1_1, sonde_client_info_t, 48);
 PINNED(SONDE_API_SIZE_1_1, sonde_api_t, 104);
+/* 1.2: program events in traces */
+PINNED(SONDE_TRACE_METHOD_SIZE_1_2, sonde_trace_method_t, 80);
+PINNED(SONDE_TRACE_MODULE_SIZE_1_2, sonde_trace_module_t, 40);
+PINNED(SONDE_TRACE_THREAD_SIZE_1_2, sonde_trace_thread_t, 24);
+PINNED(SONDE_TRACE_EVENT_INFO_SIZE_1_2, sonde_trace_event_info_t, 48);
 
 /* Every check above runs at compile time; reaching main means the layout holds. */
 int main(void) { return 0; }

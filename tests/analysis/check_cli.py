@@ -39,7 +39,9 @@ with tempfile.TemporaryDirectory() as tmp:
         assert "basic_counts" in p.stdout and "cache_sim" in p.stdout, p.stdout
         with open(out) as f:
             j = json.load(f)
-        assert set(j) == {"basic_counts", "cache_sim"}, j.keys()
+        assert set(j) == {"basic_counts", "cache_sim", "inputs", "warnings"}, j.keys()
+        assert j["inputs"] == [{"path": trace, "format": "lackey", "complete": True, "warnings": []}], j["inputs"]
+        assert j["warnings"] == [], j["warnings"]
         b = j["basic_counts"]
         for key in ("reads", "writes", "ifetches", "total", "distinct_lines"):
             assert key in b, key
@@ -65,14 +67,15 @@ with tempfile.TemporaryDirectory() as tmp:
     assert j["basic_counts"]["distinct_lines"] == 2, j
     assert "parallel, 1 worker" in p.stdout, p.stdout
 
-    # Errors: a missing input, an unknown tool, a bad cache, bad usage.
-    p = run("analyze", os.path.join(tmp, "missing.lackey"), "--format", "lackey", code=1)
+    # Errors, all refused before the run as usage errors (check_cli_usage.py has the full table):
+    # a missing input, an unknown tool, a bad cache, a missing tool library, bad usage.
+    p = run("analyze", os.path.join(tmp, "missing.lackey"), "--format", "lackey", code=2)
     assert "missing.lackey" in p.stderr, p.stderr
-    p = run("analyze", trace, "--tool", "nope", code=1)
+    p = run("analyze", trace, "--tool", "nope", code=2)
     assert "nope" in p.stderr, p.stderr
-    p = run("analyze", trace, "--tool", "cache_sim", "--cache", "D1:1K:3:64", code=1)
-    assert "cache_sim" in p.stderr, p.stderr
-    p = run("analyze", trace, "--tool", os.path.join(tmp, "missing.so"), code=1)
+    p = run("analyze", trace, "--tool", "cache_sim", "--cache", "D1:1K:3:64", code=2)
+    assert "--cache" in p.stderr, p.stderr
+    p = run("analyze", trace, "--tool", os.path.join(tmp, "missing.so"), code=2)
     assert "missing.so" in p.stderr, p.stderr
     run("analyze", trace, "--format", "elf", code=2)
     run("analyze", code=2)

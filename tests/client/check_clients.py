@@ -8,7 +8,14 @@
    equal to uftrace's for those methods.
 4. thread_module_logger on examples/clients/threads.c: both threads start and end (with the
    names they set), the dlopen'ed plugin is loaded and unloaded.
-5. A client that fails to load is reported and the program still runs with the others.
+5. `sonde run` checks every client given as a path before it starts the program: one that does
+   not exist, is not an ELF shared object, is of the wrong class, has no entry point of its own
+   or requires a newer client ABI stops it with exit 2 and the reason, and the program does not
+   run.
+6. A client whose entry point fails inside the program (it refuses, it throws) is reported on
+   stderr with its status and message, and the program still runs with the others; so is a
+   client that fails to load when SONDE_CLIENTS is set by hand.
+7. The exit status of `sonde run` is the program's; 127 when the program cannot be started.
 """
 import os
 import re
@@ -117,14 +124,73 @@ with tempfile.TemporaryDirectory() as tmp:
     check(lib in loads and lib in unloads, "the dlopen'ed library is loaded then unloaded")
     check(loads.index(lib) < len(loads), "module ids are listed in load order")
 
-    # 5. A broken client next to a working one.
+    # 5. Clients refused before the program starts.
+    not_elf = os.path.join(tmp, "not_elf.so")
+    with open(not_elf, "w") as f:
+        f.write("#!/bin/sh\n")
+    class32 = os.path.join(tmp, "class32.so")
+    with open(os.path.join(plugins, "plugin_ok.so"), "rb") as f:
+        image = bytearray(f.read())
+    image[4] = 1  # EI_CLASS: ELFCLASS32
+    with open(class32, "wb") as f:
+        f.write(image)
     out5 = os.path.join(tmp, "calls5.txt")
-    r = run([sonde, "run", "--client", os.path.join(tmp, "missing.so"),
-             "--client", os.path.join(plugins, "plugin_noentry.so"),
-             "--client", os.path.join(ex, "call_counter.so") + "=out=" + out5, "--", calls, "10"])
-    check(r.returncode == 0 and "missing.so' failed: SONDE_STATUS_ERROR_LOAD_FAILED" in r.stderr
-          and "no entry point" in r.stderr, "failing clients are reported by name and reason")
+    counter = os.path.join(ex, "call_counter.so") + "=out=" + out5
+    for client, reason in [
+        (os.path.join(tmp, "missing.so"), "No such file or directory"),
+        (tmp, "is a directory"),
+        (not_elf, "is not an ELF file"),
+        (class32, "32-bit"),
+        (calls, "does not export sonde_client_instantiate"),
+        (os.path.join(plugins, "plugin_noentry.so"), "a dependency"),
+        (os.path.join(plugins, "plugin_needs_v99.so"), "requires client ABI version 99"),
+    ]:
+        r = run([sonde, "run", "--client", counter, "--client", client + "=opt", "--", calls, "10"])
+        check(r.returncode == 2 and reason in r.stderr and os.path.basename(client) in r.stderr
+              and r.stdout == "" and not os.path.exists(out5),
+              "sonde run refuses %s (%s) without running the program: %d %r"
+              % (os.path.basename(client), reason, r.returncode, r.stderr))
+
+    # 6. Entry points that fail inside the program, next to a working client.
+    r = run([sonde, "run", "--client", os.path.join(plugins, "plugin_refuses.so"),
+             "--client", os.path.join(plugins, "plugin_throws.so"), "--client", counter, "--", calls, "10"])
+    check(r.returncode == 0 and "fib(10) = 55" in r.stdout, "the program runs when entry points fail")
+    check("plugin_refuses.so' failed: SONDE_STATUS_ERROR_NOT_SUPPORTED: needs a newer Sonde" in r.stderr,
+          "a refusing client is reported with its status and message: %r" % r.stderr)
+    check("plugin_throws.so' failed: SONDE_STATUS_ERROR: " in r.stderr and "threw" in r.stderr,
+          "a throwing client is reported with its status and message: %r" % r.stderr)
     check(os.path.exists(out5) and read_counts(out5).get("fib") == 177, "the working client still counts")
+    out6 = os.path.join(tmp, "calls6.txt")
+    env = dict(os.environ, SONDE_CLIENTS=os.path.join(tmp, "missing.so") + ";" +
+               os.path.join(plugins, "plugin_noentry.so") + ";" +
+               os.path.join(ex, "call_counter.so") + "=out=" + out6)
+    env.pop("LD_PRELOAD", None)
+    r = run([os.path.join(ex, "calls_linked"), "10"], env=env)
+    check(r.returncode == 0 and "missing.so' failed: SONDE_STATUS_ERROR_LOAD_FAILED" in r.stderr
+          and "no entry point" in r.stderr, "with SONDE_CLIENTS, failing clients are reported by name and reason")
+    check(os.path.exists(out6) and read_counts(out6).get("fib") == 177, "and the working client still counts")
+
+    # 7. Exit statuses.
+    r = run([sonde, "run", "--client", counter, "--", "/bin/sh", "-c", "exit 7"])
+    check(r.returncode == 7, "sonde run exits with the program's status (%d)" % r.returncode)
+    r = run([sonde, "run", "--client", counter, "--", os.path.join(tmp, "not_elf.so")])
+    check(r.returncode == 127 and "Permission denied" in r.stderr,
+          "a program that cannot be executed: exit 127 with the reason: %r" % r.stderr)
+
+    # A client by bare name: the build tree's examples/, then $SONDE_CLIENT_PATH first.
+    out7 = os.path.join(tmp, "byname.txt")
+    r = run([sonde, "run", "--client", "call_counter=out=" + out7, "--", calls, "10"])
+    check(r.returncode == 0 and os.path.exists(out7) and read_counts(out7).get("fib") == 177, "--client call_counter finds the client by name")
+    r = run([sonde, "run", "--client", "no_such_client", "--", calls, "10"])
+    check(r.returncode == 2 and "no client named 'no_such_client'" in r.stderr and "examples" in r.stderr,
+          "an unknown client name is refused, saying where Sonde looked: %r" % r.stderr)
+    mine = os.path.join(tmp, "mine")
+    os.mkdir(mine)
+    shutil.copy(os.path.join(ex, "call_counter.so"), os.path.join(mine, "my_counter.so"))
+    out8 = os.path.join(tmp, "mine.txt")
+    r = run([sonde, "run", "--client", "my_counter=out=" + out8, "--", calls, "10"],
+            env=dict(os.environ, SONDE_CLIENT_PATH=mine))
+    check(r.returncode == 0 and os.path.exists(out8) and read_counts(out8).get("fib") == 177, "SONDE_CLIENT_PATH is searched: %r" % r.stderr)
 
     # Usage errors of the launcher.
     r = run([sonde, "run", "--", calls])
@@ -132,7 +198,8 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run([sonde, "run", "--client", os.path.join(ex, "call_counter.so")])
     check(r.returncode == 2 and "no program" in r.stderr, "sonde run without a program is a usage error")
     r = run([sonde, "run", "--client", os.path.join(ex, "call_counter.so"), "--", os.path.join(tmp, "nope")])
-    check(r.returncode == 127, "sonde run with a missing program exits 127")
+    check(r.returncode == 127 and "No such file or directory" in r.stderr,
+          "sonde run with a missing program exits 127 with the reason")
 
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)

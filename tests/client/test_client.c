@@ -30,6 +30,7 @@ static const unsigned alpha_line = __LINE__ + 1; /* the line of alpha below */
 NOINLINE static void alpha(void) { __asm__ volatile(""); }
 NOINLINE static void beta(void) { __asm__ volatile(""); }
 NOINLINE static void gamma_fn(void) { __asm__ volatile(""); }
+NOINLINE static void delta_fn(void) { __asm__ volatile(""); }
 
 #define FN(f) ((const void *)(uintptr_t)(f))
 
@@ -729,6 +730,63 @@ static void test_thread_filter_user_memory(void **state) {
     assert_int_equal(d_mark_status_inside, SONDE_STATUS_ERROR_IN_CALLBACK);
 }
 
+/* ---- NEW_METHOD: once per method, before its first enter, with its items ---- */
+
+static struct {
+    uint32_t events[8];
+    uint64_t method[8], address[8], valid[8];
+    char name[8][32];
+    int n;
+} nm_log;
+
+static void nm_event(const sonde_event_data_t *d, void *user_data) {
+    (void)user_data;
+    if (nm_log.n == 8) return;
+    const int i = nm_log.n++;
+    nm_log.events[i] = d->event;
+    nm_log.method[i] = d->method.handle;
+    nm_log.address[i] = d->address;
+    nm_log.valid[i] = d->valid_items;
+    snprintf(nm_log.name[i], sizeof nm_log.name[i], "%s", d->name != NULL ? d->name : "");
+}
+
+static sonde_status_t nm_instantiate(const sonde_api_t *a, sonde_client_id_t id, const char *options) {
+    (void)options;
+    assert_int_equal(a->register_event(id, SONDE_EVENT_NEW_METHOD, SONDE_DATA_ACCESS_TYPE, nm_event, NULL),
+                     SONDE_STATUS_ERROR_NOT_SUPPORTED);
+    sonde_status_t st = a->register_event(
+        id, SONDE_EVENT_NEW_METHOD,
+        SONDE_DATA_METHOD_ID | SONDE_DATA_NAME | SONDE_DATA_ADDRESS | SONDE_DATA_MODULE_ID | SONDE_DATA_SIZE,
+        nm_event, NULL);
+    if (st == SONDE_STATUS_SUCCESS)
+        st = a->register_event(id, SONDE_EVENT_METHOD_ENTER, SONDE_DATA_METHOD_ID, nm_event, NULL);
+    return st;
+}
+
+static void test_new_method(void **state) {
+    (void)state;
+    assert_int_equal(SONDE_EVENT_NEW_METHOD, SONDE_EVENT_COUNT_1_1);
+    sonde_client_id_t id;
+    assert_int_equal(sonde_register_client(nm_instantiate, NULL, &id), SONDE_STATUS_SUCCESS);
+    memset(&nm_log, 0, sizeof nm_log);
+    sonde_method_enter(FN(alpha), NULL); /* seen before this client: no NEW_METHOD */
+    sonde_method_leave(FN(alpha), NULL);
+    sonde_method_enter(FN(delta_fn), NULL);
+    sonde_method_leave(FN(delta_fn), NULL);
+    sonde_method_enter(FN(delta_fn), NULL);
+    sonde_method_leave(FN(delta_fn), NULL);
+    assert_int_equal(nm_log.n, 4);
+    assert_int_equal(nm_log.events[0], SONDE_EVENT_METHOD_ENTER);
+    assert_int_equal(nm_log.events[1], SONDE_EVENT_NEW_METHOD);
+    assert_int_equal(nm_log.events[2], SONDE_EVENT_METHOD_ENTER);
+    assert_int_equal(nm_log.events[3], SONDE_EVENT_METHOD_ENTER);
+    assert_string_equal(nm_log.name[1], "delta_fn");
+    assert_int_equal(nm_log.address[1], (uint64_t)(uintptr_t)FN(delta_fn));
+    assert_int_equal(nm_log.method[1], nm_log.method[2]);
+    assert_int_equal(nm_log.valid[1], SONDE_DATA_METHOD_ID | SONDE_DATA_NAME | SONDE_DATA_ADDRESS |
+                                          SONDE_DATA_MODULE_ID | SONDE_DATA_SIZE);
+}
+
 static void test_session_events(void **state) {
     (void)state;
     sonde_session_id_t s;
@@ -776,6 +834,7 @@ int main(void) {
         cmocka_unit_test(test_module_info),
         cmocka_unit_test(test_thread_requests),
         cmocka_unit_test(test_thread_filter_user_memory),
+        cmocka_unit_test(test_new_method),
         cmocka_unit_test(test_session_events),
         cmocka_unit_test(test_shutdown),
     };

@@ -657,6 +657,108 @@ static void test_reentrant_calls_from_callback(void **state) {
     sonde_destroy_buffer(g_session, b);
 }
 
+/* The refusal holds from any callback, whatever buffer and session the call names: a callback
+ * of one session cannot flush, stop or destroy another one either (the call would wait for
+ * deliveries, the running one among them), nor destroy its own session. Those buffers and
+ * sessions are untouched and work once the callback has returned. */
+static sonde_session_id_t g_other_session;
+static sonde_buffer_id_t g_other_buffer;
+static sonde_status_t g_cross[5];
+static void cross_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
+                     sonde_buffer_id_t bu, void *u) {
+    (void)b;
+    (void)e;
+    (void)bu;
+    (void)u;
+    g_cross[0] = sonde_flush_data(g_other_session, g_other_buffer);
+    g_cross[1] = sonde_stop_session(g_other_session);
+    g_cross[2] = sonde_destroy_buffer(g_other_session, g_other_buffer);
+    g_cross[3] = sonde_destroy_session(g_other_session);
+    g_cross[4] = sonde_destroy_session(s);
+}
+
+static void test_calls_refused_from_any_callback(void **state) {
+    (void)state;
+    collector_t col;
+    collector_init(&col);
+    assert_int_equal(sonde_create_session(NULL, &g_other_session), SONDE_STATUS_SUCCESS);
+    assert_int_equal(
+        sonde_create_buffer(g_other_session, 1 << 16, collector_cb, &col, NULL, 0, &g_other_buffer),
+        SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_start_session(g_other_session), SONDE_STATUS_SUCCESS);
+    uint64_t v = 7;
+    assert_int_equal(sonde_emit(g_other_buffer, SONDE_RECORD_KIND_USER, &v, 8), SONDE_STATUS_SUCCESS);
+    for (int i = 0; i < 5; ++i) g_cross[i] = SONDE_STATUS_SUCCESS;
+    sonde_buffer_id_t b;
+    assert_int_equal(sonde_create_buffer(g_session, 1 << 16, cross_cb, NULL, NULL, 0, &b),
+                     SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_start_session(g_session), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
+    for (int i = 0; i < 5; ++i) assert_int_equal(g_cross[i], SONDE_STATUS_ERROR_IN_CALLBACK);
+    /* Nothing was done: the other session still runs and delivers. */
+    bool active = false;
+    assert_int_equal(sonde_session_is_active(g_other_session, &active), SONDE_STATUS_SUCCESS);
+    assert_true(active);
+    assert_int_equal(collector_count(&col), 0);
+    assert_int_equal(sonde_flush_data(g_other_session, g_other_buffer), SONDE_STATUS_SUCCESS);
+    assert_int_equal(collector_count(&col), 1);
+    assert_int_equal(sonde_stop_session(g_session), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_destroy_buffer(g_session, b), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_destroy_session(g_other_session), SONDE_STATUS_SUCCESS);
+    collector_free(&col);
+}
+
+/* Emitting into its own LOSSLESS buffer from the callback never waits for space, even with a
+ * long lossless timeout: once no chunk is free the record is dropped and counted at once. */
+static int g_fill_calls;
+static uint64_t g_fill_accepted, g_fill_ns;
+static sonde_status_t g_fill_last;
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static void fill_own_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
+                        sonde_buffer_id_t bu, void *u) {
+    (void)b;
+    (void)e;
+    (void)s;
+    (void)u;
+    if (g_fill_calls++ != 0) return; /* only the first delivery fills the buffer */
+    const uint64_t start = now_ns();
+    uint64_t v = 0;
+    for (int i = 0; i < 1000000; ++i) {
+        g_fill_last = sonde_emit(bu, SONDE_RECORD_KIND_USER, &v, 8);
+        if (g_fill_last != SONDE_STATUS_SUCCESS) break;
+        ++g_fill_accepted;
+    }
+    g_fill_ns = now_ns() - start;
+}
+
+static void test_emit_into_own_buffer_from_callback_never_waits(void **state) {
+    (void)state;
+    const sonde_buffer_property_t props[3] = {
+        {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096},
+        {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_LOSSLESS},
+        {SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT, 0, 60ull * 1000 * 1000 * 1000}}; /* 60 s */
+    sonde_buffer_id_t b;
+    assert_int_equal(sonde_create_buffer(g_session, 8 * 4096, fill_own_cb, NULL, props, 3, &b),
+                     SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_start_session(g_session), SONDE_STATUS_SUCCESS);
+    uint64_t v = 1;
+    assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
+    assert_true(g_fill_calls >= 1); /* the records it emitted may be delivered by the same flush */
+    assert_int_equal(g_fill_last, SONDE_STATUS_ERROR_BUFFER_FULL);
+    assert_true(g_fill_accepted > 0);
+    /* Far below the 60 s a producer outside the callback would wait. */
+    assert_true(g_fill_ns < 20ull * 1000 * 1000 * 1000);
+    assert_true(stats_of(b).records_dropped >= 1);
+    assert_int_equal(sonde_stop_session(g_session), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_destroy_buffer(g_session, b), SONDE_STATUS_SUCCESS);
+}
+
 /* Destroying a buffer while other threads emit: they see BUFFER_NOT_FOUND, nothing crashes,
  * and every record accepted before the destroy was delivered. */
 typedef struct {
@@ -762,6 +864,8 @@ int main(void) {
         cmocka_unit_test(test_lossless_drops_only_after_timeout),
         cmocka_unit_test(test_lossless_never_drops),
         cmocka_unit_test(test_reentrant_calls_from_callback),
+        cmocka_unit_test(test_calls_refused_from_any_callback),
+        cmocka_unit_test(test_emit_into_own_buffer_from_callback_never_waits),
         cmocka_unit_test(test_destroy_while_emitting),
         cmocka_unit_test(test_threads_identified_and_ordered),
     };

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary DESTDIR, then builds a C program against the installed
-# headers and library with nothing but `cc prog.c $(pkg-config --cflags --libs sonde)` and runs it.
+# headers and library with nothing but `cc prog.c $(pkg-config --cflags --libs sonde)` and runs it;
+# then runs the installed `sonde` with an installed client given by bare name (found in
+# <libdir>/sonde/clients relative to the executable, so in the DESTDIR copy too).
 set -euo pipefail
 build=$1 src=$2
 dest=$(mktemp -d)
@@ -18,4 +20,12 @@ cc -std=c99 -Wall -Werror "$src/examples/consumer.c" $flags -pthread -o "$dest/c
 libdir=$(pkg-config --define-variable=prefix="$dest$prefix" --variable=libdir sonde)
 [ -e "$libdir/libsonde.so.1" ] || { echo "libsonde.so.1 not installed in $libdir"; exit 1; }
 LD_LIBRARY_PATH="$libdir" "$dest/consumer"
-echo "1 passed, 0 failed"
+for c in call_counter class_filter thread_module_logger; do
+  [ -f "$libdir/sonde/clients/$c.so" ] || { echo "client $c not installed in $libdir/sonde/clients"; exit 1; }
+done
+bindir=$(dirname "$(find "$dest" -type f -name sonde -perm -u+x | head -n1)")
+out="$dest/counts.txt"
+LD_LIBRARY_PATH="$libdir" SONDE_INSTRUMENT_LIBRARY="$libdir/libsonde-instrument.so" \
+  "$bindir/sonde" run --client "call_counter=out=$out" -- "$build/examples/calls" 10 >/dev/null
+grep -q "$(printf '\tfib')$" "$out" || { echo "the installed call_counter, given by name, counted nothing"; exit 1; }
+echo "2 passed, 0 failed"

@@ -1,7 +1,10 @@
 /* Two processes share a profile buffer: the parent creates it (a file, then a memfd) and
  * counts; a child (this program re-executed with --child) maps it with
  * sonde_profile_buffer_open_shared and reads the counters while the parent writes. The two
- * synchronise only through pipes: a command byte down, a fixed-size answer up. */
+ * synchronise only through pipes: a command byte down, a fixed-size answer up.
+ * Misuse across the two: one process cuts the file under the other's mapping (every call
+ * answers SONDE_STATUS_ERROR_FORMAT, nothing faults), and a reader killed mid-way leaves the
+ * writer unaffected. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +15,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,6 +83,14 @@ static int child_main(const char *path, int cmd_fd, int ans_fd) {
         if (cmd == 'r') {
             child_sums(arr, pb, &a);
             a.samples = 1;
+        } else if (cmd == 'c') {
+            /* The parent cut the file: every call must refuse, none may fault. */
+            uint64_t s = 0, rec[2];
+            if (sonde_profile_array_sum_u64(arr, pb, 0, 0, &s) != SONDE_STATUS_ERROR_FORMAT ||
+                sonde_profile_array_read(arr, pb, rec, 0, 1, 0) != SONDE_STATUS_ERROR_FORMAT ||
+                sonde_profile_buffer_num_arrays(pb, &n) != SONDE_STATUS_ERROR_FORMAT)
+                a.status = 1;
+            a.samples = 1;
         } else if (cmd == 'm') {
             /* Sample record 0 until the parent says its writer is done. */
             const char ready = 'k';
@@ -100,6 +112,23 @@ static int child_main(const char *path, int cmd_fd, int ans_fd) {
         }
         if (write_full(ans_fd, &a, sizeof a) != 0) return 18;
     }
+    sonde_profile_array_destroy(arr);
+    sonde_profile_buffer_destroy(pb);
+    return 0;
+}
+
+/* The cutting process: maps the buffer, cuts the file to nothing through its own descriptor,
+ * and checks that its own calls refuse. */
+static int cut_main(const char *path) {
+    sonde_profile_buffer_t *pb = NULL;
+    sonde_profile_array_t *arr = NULL;
+    uint64_t s = 0;
+    int fd = -1;
+    if (sonde_profile_buffer_open_shared(path, &pb) != SONDE_STATUS_SUCCESS) return 20;
+    if (sonde_profile_array_open(pb, 0, &arr) != SONDE_STATUS_SUCCESS) return 21;
+    if (sonde_profile_array_sum_u64(arr, pb, 0, 0, &s) != SONDE_STATUS_SUCCESS) return 22;
+    if (sonde_profile_buffer_fd(pb, &fd) != SONDE_STATUS_SUCCESS || ftruncate(fd, 0) != 0) return 23;
+    if (sonde_profile_array_sum_u64(arr, pb, 0, 0, &s) != SONDE_STATUS_ERROR_FORMAT) return 24;
     sonde_profile_array_destroy(arr);
     sonde_profile_buffer_destroy(pb);
     return 0;
@@ -227,15 +256,110 @@ static void test_memfd(void **state) {
     sonde_profile_buffer_destroy(pb);
 }
 
+/* A file buffer and one array of RECORDS records with record 0 at `value` in bucket 0. */
+static sonde_profile_buffer_t *make_file_buffer(char *dir, char *path, size_t path_size,
+                                                sonde_profile_array_t **arr, uint64_t value) {
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, path_size, "%s/counters.prof", dir);
+    sonde_profile_buffer_t *pb = NULL;
+    assert_int_equal(sonde_profile_buffer_create_shared(path, 1 << 16, &pb), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_profile_array_create(16, RECORDS, BUCKETS, 64, arr), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_profile_array_allocate(*arr, pb), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_profile_array_initialize(*arr, pb), SONDE_STATUS_SUCCESS);
+    const uint64_t rec[2] = {value, 0};
+    assert_int_equal(sonde_profile_array_write(*arr, pb, rec, 0, 1, 0), SONDE_STATUS_SUCCESS);
+    return pb;
+}
+
+/* Another process cuts the file under the creator's mapping. */
+static void test_cut_by_reader(void **state) {
+    (void)state;
+    char dir[] = "/tmp/sonde-profile-2p-XXXXXX";
+    char path[128];
+    sonde_profile_array_t *arr = NULL;
+    sonde_profile_buffer_t *pb = make_file_buffer(dir, path, sizeof path, &arr, 5);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl(g_self, g_self, "--cut", path, (char *)NULL);
+        _exit(127);
+    }
+    int status = -1;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    uint64_t s = 0, rec[2], snap[BUCKETS * 64 / 8];
+    assert_int_equal(sonde_profile_array_sum_u64(arr, pb, 0, 0, &s), SONDE_STATUS_ERROR_FORMAT);
+    assert_int_equal(sonde_profile_array_read(arr, pb, rec, 0, 1, 0), SONDE_STATUS_ERROR_FORMAT);
+    assert_int_equal(sonde_profile_array_write(arr, pb, rec, 0, 1, 0), SONDE_STATUS_ERROR_FORMAT);
+    assert_int_equal(sonde_profile_array_snapshot(arr, pb, snap, sizeof snap), SONDE_STATUS_ERROR_FORMAT);
+    assert_int_equal(sonde_profile_array_initialize(arr, pb), SONDE_STATUS_ERROR_FORMAT);
+    sonde_profile_array_destroy(arr);
+    sonde_profile_buffer_destroy(pb);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* The creator cuts the file under a reader that keeps it mapped. */
+static void test_cut_under_reader(void **state) {
+    (void)state;
+    char dir[] = "/tmp/sonde-profile-2p-XXXXXX";
+    char path[128];
+    sonde_profile_array_t *arr = NULL;
+    sonde_profile_buffer_t *pb = make_file_buffer(dir, path, sizeof path, &arr, 9);
+    const peer_t child = spawn_child(path);
+    answer_t a = ask(&child, 'r');
+    assert_int_equal(a.sums[0], 9);
+    assert_int_equal(truncate(path, SONDE_PROFILE_SHARED_HEADER_SIZE), 0);
+    ask(&child, 'c');
+    finish(&child);
+    sonde_profile_array_destroy(arr);
+    sonde_profile_buffer_destroy(pb);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A reader killed while it has the buffer mapped costs the writer nothing: no call waits for
+ * it and the counters go on. */
+static void test_reader_killed(void **state) {
+    (void)state;
+    char dir[] = "/tmp/sonde-profile-2p-XXXXXX";
+    char path[128];
+    sonde_profile_array_t *arr = NULL;
+    sonde_profile_buffer_t *pb = make_file_buffer(dir, path, sizeof path, &arr, 3);
+    const peer_t child = spawn_child(path);
+    ask(&child, 'r');
+    assert_int_equal(kill(child.pid, SIGKILL), 0);
+    int status = -1;
+    assert_int_equal(waitpid(child.pid, &status, 0), child.pid);
+    assert_true(WIFSIGNALED(status));
+    close(child.cmd_fd);
+    close(child.ans_fd);
+    sonde_profile_view_t v;
+    memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    assert_int_equal(sonde_profile_array_view(arr, pb, &v), SONDE_STATUS_SUCCESS);
+    for (int i = 0; i < 1000; ++i) sonde_profile_view_add_u64(&v, 0, 0, 1);
+    uint64_t s = 0;
+    assert_int_equal(sonde_profile_array_sum_u64(arr, pb, 0, 0, &s), SONDE_STATUS_SUCCESS);
+    assert_int_equal(s, 3 + 1000); /* 3 in bucket 0, 1000 in this thread's bucket */
+    sonde_profile_array_destroy(arr);
+    sonde_profile_buffer_destroy(pb);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv) {
     if (argc == 5 && strcmp(argv[1], "--child") == 0)
         return child_main(argv[2], atoi(argv[3]), atoi(argv[4]));
+    if (argc == 3 && strcmp(argv[1], "--cut") == 0) return cut_main(argv[2]);
     const ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
     if (n <= 0) return 1;
     g_self[n] = 0;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file),
-        cmocka_unit_test(test_memfd),
+        cmocka_unit_test(test_file),          cmocka_unit_test(test_memfd),
+        cmocka_unit_test(test_cut_by_reader), cmocka_unit_test(test_cut_under_reader),
+        cmocka_unit_test(test_reader_killed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

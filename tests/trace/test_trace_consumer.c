@@ -138,6 +138,18 @@ static void test_consumer_bad_input(void **state) {
     memset(&m, 0, sizeof m);
     assert_int_equal(sonde_trace_writer_write(w, 0, &m, 1), SONDE_STATUS_ERROR_PHASE_FAILURE);
     assert_int_equal(sonde_trace_writer_close(w), SONDE_STATUS_ERROR_RECORD_CORRUPTED);
+
+    /* A MEMREF record of a type no reader accepts: the writer fails instead of writing it. */
+    assert_int_equal(sonde_trace_writer_create(path, NULL, &w), SONDE_STATUS_SUCCESS);
+    const sonde_record_header_t mh = {sizeof(sonde_record_header_t) + sizeof(sonde_memref_record_t),
+                                      SONDE_RECORD_KIND_MEMREF, 0};
+    const sonde_memref_record_t bad = {0x1000, 0x400000, 8, 9};
+    memcpy(span, &mh, sizeof mh);
+    memcpy((unsigned char *)span + sizeof mh, &bad, sizeof bad);
+    sonde_trace_buffer_consumer((const sonde_record_header_t *)span,
+                                (const sonde_record_header_t *)(span + 4), s, b, w);
+    assert_non_null(strstr(sonde_trace_writer_error(w), "MEMREF record of type 9"));
+    assert_int_equal(sonde_trace_writer_close(w), SONDE_STATUS_ERROR_RECORD_CORRUPTED);
     unlink(path);
 }
 

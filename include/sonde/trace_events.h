@@ -1,0 +1,308 @@
+/**
+ * @file trace_events.h
+ * @brief Program events in Sonde trace files: method enter and leave, thread start, end and
+ * names, user marks and ranges, with the tables that name them (methods, modules, threads,
+ * strings), so that a recorded trace is readable without the program's binary.
+ *
+ * A trace holds memory references (sonde/trace.h), program events, or both. Events are read
+ * shard by shard (a shard is one thread of the recorded program) in batches of
+ * ::sonde_trace_event_t, each with a kind, a timestamp in nanoseconds of Sonde's clock, the
+ * shard, an `id`, an `aux` and a `value` whose meaning the kind gives. The tables are read by
+ * index. `sonde record` writes such traces; the writer calls below write them by hand.
+ *
+ * Reading functions take a reader opened with ::sonde_trace_reader_open. A reader that has been
+ * closed answers SONDE_STATUS_ERROR_ILLEGAL_ID in every function of this header (it is looked up
+ * among the open readers, never dereferenced). Strings returned belong to the reader and stay
+ * valid until it is closed.
+ *
+ * The file format is in docs/trace-format.md, the recorder in docs/recording.md.
+ * Added in version 1.2 (`SONDE_1.2` in the version script).
+ */
+#ifndef SONDE_TRACE_EVENTS_H
+#define SONDE_TRACE_EVENTS_H
+
+#include <sonde/defs.h>
+#include <sonde/status.h>
+#include <sonde/trace.h>
+
+SONDE_BEGIN_DECLS
+
+/**
+ * @brief Event kinds (::sonde_trace_event_t::kind). Values are pinned. Readers return kinds
+ * they do not know as they are, so that files of a later writer still read.
+ * @since 1.2
+ */
+enum sonde_trace_event_kind {
+    SONDE_TRACE_EVENT_METHOD_ENTER = 1, /**< id: method index; the thread entered the method. */
+    SONDE_TRACE_EVENT_METHOD_LEAVE = 2, /**< id: method index; the thread returned from it. */
+    SONDE_TRACE_EVENT_THREAD_START = 3, /**< id: the shard; value: OS thread id. First event of a thread seen from its start. */
+    SONDE_TRACE_EVENT_THREAD_END = 4,   /**< id: the shard; value: OS thread id. Last event of the thread. */
+    SONDE_TRACE_EVENT_THREAD_NAME = 5,  /**< id: string id of the thread's name at this time. */
+    SONDE_TRACE_EVENT_MARK = 6,         /**< id: string id of the mark's text (its payload is not kept). */
+    SONDE_TRACE_EVENT_RANGE_PUSH = 7,   /**< id: string id of the range's text; aux: its depth (0 outermost). */
+    SONDE_TRACE_EVENT_RANGE_POP = 8,    /**< id: string id of the range's text; aux: its depth. */
+    SONDE_TRACE_EVENT_LOSS = 9          /**< value: events of this shard lost just before this point (a full buffer). */
+};
+
+/**
+ * @brief One program event. 32 bytes, no padding, layout pinned.
+ * @since 1.2
+ */
+typedef struct sonde_trace_event_t {
+    uint64_t timestamp; /**< Nanoseconds of Sonde's clock (CLOCK_MONOTONIC, read through the TSC). */
+    uint64_t value;     /**< Kind-specific 64-bit value (0 when the kind has none). */
+    uint32_t id;        /**< Kind-specific id: a method index or a string id. */
+    uint32_t shard;     /**< Shard (thread) of the event, dense from 0. */
+    uint32_t kind;      /**< A ::sonde_trace_event_kind value. */
+    uint32_t aux;       /**< Kind-specific 32-bit value (0 when the kind has none). */
+} sonde_trace_event_t;
+
+/** @brief ::sonde_trace_method_t::module of a method outside every known module. @since 1.2 */
+#define SONDE_TRACE_NO_MODULE 0xFFFFFFFFu
+
+/**
+ * @brief A method of the trace's method table. Strings are never NULL ("" when unknown).
+ * @since 1.2
+ */
+typedef struct sonde_trace_method_t {
+    uint32_t struct_size;     /**< sizeof(sonde_trace_method_t) as the caller knows it. */
+    uint32_t index;           /**< Method index: ::SONDE_TRACE_EVENT_METHOD_ENTER's id. */
+    const char *name;         /**< Short name: no scope, no parameters ("area"). */
+    const char *class_name;   /**< Class or namespace ("geo::Circle"), "" for none. */
+    const char *full_name;    /**< Demangled full name with parameters ("geo::Circle::area() const"). */
+    const char *mangled_name; /**< The ELF symbol name as it is ("_ZNK3geo6Circle4areaEv"). */
+    const char *source_file;  /**< Source file from DWARF, "" when unknown. */
+    uint32_t source_line;     /**< Source line from DWARF, 0 when unknown. */
+    uint32_t module;          /**< Module index, or ::SONDE_TRACE_NO_MODULE. */
+    uint64_t address;         /**< Entry address in the recorded process. */
+    uint64_t size;            /**< Symbol size in bytes, 0 when unknown. */
+    uint32_t visibility;      /**< A ::sonde_visibility value (sonde/client.h). */
+    uint32_t reserved;        /**< Zero. */
+} sonde_trace_method_t;
+
+/**
+ * @brief Size of sonde_trace_method_t in version 1.2, which introduced it: the smallest
+ * struct_size accepted. A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.2
+ */
+#define SONDE_TRACE_METHOD_SIZE_1_2 80u
+
+/** @brief A module (the program, a shared object) of the trace's module table. @since 1.2 */
+typedef struct sonde_trace_module_t {
+    uint32_t struct_size; /**< sizeof(sonde_trace_module_t) as the caller knows it. */
+    uint32_t index;       /**< Module index (::sonde_trace_method_t::module). */
+    const char *path;     /**< Path as the loader knew it, "" for none (the vdso). */
+    const char *name;     /**< File name. */
+    uint64_t address;     /**< Lowest mapped address in the recorded process. */
+    uint64_t size;        /**< Span of its mapped segments in bytes. */
+} sonde_trace_module_t;
+
+/** @brief Size of sonde_trace_module_t in version 1.2 (smallest struct_size accepted). @since 1.2 */
+#define SONDE_TRACE_MODULE_SIZE_1_2 40u
+
+/** @brief A thread of the trace: one shard of events. @since 1.2 */
+typedef struct sonde_trace_thread_t {
+    uint32_t struct_size;  /**< sizeof(sonde_trace_thread_t) as the caller knows it. */
+    uint32_t shard;        /**< The shard its events carry. */
+    uint64_t os_thread_id; /**< The kernel thread id, 0 when unknown. */
+    const char *name;      /**< Its last known name, "" when unknown. */
+} sonde_trace_thread_t;
+
+/** @brief Size of sonde_trace_thread_t in version 1.2 (smallest struct_size accepted). @since 1.2 */
+#define SONDE_TRACE_THREAD_SIZE_1_2 24u
+
+/** @brief What a reader holds about a trace's events (::sonde_trace_reader_event_info). @since 1.2 */
+typedef struct sonde_trace_event_info_t {
+    uint32_t struct_size;  /**< sizeof(sonde_trace_event_info_t) as the caller knows it. */
+    uint32_t num_shards;   /**< Event shards (threads); 0 for a memref-only trace. */
+    uint64_t num_events;   /**< Events over every shard. */
+    uint32_t num_methods;  /**< Entries of the method table (1 + the largest index). */
+    uint32_t num_modules;  /**< Entries of the module table. */
+    uint32_t num_strings;  /**< Entries of the string table (id 0 is always ""). */
+    uint32_t num_threads;  /**< Entries of the thread table: at least num_shards. */
+    uint64_t first_timestamp; /**< Earliest event timestamp, 0 without events. */
+    uint64_t last_timestamp;  /**< Latest event timestamp, 0 without events. */
+} sonde_trace_event_info_t;
+
+/** @brief Size of sonde_trace_event_info_t in version 1.2 (smallest struct_size accepted). @since 1.2 */
+#define SONDE_TRACE_EVENT_INFO_SIZE_1_2 48u
+
+/**
+ * @brief Counts of the trace's events and tables, from its index and tables (no event is
+ * decompressed).
+ * @param reader An open reader (any format: lackey and raw64 inputs have no events).
+ * @param[in,out] info Set struct_size; the rest is filled.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_ILLEGAL_ID
+ *         (a closed reader), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size smaller than
+ *         ::SONDE_TRACE_EVENT_INFO_SIZE_1_2). Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_event_info(const sonde_trace_reader_t *reader,
+                                                       sonde_trace_event_info_t *info);
+
+/**
+ * @brief Number of events of one shard (from the index; nothing is decompressed).
+ * @param reader An open reader.
+ * @param shard Event shard, below sonde_trace_event_info_t::num_shards.
+ * @param[out] num_events The count.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_ILLEGAL_ID,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (shard out of range). Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_shard_events(const sonde_trace_reader_t *reader, uint32_t shard,
+                                                         uint64_t *num_events);
+
+/**
+ * @brief Reads the next batch of events of one shard, in the order the thread produced them.
+ * Each shard has its own position; reading a shard reads only its chunks.
+ *
+ * @param reader An open reader.
+ * @param shard Event shard, below sonde_trace_event_info_t::num_shards.
+ * @param[out] events Room for @p max events; each carries sonde_trace_event_t::shard == @p shard.
+ * @param max Capacity of @p events (at least 1).
+ * @param[out] num_read Events stored; 0 (with SUCCESS) at the end of the shard.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_ILLEGAL_ID,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (shard out of range or max == 0),
+ *         SONDE_STATUS_ERROR_IO, SONDE_STATUS_ERROR_FORMAT (corrupted or truncated data; see
+ *         sonde_trace_reader_error()), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ *         Not thread-safe: one thread at a time per reader.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_read_events(sonde_trace_reader_t *reader, uint32_t shard,
+                                                        sonde_trace_event_t *events, size_t max,
+                                                        size_t *num_read);
+
+/**
+ * @brief Moves a shard's event position back to its first event (to read it again).
+ * @param reader An open reader.
+ * @param shard Event shard.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_ILLEGAL_ID,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (shard out of range).
+ *         Not thread-safe: one thread at a time per reader.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_rewind_events(sonde_trace_reader_t *reader, uint32_t shard);
+
+/**
+ * @brief One entry of the method table. An index below num_methods that no table entry names
+ * (a trace cut before its tables were written) answers PARTIAL_INFO with empty strings and
+ * zero numbers.
+ * @param reader An open reader.
+ * @param index Method index, below sonde_trace_event_info_t::num_methods.
+ * @param[in,out] method Set struct_size; the rest is filled (strings owned by the reader).
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_PARTIAL_INFO, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_ILLEGAL_ID, SONDE_STATUS_ERROR_INVALID_ARGUMENT (index out of
+ *         range), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size smaller than
+ *         ::SONDE_TRACE_METHOD_SIZE_1_2). Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_get_method(const sonde_trace_reader_t *reader, uint32_t index,
+                                                       sonde_trace_method_t *method);
+
+/**
+ * @brief One entry of the module table; same rules as ::sonde_trace_reader_get_method with
+ * ::SONDE_TRACE_MODULE_SIZE_1_2.
+ * @param reader An open reader.
+ * @param index Module index, below sonde_trace_event_info_t::num_modules.
+ * @param[in,out] module Set struct_size; the rest is filled.
+ * @return As ::sonde_trace_reader_get_method. Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_get_module(const sonde_trace_reader_t *reader, uint32_t index,
+                                                       sonde_trace_module_t *module);
+
+/**
+ * @brief The thread of an event shard: its OS thread id and last known name. A shard the
+ * thread table does not list answers PARTIAL_INFO (os_thread_id 0, name "").
+ * @param reader An open reader.
+ * @param shard Shard, below sonde_trace_event_info_t::num_threads.
+ * @param[in,out] thread Set struct_size; the rest is filled.
+ * @return As ::sonde_trace_reader_get_method, with ::SONDE_TRACE_THREAD_SIZE_1_2. Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_get_thread(const sonde_trace_reader_t *reader, uint32_t shard,
+                                                       sonde_trace_thread_t *thread);
+
+/**
+ * @brief A string of the string table (mark and range texts, thread names).
+ * @param reader An open reader.
+ * @param id String id, below sonde_trace_event_info_t::num_strings; id 0 is "".
+ * @param[out] text The NUL-terminated string, owned by the reader.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_ILLEGAL_ID,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (id out of range). Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_get_string(const sonde_trace_reader_t *reader, uint32_t id,
+                                                       const char **text);
+
+/**
+ * @brief Appends events to an event shard of a trace being written. sonde_trace_event_t::shard
+ * of the input is ignored. Full chunks (the writer's chunk_records events) are compressed and
+ * written as they fill, after the table entries added before them, so that a trace cut short
+ * still names what its chunks refer to.
+ * @param writer An open writer.
+ * @param shard Shard index (at most 65535).
+ * @param events Events; may be NULL when @p count is 0.
+ * @param count How many.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (shard > 65535), SONDE_STATUS_ERROR_IO,
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (an earlier write failed), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ *         Thread-safe (the writer's lock).
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_writer_write_events(sonde_trace_writer_t *writer, uint32_t shard,
+                                                         const sonde_trace_event_t *events, size_t count);
+
+/**
+ * @brief Adds a string to the trace's string table, or finds it: equal texts get one id.
+ * @param writer An open writer.
+ * @param text NUL-terminated text (at most 1 MiB).
+ * @param[out] id Its id (0 for "").
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_INVALID_ARGUMENT
+ *         (too long), SONDE_STATUS_ERROR_PHASE_FAILURE (an earlier write failed),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_writer_add_string(sonde_trace_writer_t *writer, const char *text,
+                                                       uint32_t *id);
+
+/**
+ * @brief Adds (or replaces: the last entry of an index wins) a method table entry. NULL strings
+ * are stored as "".
+ * @param writer An open writer.
+ * @param method The entry; its index field names it.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_INCOMPATIBLE_ABI
+ *         (struct_size smaller than ::SONDE_TRACE_METHOD_SIZE_1_2), SONDE_STATUS_ERROR_NOT_SUPPORTED
+ *         (unknown trailing bytes set), SONDE_STATUS_ERROR_INVALID_ARGUMENT (index above 2^24 or
+ *         a string over 1 MiB), SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ *         Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_writer_add_method(sonde_trace_writer_t *writer,
+                                                       const sonde_trace_method_t *method);
+
+/**
+ * @brief Adds (or replaces) a module table entry; same rules as ::sonde_trace_writer_add_method
+ * with ::SONDE_TRACE_MODULE_SIZE_1_2.
+ * @param writer An open writer.
+ * @param module The entry; its index field names it.
+ * @return As ::sonde_trace_writer_add_method. Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_writer_add_module(sonde_trace_writer_t *writer,
+                                                       const sonde_trace_module_t *module);
+
+/**
+ * @brief Adds (or replaces) a thread table entry; same rules as ::sonde_trace_writer_add_method
+ * with ::SONDE_TRACE_THREAD_SIZE_1_2 (the shard field names it, at most 65535).
+ * @param writer An open writer.
+ * @param thread The entry.
+ * @return As ::sonde_trace_writer_add_method. Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_writer_add_thread(sonde_trace_writer_t *writer,
+                                                       const sonde_trace_thread_t *thread);
+
+SONDE_END_DECLS
+
+#endif /* SONDE_TRACE_EVENTS_H */

@@ -1,0 +1,77 @@
+// Detection of -finstrument-functions hooks in a program's ELF symbol tables (libelf), for the
+// warnings of `sonde run` and `sonde record`.
+#include "cli/instrumented.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+std::string find_program(const std::string &name) {
+    if (name.find('/') != std::string::npos) return name;
+    const char *path = getenv("PATH");
+    std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t pos = 0;
+    while (pos <= dirs.size()) {
+        size_t end = dirs.find(':', pos);
+        if (end == std::string::npos) end = dirs.size();
+        std::string dir = dirs.substr(pos, end - pos);
+        pos = end + 1;
+        if (dir.empty()) dir = ".";
+        const std::string candidate = dir + "/" + name;
+        if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+    return "";
+}
+
+bool calls_instrument_hooks(const std::string &path) {
+    if (path.empty() || elf_version(EV_CURRENT) == EV_NONE) return true;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    bool found = false, is_elf = elf != nullptr && elf_kind(elf) == ELF_K_ELF;
+    Elf_Scn *scn = nullptr;
+    while (is_elf && !found && (scn = elf_nextscn(elf, scn)) != nullptr) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == nullptr || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
+            sh.sh_entsize == 0)
+            continue;
+        Elf_Data *data = elf_getdata(scn, nullptr);
+        if (data == nullptr) continue;
+        const size_t n = sh.sh_size / sh.sh_entsize;
+        for (size_t i = 0; i < n && !found; ++i) {
+            GElf_Sym s;
+            if (gelf_getsym(data, static_cast<int>(i), &s) == nullptr) continue;
+            const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
+            found = name != nullptr && std::strcmp(name, "__cyg_profile_func_enter") == 0;
+        }
+    }
+    if (elf != nullptr) elf_end(elf);
+    close(fd);
+    return found || !is_elf;
+}
+
+void warn_uninstrumented(const char *verb, const std::string &program) {
+    std::fprintf(stderr,
+                 "%s: warning: %s has no instrumentation hooks (it never calls __cyg_profile_func_enter), "
+                 "so no function call is reported; build it with -finstrument-functions\n",
+                 verb, program.c_str());
+}
+
+std::string instrument_library_path() {
+    const char *env = getenv("SONDE_INSTRUMENT_LIBRARY");
+    if (env != nullptr && *env != '\0') return env;
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const std::string self = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
+    const std::string build_root = SONDE_BUILD_ROOT;
+    if (self.compare(0, build_root.size() + 1, build_root + "/") == 0 &&
+        access(SONDE_INSTRUMENT_BUILD_PATH, R_OK) == 0)
+        return SONDE_INSTRUMENT_BUILD_PATH;
+    if (access(SONDE_INSTRUMENT_INSTALL_PATH, R_OK) == 0) return SONDE_INSTRUMENT_INSTALL_PATH;
+    return "";
+}

@@ -1,0 +1,16 @@
+// Whether a program calls the -finstrument-functions hooks (`sonde run` and `sonde record`
+// warn when it does not: no call would be reported).
+#pragma once
+
+#include <string>
+
+// The program's path as execvp would find it (PATH searched for a name without '/'), or "".
+std::string find_program(const std::string &name);
+// False only when `path` is an ELF file that neither imports nor defines
+// __cyg_profile_func_enter; true when it does or when it cannot be told (a script, unreadable).
+bool calls_instrument_hooks(const std::string &path);
+// The warning both verbs print for a program without hooks.
+void warn_uninstrumented(const char *verb, const std::string &program);
+// libsonde-instrument.so, found in order: $SONDE_INSTRUMENT_LIBRARY; the build tree's copy
+// when this executable runs from the build tree; the installed copy. "" when none is readable.
+std::string instrument_library_path();

@@ -1,0 +1,178 @@
+// `sonde record [-o FILE] [--force] -- PROGRAM ARGS`: runs PROGRAM with libsonde-instrument.so
+// preloaded and SONDE_RECORD set to FILE (absolute), so that libsonde records its call graph
+// (src/record, docs/recording.md), waits for it, then prints one summary line read back from
+// the trace. The exit status is the program's (128 + N when signal N ended it), 127 when it
+// cannot be started, 2 on bad usage or when FILE exists without --force, 1 when FILE cannot be
+// written. Uses only the public API.
+#include "cli/record.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include <sonde/trace_events.h>
+
+#include "cli/instrumented.h"
+
+namespace {
+
+// FILE made absolute (the program may change directory), without resolving the file itself.
+std::string absolute(const std::string &path) {
+    if (!path.empty() && path[0] == '/') return path;
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+    return std::string(cwd) + "/" + path;
+}
+
+std::string human_size(uint64_t bytes) {
+    char buf[64];
+    if (bytes < 1024)
+        std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+    else if (bytes < (1u << 20))
+        std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
+    else
+        std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+    return buf;
+}
+
+// Reads the trace back: the summary line, the reader's warnings, and the warning for a program
+// that reported no call.
+void summarise(const std::string &path, const std::string &program) {
+    char error[512];
+    sonde_trace_reader_t *r = nullptr;
+    if (sonde_trace_reader_open(path.c_str(), SONDE_TRACE_FORMAT_SONDE, error, sizeof error, &r) !=
+        SONDE_STATUS_SUCCESS) {
+        std::fprintf(stderr, "sonde record: the trace cannot be read: %s\n", error);
+        return;
+    }
+    const char *warnings = sonde_trace_reader_warnings(r);
+    if (*warnings != '\0') std::fprintf(stderr, "sonde record: %s\n", warnings);
+    sonde_trace_event_info_t info{};
+    info.struct_size = sizeof info;
+    sonde_trace_reader_event_info(r, &info);
+    sonde_trace_reader_close(r);
+    struct stat st {};
+    stat(path.c_str(), &st);
+    if (info.num_methods == 0) warn_uninstrumented("sonde record", program);
+    std::fprintf(stderr, "sonde record: %llu events, %u threads, %u methods, %s in %s\n",
+                 static_cast<unsigned long long>(info.num_events), info.num_threads, info.num_methods,
+                 human_size(static_cast<uint64_t>(st.st_size)).c_str(), path.c_str());
+}
+
+}  // namespace
+
+int sonde_cli_record(int argc, char **argv) {
+    int split = argc;
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--") == 0) {
+            split = i;
+            break;
+        }
+    CLI::App app{
+        "Run a program built with -finstrument-functions and record its call graph (every function\n"
+        "enter and leave with its time, threads, marks and ranges, and the symbol table that names\n"
+        "the functions) into a Sonde trace.\n"
+        "usage: sonde record [-o FILE] [--force] -- PROGRAM [ARGS...]",
+        "sonde record"};
+    std::string output = "sonde.trace";
+    bool force = false;
+    app.add_option("-o,--output", output, "trace file to write (default: sonde.trace)");
+    app.add_flag("--force", force, "overwrite FILE if it exists");
+    try {
+        app.parse(split, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    if (split + 1 >= argc) {
+        std::fprintf(stderr, "sonde record: no program given (put it after --)\n");
+        return 2;
+    }
+    const std::string path = absolute(output);
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && !force) {
+        std::fprintf(stderr, "sonde record: %s exists (use --force to overwrite it)\n", output.c_str());
+        return 2;
+    }
+    // The output is created here, before the program runs, so that a bad path is reported now.
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        std::fprintf(stderr, "sonde record: cannot write %s: %s\n", output.c_str(), std::strerror(errno));
+        return 1;
+    }
+    close(fd);
+    const std::string lib = instrument_library_path();
+    if (lib.empty()) {
+        std::fprintf(stderr,
+                     "sonde record: libsonde-instrument.so not found (set SONDE_INSTRUMENT_LIBRARY)\n");
+        unlink(path.c_str());
+        return 127;
+    }
+    std::string preload = lib;
+    const char *old = getenv("LD_PRELOAD");
+    if (old != nullptr && *old != '\0') preload += std::string(":") + old;
+
+    // The child reports a failed exec through a close-on-exec pipe: nothing read means it ran.
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        std::fprintf(stderr, "sonde record: pipe: %s\n", std::strerror(errno));
+        return 1;
+    }
+    const pid_t pid = fork();
+    if (pid < 0) {
+        std::fprintf(stderr, "sonde record: fork: %s\n", std::strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        close(pipefd[0]);
+        setenv("LD_PRELOAD", preload.c_str(), 1);
+        setenv("SONDE_RECORD", path.c_str(), 1);
+        execvp(argv[split + 1], argv + split + 1);
+        const int err = errno;
+        if (write(pipefd[1], &err, sizeof err) != static_cast<ssize_t>(sizeof err)) _exit(127);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    // Like system(): an interrupt from the terminal goes to the program; this process waits for
+    // it and still writes the summary.
+    struct sigaction ignore {
+    }, old_int{}, old_quit{};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &ignore, &old_int);
+    sigaction(SIGQUIT, &ignore, &old_quit);
+    int exec_errno = 0;
+    ssize_t got;
+    do {
+        got = read(pipefd[0], &exec_errno, sizeof exec_errno);
+    } while (got < 0 && errno == EINTR);
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+        std::fprintf(stderr, "sonde record: cannot run '%s': %s\n", argv[split + 1],
+                     std::strerror(exec_errno));
+        unlink(path.c_str());
+        return 127;
+    }
+    summarise(path, argv[split + 1]);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+        std::fprintf(stderr, "sonde record: %s was killed by signal %d (%s)\n", argv[split + 1],
+                     WTERMSIG(status), strsignal(WTERMSIG(status)));
+        return 128 + WTERMSIG(status);
+    }
+    return 1;
+}
