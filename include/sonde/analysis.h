@@ -298,7 +298,7 @@ SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer
  * @brief The results of every tool as one JSON object, a key per tool name (tools without
  * results_json() are left out), plus, when file inputs were added (sonde_analyzer_add_input()),
  * two keys of the analyzer's own: "inputs", an array with
- * one object per file input, {"path": ..., "format": "sonde" | "lackey" | "raw64",
+ * one object per file input, {"path": ..., "format": "sonde" | "lackey" | "raw64" | "drmemtrace" (1.2),
  * "complete": true | false, "warnings": [...]}, and "warnings", every input's warnings in one
  * array of strings (see sonde_analyzer_input_warnings()). Tools cannot take these two names.
  * @param analyzer The analyzer.

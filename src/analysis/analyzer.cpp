@@ -81,6 +81,7 @@ const char *format_name(uint32_t format) {
         case SONDE_TRACE_FORMAT_SONDE: return "sonde";
         case SONDE_TRACE_FORMAT_LACKEY: return "lackey";
         case SONDE_TRACE_FORMAT_RAW64: return "raw64";
+        case SONDE_TRACE_FORMAT_DRMEMTRACE: return "drmemtrace";
         default: return "unknown";
     }
 }

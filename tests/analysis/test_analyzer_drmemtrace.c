@@ -2,7 +2,9 @@
  * sonde/trace.h): a tool built against 1.0 (a 136-byte table) and a 1.2 tool that does not ask
  * for more see the 1.0 view (loads, stores, every fetched instruction as IFETCH, timestamp and
  * cpu markers only); a tool that returns SONDE_MEMREF_MODEL_1_2 sees every record; serial and
- * parallel runs agree. */
+ * parallel runs agree. The built-in tools' drcachesim categories and models give DynamoRIO's
+ * numbers (the whole of each expected.json is checked by check_drmemtrace.py; these are the
+ * core of it, here so that sanitizer builds run them too). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,8 @@
 #include <cmocka.h>
 
 #include <sonde/analysis.h>
+
+#include "analyzer_test_util.h"
 
 #define MAX_SHARDS 16
 
@@ -155,10 +159,133 @@ static void test_models_parallel(void **state) {
     check_dir(true);
 }
 
+/* Runs one built-in tool over `rel` (under tests/data/drmemtrace) and returns its results JSON, squeezed. */
+static char *builtin(const char *rel, const char *tool, const char *options, bool parallel) {
+    char path[768];
+    snprintf(path, sizeof path, "%s/drmemtrace/%s", getenv("SONDE_SHARED_DATA"), rel);
+    sonde_analyzer_t *a = NULL;
+    assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_tool(a, tool, options), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_input(a, path, SONDE_TRACE_FORMAT_AUTO), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_set_parallel(a, parallel), SONDE_STATUS_SUCCESS);
+    const sonde_status_t st = sonde_analyzer_run(a);
+    if (st != SONDE_STATUS_SUCCESS) fail_msg("%s: %s", sonde_status_name(st), sonde_analyzer_error(a));
+    char *text = results(a);
+    sonde_analyzer_destroy(a);
+    return text;
+}
+
+static void expect_all(const char *text, const char *const *keys) {
+    for (; *keys != NULL; ++keys)
+        if (strstr(text, *keys) == NULL) fail_msg("%s not in %.300s...", *keys, text);
+}
+
+/* core_serial/expected.json, tool.core_serial: basic_counts totals (JSON keys are sorted, so
+ * the total's "marker_kinds" object comes before its "markers" count). */
+static void test_basic_counts_categories(void **state) {
+    (void)state;
+    static const char *const keys[] = {"\"ifetches\":650576,",
+                                       "\"unique_ifetches\":6360,",
+                                       "\"non_fetched_ifetches\":126,",
+                                       "\"reads\":172208,",
+                                       "\"writes\":100150",
+                                       "\"threads\":9,",
+                                       "\"encodings\":21842,",
+                                       "\"prefetches\":0,",
+                                       "{\"blocking_syscall\":183,\"core_idle\":0,\"core_wait\":0,"
+                                       "\"function_argument\":144,\"function_id\":49,"
+                                       "\"function_return_address\":0,\"function_return_value\":25,"
+                                       "\"hardware_transfer\":0,\"kernel_transfer\":530,\"other\":316,"
+                                       "\"physical_address\":0,\"physical_address_unavailable\":0,"
+                                       "\"skipped_memref\":0,\"syscall\":480,\"timestamp_cpuid\":3314}",
+                                       NULL};
+    for (int parallel = 0; parallel < 2; ++parallel) {
+        char *text = builtin("core_serial/drmemtrace.threadsig.x64.tracedir", "basic_counts", "", parallel);
+        expect_all(text, keys);
+        free(text);
+    }
+}
+
+/* reuse_offline/expected.json: drcachesim's reuse_distance on the version-1 trace. */
+static void test_reuse_distance_drcachesim(void **state) {
+    (void)state;
+    static const char *const keys[] = {
+        "\"data_accesses\":56,",
+        "\"data_histogram\":[[0,0],[1,0],[2,13],[3,0],[4,40]],",
+        "\"distance_limit\":0,",
+        "\"histogram\":[[0,103],[1,42],[2,13],[3,13],[4,53]],",
+        "\"instruction_accesses\":173,",
+        "\"median\":1,",
+        "\"pruned_address_hits\":0,\"pruned_addresses\":0,",
+        "\"top_lines\":[{\"address\":\"0x400100\",\"distant_references\":0,"
+        "\"line\":4194560,\"references\":114}",
+        "\"total_accesses\":229,\"unique_accesses\":126,\"unique_cache_lines\":5}",
+        NULL};
+    for (int parallel = 0; parallel < 2; ++parallel) {
+        char *text = builtin("reuse_offline/drmemtrace.small.x64.trace", "reuse_distance", "model=drcachesim",
+                             parallel);
+        expect_all(text, keys);
+        free(text);
+    }
+    char *text =
+        builtin("core_serial/drmemtrace.threadsig.x64.tracedir", "reuse_distance", "model=drcachesim", true);
+    const char *const all[] = {"\"instruction_accesses\":650576,", "\"total_accesses\":922934,", NULL};
+    expect_all(text, all);
+    free(text);
+}
+
+/* drcacheoff.cpu/expected.json: drcachesim's default cache hierarchy with -cpu_scheduling. */
+static void test_cache_sim_drcachesim(void **state) {
+    (void)state;
+    static const struct {
+        const char *level, *key;
+        uint64_t value;
+    } want[] = {
+        {"L1I0", "hits", 35903},
+        {"L1I0", "misses", 666},
+        {"L1I0", "compulsory_misses", 664},
+        {"L1I0", "invalidations", 0},
+        {"L1D0", "hits", 9718},
+        {"L1D0", "misses", 354},
+        {"L1D0", "compulsory_misses", 627},
+        {"L1D0", "prefetch_hits", 74},
+        {"L1D0", "prefetch_misses", 280},
+        {"L1I1", "hits", 105796},
+        {"L1I1", "misses", 543},
+        {"L1I1", "compulsory_misses", 543},
+        {"L1D1", "hits", 32672},
+        {"L1D1", "misses", 1112},
+        {"L1D1", "compulsory_misses", 1822},
+        {"L1D1", "prefetch_hits", 161},
+        {"L1D1", "prefetch_misses", 951},
+        {"LL", "hits", 455},
+        {"LL", "misses", 2220},
+        {"LL", "compulsory_misses", 3222},
+        {"LL", "prefetch_hits", 229},
+        {"LL", "prefetch_misses", 1002},
+        {"LL", "child_hits", 184324},
+        {"LL", "invalidations", 0},
+        {"L1I2", "accesses", 0},
+        {"L1D3", "accesses", 0},
+    };
+    char *text =
+        builtin("drcacheoff.cpu/drmemtrace.simple_app.trace.zip", "cache_sim", "model=drcachesim", false);
+    assert_non_null(strstr(text,
+                           "{\"core\":0,\"traced_cpus\":[8]},{\"core\":1,\"traced_cpus\":[2]},"
+                           "{\"core\":2,\"traced_cpus\":[]},{\"core\":3,\"traced_cpus\":[]}"));
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; ++i)
+        if (level_value(text, want[i].level, want[i].key) != want[i].value)
+            fail_msg("%s %s: %llu, expected %llu", want[i].level, want[i].key,
+                     (unsigned long long)level_value(text, want[i].level, want[i].key),
+                     (unsigned long long)want[i].value);
+    free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_models_serial),
-        cmocka_unit_test(test_models_parallel),
+        cmocka_unit_test(test_models_serial),           cmocka_unit_test(test_models_parallel),
+        cmocka_unit_test(test_basic_counts_categories), cmocka_unit_test(test_reuse_distance_drcachesim),
+        cmocka_unit_test(test_cache_sim_drcachesim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
