@@ -43,24 +43,22 @@ struct Config {
     bool inclusive = false;
 };
 
+// Digits with an optional K, M or G (powers of 1024); nothing else (no sign, no spaces).
 uint64_t parse_size(const std::string &key, const std::string &v) {
-    size_t pos = 0;
-    unsigned long long n = 0;
-    try {
-        n = std::stoull(v, &pos, 10);
-    } catch (const std::exception &) {
-        throw std::invalid_argument(key + " '" + v + "' is not a number");
-    }
-    const std::string rest = v.substr(pos);
+    std::string digits = v;
     uint64_t scale = 1;
-    if (rest == "K" || rest == "k")
-        scale = 1024;
-    else if (rest == "M" || rest == "m")
-        scale = 1024 * 1024;
-    else if (rest == "G" || rest == "g")
-        scale = 1024ull * 1024 * 1024;
-    else if (!rest.empty() || v[0] == '-')
-        throw std::invalid_argument(key + " '" + v + "' is not valid");
+    if (!digits.empty()) {
+        const char c = digits.back();
+        scale = (c == 'K' || c == 'k')   ? uint64_t{1} << 10
+                : (c == 'M' || c == 'm') ? uint64_t{1} << 20
+                : (c == 'G' || c == 'g') ? uint64_t{1} << 30
+                                         : 1;
+        if (scale != 1) digits.pop_back();
+    }
+    if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument(key + " '" + v + "' is not a number (digits, then K, M or G)");
+    const uint64_t n = std::stoull(digits);
+    if (n > (uint64_t{1} << 40)) throw std::invalid_argument(key + " '" + v + "' is too large");
     return n * scale;
 }
 
@@ -71,6 +69,9 @@ bool parse_bool(const std::string &key, const std::string &v) {
 }
 
 bool pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+constexpr uint64_t kMaxSize = uint64_t{4} << 30;
+constexpr uint64_t kMaxTags = uint64_t{1} << 25;
 
 Config parse(const std::string &text) {
     Config c;
@@ -125,6 +126,7 @@ Config parse(const std::string &text) {
         }
     }
     auto check = [&](const char *name, uint64_t size, uint32_t assoc) {
+        if (size > kMaxSize) throw std::invalid_argument(std::string(name) + ": size is larger than 4G");
         if (size == 0 || size % (uint64_t(c.line) * assoc) != 0 || !pow2(size / c.line / assoc))
             throw std::invalid_argument(std::string(name) +
                                         ": size / (assoc * line_size) must be a power-of-two "
@@ -133,6 +135,12 @@ Config parse(const std::string &text) {
     check("L1I", c.l1i_size, c.l1i_assoc);
     check("L1D", c.l1d_size, c.l1d_assoc);
     check("LL", c.ll_size, c.ll_assoc);
+    // Every line of every cache is a tag held from the start.
+    const uint64_t tags = (c.l1i_size + c.l1d_size) / c.line * c.cores + c.ll_size / c.line;
+    if (tags > kMaxTags)
+        throw std::invalid_argument("the hierarchy has " + std::to_string(tags) + " lines in all; at most " +
+                                    std::to_string(kMaxTags) +
+                                    " (256 MiB of tags): fewer cores, smaller caches or longer lines");
     return c;
 }
 
