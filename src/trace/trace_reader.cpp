@@ -154,6 +154,8 @@ public:
         for (const ChunkRef &c : shards_[shard]) n += c.records;
         return n;
     }
+    // The header's minor version (which record kinds the chunks may hold).
+    uint32_t minor() const { return minor_; }
     uint64_t shard_memory(size_t shard) const override {
         if (shard >= shards_.size()) return 0;
         // The decoded columns of its largest chunk and that chunk's compressed bytes (held
@@ -605,7 +607,7 @@ private:
         if (r != want)
             return fail(poff, "chunk decompresses to " + std::to_string(r) + " bytes, expected " +
                                   std::to_string(want));
-        const std::string invalid = fmt::check_columns(payload_.get(), h.records);
+        const std::string invalid = fmt::check_columns(payload_.get(), h.records, in_->minor());
         if (!invalid.empty()) return fail(poff, invalid);
         pos_ = 0;
         count_ = h.records;

@@ -16,6 +16,8 @@
 3. drcacheoff.cpu/: `--cache-model drcachesim` gives every number of tool.drcacheoff.cpu: the
    traced cpus of each core and each level's hits, misses, compulsory misses, invalidations,
    prefetch hits and misses, child hits and miss rates.
+4. `sonde convert --format drmemtrace` of each trace gives a Sonde trace on which the three
+   tools' results are those of the drmemtrace input.
 
 The few numbers that depend on DynamoRIO's scheduler replay or on decoding x86 opcodes are
 listed in SKIPPED with the reason, so that nothing is left out silently.
@@ -448,6 +450,23 @@ for mode in ([], ["--serial"]):
     for name in ("L1I2", "L1D2", "L1I3", "L1D3"):
         equal(levels[name]["hits"] + levels[name]["misses"], 0, what + name + " untouched")
     check("Core #0 (1 traced CPU(s): #8)" in text and "L1D1: hits 32,672" in text, what + "printed summary")
+
+# ---- 4. sonde convert keeps everything: the same results from the Sonde trace ----
+
+with tempfile.TemporaryDirectory() as tmp:
+    for src in (TRACEDIR, small, simple):
+        out = os.path.join(tmp, os.path.basename(src) + ".sonde")
+        p = subprocess.run([SONDE, "convert", "--format", "drmemtrace", src, "-o", out], capture_output=True,
+                           text=True, timeout=600)
+        check(p.returncode == 0 and "converted" in p.stdout, "sonde convert %s (%s)" % (src, p.stderr))
+        for tool in (["--tool", "basic_counts"], ["--tool", "reuse_distance", "--reuse-model", "drcachesim"],
+                     ["--cache-model", "drcachesim"]):
+            before, _ = analyze(src, *tool)
+            after, _ = analyze(out, *tool)
+            for j in (before, after):
+                j.pop("inputs")
+            equal(after, before, "%s, %s: the same results after sonde convert" % (os.path.basename(src),
+                                                                                    " ".join(tool)))
 
 for reason in sorted(SKIPPED.items()):
     print("skip %s: %s" % reason)
