@@ -615,12 +615,21 @@ sonde_status_t open_drmemtrace(const std::string &path, std::unique_ptr<Input> *
                 *error = file + ": a directory inside the drmemtrace trace directory (expected thread files)";
                 return SONDE_STATUS_ERROR_FORMAT;
             }
+            struct stat fst;
+            if (::stat(file.c_str(), &fst) == 0 && !S_ISREG(fst.st_mode)) {
+                *error = file + ": not a regular file (expected drmemtrace thread files)";
+                return SONDE_STATUS_ERROR_FORMAT;
+            }
             in->files_.push_back(file);
         }
         if (in->files_.empty()) {
             *error = dir + ": no drmemtrace thread files in this directory";
             return SONDE_STATUS_ERROR_FORMAT;
         }
+    } else if (!S_ISREG(st.st_mode)) {
+        // The containers are opened by name more than once (the probe, then each reader).
+        *error = path + ": a drmemtrace trace is read from a file or a directory, not from a pipe or device";
+        return SONDE_STATUS_ERROR_IO;
     } else {
         in->files_.push_back(path);
     }

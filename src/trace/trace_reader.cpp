@@ -828,7 +828,8 @@ sonde_status_t Input::open(const std::string &path, uint32_t format, std::unique
     if (format == SONDE_TRACE_FORMAT_DRMEMTRACE) {
         // Found by its bytes: the container libraries open the file by name again.
         if (!source->seekable()) {
-            *error = path + ": a drmemtrace trace is read from a file or a directory, not from a pipe";
+            *error =
+                path + ": a drmemtrace trace is read from a file or a directory, not from a pipe or device";
             return SONDE_STATUS_ERROR_IO;
         }
         source.reset();

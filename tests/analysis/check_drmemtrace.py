@@ -18,6 +18,8 @@
    prefetch hits and misses, child hits and miss rates.
 4. `sonde convert --format drmemtrace` of each trace gives a Sonde trace on which the three
    tools' results are those of the drmemtrace input.
+5. A schedule file given as a trace, a zip with no chunk members, a chunk cut in the middle of
+   a record, an unknown version and a pipe fail (exit 1) with the file and the offset.
 
 The few numbers that depend on DynamoRIO's scheduler replay or on decoding x86 opcodes are
 listed in SKIPPED with the reason, so that nothing is left out silently.
@@ -467,6 +469,51 @@ with tempfile.TemporaryDirectory() as tmp:
                 j.pop("inputs")
             equal(after, before, "%s, %s: the same results after sonde convert" % (os.path.basename(src),
                                                                                     " ".join(tool)))
+
+# ---- 5. inputs that are not whole drmemtrace traces: exit 1, a message naming file and offset ----
+
+
+def fails(args, needles, what):
+    p = subprocess.run([SONDE, *args], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 1 and all(n in p.stderr for n in needles), "%s: exit 1 naming %s (exit %d: %r)"
+          % (what, needles, p.returncode, p.stderr))
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    schedule = os.path.join(TRACEDIR, "cpu_schedule.bin.zip")
+    fails(["analyze", schedule], [schedule, "offset 0", "schedule file", "not a thread trace"],
+          "a schedule file given as a trace")
+    fails(["analyze", "--format", "drmemtrace", os.path.join(TRACEDIR, "serial_schedule.bin.gz")],
+          ["serial_schedule.bin.gz: offset 0", "schedule file"], "the serial schedule given as a trace")
+    readme = os.path.join(tmp, "readme.trace.zip")
+    with zipfile.ZipFile(readme, "w") as z:
+        z.writestr("README", "not a chunk")
+    fails(["analyze", readme], [readme + ": member README: offset 0", "not a chunk member"],
+          "a zip whose member is not a chunk")
+    empty = os.path.join(tmp, "empty.trace.zip")
+    zipfile.ZipFile(empty, "w").close()
+    fails(["analyze", empty], [empty + ": offset 0", "no chunk members"], "a zip with no chunk members")
+    with zipfile.ZipFile(simple) as z:
+        chunk = z.read("chunk.0000")
+    cut = os.path.join(tmp, "cut.trace.zip")
+    with zipfile.ZipFile(cut, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("chunk.0000", chunk[:12 * 1000 + 5])
+    fails(["analyze", cut], [cut + ": member chunk.0000: offset 12000", "ends inside a record (5 of 12 bytes)"],
+          "a chunk cut in the middle of a record")
+    out = os.path.join(tmp, "cut.sonde")
+    fails(["convert", cut, "-o", out], ["offset 12000", "was not written"], "sonde convert of the cut chunk")
+    check(not os.path.exists(out), "a failed conversion leaves no output")
+    v9 = os.path.join(tmp, "v9.trace")
+    with open(v9, "wb") as f:
+        f.write((25).to_bytes(2, "little") + bytes(2) + (9).to_bytes(8, "little") + chunk[12:12 * 100])
+    fails(["analyze", v9], [v9 + ": offset 0", "unsupported drmemtrace version 9", "versions 1 to 7"],
+          "an unknown version")
+    with open(small, "rb") as f:
+        raw = f.read()
+    for fmt in (["--format", "drmemtrace"], []):
+        p = subprocess.run([SONDE, "analyze", *fmt, "-"], input=raw, capture_output=True, timeout=120)
+        err = p.stderr.decode()
+        check(p.returncode == 1 and "not from a pipe" in err, "a drmemtrace trace on a pipe %s: %r" % (fmt, err))
 
 for reason in sorted(SKIPPED.items()):
     print("skip %s: %s" % reason)
