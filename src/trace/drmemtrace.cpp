@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "trace/drmemtrace_container.h"
@@ -53,7 +54,7 @@ enum : uint16_t {
 constexpr uint64_t kMaxVersion = 7;             // TRACE_ENTRY_VERSION_RETIRED_INSTRUCTIONS_ONLY
 constexpr uint64_t kFiletypeRegdeps = 0x20000;  // OFFLINE_FILE_TYPE_ARCH_REGDEPS
 constexpr size_t kRec = 12;                     // sizeof(trace_entry_t) in 64-bit traces
-constexpr size_t kBlock = 1u << 18;             // decompressed bytes decoded per refill
+constexpr size_t kBlock = 1u << 16;             // decompressed bytes decoded per refill
 
 // What a drmemtrace type becomes: kData/kFetch kinds carry their Sonde type; kSlow types go
 // through the slow path; kBad types are errors.
@@ -61,6 +62,9 @@ enum Class : uint8_t { kBad, kData, kFetch, kSlow };
 struct Mapping {
     uint8_t cls[kLastType + 1];
     uint16_t type[kLastType + 1];
+    // For the hot loop, by type & 63: the Sonde type in the low 16 bits, kFastData or
+    // kFastFetch above; 0 (the slow path) for every other type up to 63.
+    uint32_t fast[64];
     Mapping() {
         for (int t = 0; t <= kLastType; ++t) {
             cls[t] = kSlow;
@@ -90,9 +94,17 @@ struct Mapping {
         fetch(31, SONDE_MEMREF_INSTR_SYSENTER);
         fetch(48, SONDE_MEMREF_INSTR_TAKEN_JUMP);
         fetch(49, SONDE_MEMREF_INSTR_UNTAKEN_JUMP);
+        for (int t = 0; t < 64; ++t) {
+            const uint8_t c = t <= kLastType ? cls[t] : uint8_t{kBad};
+            fast[t] = c == kData ? kFastData | type[t] : c == kFetch ? kFastFetch | type[t] : 0;
+        }
     }
+    static constexpr uint32_t kFastData = 1u << 16, kFastFetch = 1u << 17;
 };
 const Mapping kMap;
+static_assert(offsetof(sonde_memref_t, shard) == 24 && offsetof(sonde_memref_t, type) == 28 &&
+                  offsetof(sonde_memref_t, size) == 30 && sizeof(sonde_memref_t) == 32,
+              "the hot loop stores shard, type and size as one little-endian word");
 
 inline uint16_t load16(const unsigned char *p) {
     uint16_t v;
@@ -177,13 +189,8 @@ public:
                 if (!next_block()) break;
                 continue;
             }
-            const unsigned char *b = buf_.get();
-            const size_t end = pos_ + (len_ - pos_) / kRec * kRec;
-            while (pos_ < end && n_ < max_ && pend_.empty()) {
-                decode(b + pos_);
-                if (status_ != SONDE_STATUS_SUCCESS) return 0;
-                pos_ += kRec;
-            }
+            decode_block();
+            if (status_ != SONDE_STATUS_SUCCESS) return 0;
         }
         return status_ == SONDE_STATUS_SUCCESS ? n_ : 0;
     }
@@ -292,31 +299,79 @@ private:
         special_ = false;
     }
 
-    // Hot path: one record.
-    void decode(const unsigned char *r) {
-        const uint16_t t = load16(r);
-        const uint16_t size = load16(r + 2);
-        const uint64_t a = fmt::load64(r + 4);
-        if (__builtin_expect(t > kLastType, 0)) {
-            fail(offset_of_pos(), "unknown record type " + std::to_string(t));
-            return;
+    // Hot path: the whole records of the block from pos_, until the caller's room is full or a
+    // record expands beyond it. Loads, stores, prefetches and plain fetched instructions are
+    // decoded here with the state in locals (the output cannot alias it for the compiler
+    // otherwise); every other record goes through slow() with the state written back first.
+    void decode_block() {
+        const unsigned char *const b = buf_.get();
+        const unsigned char *const start = b + pos_;
+        const unsigned char *p = start;
+        const unsigned char *const end = p + (len_ - pos_) / kRec * kRec;
+        sonde_memref_t *o = out_ + n_;
+        sonde_memref_t *const limit = out_ + max_;
+        uint64_t last_pc = last_pc_;
+        uint16_t last_size = last_size_;
+        uint64_t ts = ts_;
+        const uint64_t shard = shard_id_;
+        // All ones when the fast path may run: no header, chunk start or pending encoding.
+        uint32_t mask = !special_ && enc_len_ == 0 ? ~0u : 0u;
+        // The fast loop runs to `stop`: the block's end or the caller's room, whichever is first.
+        auto stop_at = [&] {
+            return p + std::min(static_cast<size_t>(end - p) / kRec, static_cast<size_t>(limit - o)) * kRec;
+        };
+        const unsigned char *stop = stop_at();
+        while (p < stop) {
+            const uint16_t t = load16(p);
+            const uint16_t size = load16(p + 2);
+            const uint64_t a = fmt::load64(p + 4);
+            const uint32_t e = kMap.fast[t & 63] & (t < 64 ? mask : 0u);
+            // 1 for a load, store or prefetch, 2 for a fetched instruction, 0 for the slow path;
+            // tested with one branch (bit operations, so that the kind is not branched on).
+            const uint32_t kind = e >> 16;
+            const uint32_t fetch = kind >> 1;
+            if (__builtin_expect(((kind & 1u) | (fetch & static_cast<uint32_t>(size != 0))) != 0, 1)) {
+                // The pc is selected with a mask, not branched on: loads and fetches interleave
+                // without a pattern. Two halves: {address, pc}, {timestamp, shard | type | size}.
+                const uint64_t pick = 0 - uint64_t(fetch);  // all ones for a fetch
+                const uint64_t pc = last_pc ^ ((a ^ last_pc) & pick);
+                o->address = a;
+                o->pc = pc;
+                o->timestamp = ts;
+                const uint64_t hi = shard | uint64_t(e & 0xFFFFu) << 32 | uint64_t(size) << 48;
+                std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &hi, 8);
+                ++o;
+                last_pc = pc;
+                last_size = static_cast<uint16_t>(last_size ^ ((size ^ last_size) & pick));
+                p += kRec;
+                continue;
+            }
+            // Slow path: hand the state back, decode one record, take it again.
+            n_ = static_cast<size_t>(o - out_);
+            pos_ = static_cast<size_t>(p - b);
+            last_pc_ = last_pc;
+            last_size_ = last_size;
+            if (t > kLastType) {
+                fail(offset_of_pos(), "unknown record type " + std::to_string(t));
+                return;
+            }
+            slow(t, size, a, p);
+            if (status_ != SONDE_STATUS_SUCCESS) return;
+            last_marker_ = t == kMarker ? size : 0;
+            o = out_ + n_;
+            last_pc = last_pc_;
+            last_size = last_size_;
+            ts = ts_;
+            mask = !special_ && enc_len_ == 0 ? ~0u : 0u;
+            p += kRec;
+            if (!pend_.empty()) break;  // the caller's room is full
+            stop = stop_at();
         }
-        const uint8_t cls = kMap.cls[t];
-        if (__builtin_expect(cls == kData && !special_, 1)) {
-            emit(kMap.type[t], size, a, last_pc_);
-            last_type_ = t;
-            return;
-        }
-        if (__builtin_expect(cls == kFetch && !special_ && enc_len_ == 0 && size != 0, 1)) {
-            emit(kMap.type[t], size, a, a);
-            last_pc_ = a;
-            last_size_ = size;
-            last_type_ = t;
-            return;
-        }
-        slow(t, size, a, r);
-        last_type_ = t;
-        last_marker_ = t == kMarker ? size : 0;
+        n_ = static_cast<size_t>(o - out_);
+        pos_ = static_cast<size_t>(p - b);
+        last_pc_ = last_pc;
+        last_size_ = last_size;
+        if (p != start) last_type_ = load16(p - kRec);  // the type of the last record decoded
     }
 
     void slow(uint16_t t, uint16_t size, uint64_t a, const unsigned char *r) {
