@@ -157,6 +157,7 @@ int sonde_cli_analyze(int argc, char **argv) {
     bool strict = false;
     std::string cache_model = "cachegrind";
     std::string reuse_model = "gem5";
+    std::string reuse_options;
     cli::add_version(app);
     app.add_option("INPUT", inputs,
                    "Trace files or drmemtrace trace directories (each must exist and be readable); - reads "
@@ -196,6 +197,11 @@ int sonde_cli_analyze(int argc, char **argv) {
                        "(instructions too, one stack per thread, summed)")
             ->check(CLI::IsMember({"gem5", "drcachesim"}))
             ->capture_default_str();
+    auto *reuse_options_opt = app.add_option(
+        "--reuse-options", reuse_options,
+        "reuse_distance with --reuse-model drcachesim: KEY=VALUE,... of distance_threshold (drcachesim's "
+        "-reuse_distance_threshold, default 100), distance_limit (-reuse_distance_limit, default 0: none; "
+        "else above the threshold), report_top (-report_top, default 10)");
     auto *line_opt =
         app.add_option("--line-size", line_size, "Line size of basic_counts and reuse_distance (default 64)")
             ->check(cli::power_of_two(1, 1u << 20));
@@ -244,6 +250,18 @@ int sonde_cli_analyze(int argc, char **argv) {
         const std::string why = cli::check_cache_levels(cache);
         if (!why.empty()) return cli::usage_error(kCommand, "--cache: " + why);
     }
+    if (reuse_options_opt->count() > 0) {
+        if (reuse_model != "drcachesim")
+            return cli::usage_error(kCommand, "--reuse-options: only --reuse-model drcachesim reads it");
+        for (const std::string &item : cli::split_list(reuse_options)) {
+            const std::string key = item.substr(0, item.find('='));
+            if (item.find('=') == std::string::npos ||
+                (key != "distance_threshold" && key != "distance_limit" && key != "report_top"))
+                return cli::usage_error(kCommand, "--reuse-options: '" + item +
+                                                      "' is not distance_threshold=N, distance_limit=N or "
+                                                      "report_top=N");
+        }
+    }
     if (reuse_model == "drcachesim")
         for (const CLI::Option *o : {rate, size_opt, shard_opt})
             if (o->count() > 0)
@@ -287,6 +305,7 @@ int sonde_cli_analyze(int argc, char **argv) {
                 std::snprintf(rate_text, sizeof rate_text, "%.17g", sample_rate);
                 options = "line_size=" + std::to_string(line_size != 0 ? line_size : 64);
                 if (reuse_model == "drcachesim") options += ",model=drcachesim";
+                if (!reuse_options.empty()) options += "," + reuse_options;
                 if (sample_rate > 0) options += std::string(",sample_rate=") + rate_text;
                 if (sample_size > 0) options += ",sample_size=" + std::to_string(sample_size);
                 // The drcachesim model keeps a stack per shard: --jobs is its parallel workers only.
@@ -302,6 +321,8 @@ int sonde_cli_analyze(int argc, char **argv) {
             sonde_analyzer_destroy(a);
             if (t == "cache_sim" && dr_cache && !cache.empty())
                 return cli::usage_error(kCommand, "--cache: " + why);
+            if (t == "reuse_distance" && !reuse_options.empty())
+                return cli::usage_error(kCommand, "--reuse-options: " + why);
             return cli::usage_error(kCommand, "--tool " + t + ": " + why);
         }
     }

@@ -75,6 +75,13 @@ with tempfile.TemporaryDirectory() as tmp:
          ["--sample-rate", "gem5"]),
         (A + ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--per-shard"],
          ["--per-shard", "gem5"]),
+        (A + ["--tool", "reuse_distance", "--reuse-options", "report_top=3"], ["--reuse-options", "drcachesim"]),
+        (A + ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options", "line_size=8"],
+         ["--reuse-options", "line_size=8"]),
+        (A + ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options", "report_top=-1"],
+         ["--reuse-options", "report_top"]),
+        (A + ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options",
+              "distance_threshold=50,distance_limit=50"], ["--reuse-options", "distance_limit"]),
         (A + ["--jobs", "0"], ["--jobs", "0"]),
         (A + ["--jobs", "-1"], ["--jobs", "-1"]),
         (A + ["--jobs", "1025"], ["--jobs", "1025"]),
@@ -149,7 +156,9 @@ with tempfile.TemporaryDirectory() as tmp:
                  ["--cache", "I1:32K:8:64,D1:48K:12:64,LL:1M:16:64:fifo"],
                  ["--cache", "LL:2G:1024:65536:random"],
                  ["--cache-model", "drcachesim", "--cache", "cores=1,L1D_size=48K,L1D_assoc=12,data_prefetcher=none"],
-                 ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--jobs", "2"]):
+                 ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--jobs", "2"],
+                 ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options",
+                  "distance_threshold=5,distance_limit=6,report_top=2"]):
         r = run(*A, *args)
         check(r.returncode == 0, "accepted: %s (exit %d %s)" % (" ".join(args), r.returncode, r.stderr))
 

@@ -324,6 +324,18 @@ for mode in ([], ["--serial"]):
     check("Reuse distance mean: 1.42" in text and "Pruned address hits: 0" in text, what + "printed summary")
 
 
+# --reuse-options reaches the tool: drcachesim's -reuse_distance_threshold and -report_top.
+j, _ = analyze(small, "--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options",
+               "distance_threshold=2,report_top=3")
+r = j["reuse_distance"]
+equal((r["distance_threshold"], r["report_top"], len(r["top_lines"])), (2, 3, 3), "--reuse-options threshold and top")
+# Distances 3 and 4 are above the threshold of 2: 13 + 53 = 66 distant references on the five lines.
+j, _ = analyze(small, "--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options",
+               "distance_threshold=2")
+equal(sum(l["distant_references"] for l in j["reuse_distance"]["top_lines"]), 13 + 53,
+      "--reuse-options: distant references (distance above the threshold)")
+
+
 # A model of drcachesim's line list (reuse_distance.h): most recent first, the gate at the
 # threshold-th line, distant references older than the gate, and the tail pruned once the
 # list is longer than the limit. Slow and plain; small traces only.
