@@ -281,6 +281,16 @@ equal(len(dlines), sharded["histogram_dcache_unique_cache_lines"], "core_sharded
 equal(sum(1 for r in sh for a in markers(r, MARKER_SYSCALL) if a == 15), sharded["syscall_mix_count_for_syscall_15"],
       "core_sharded syscall_mix: calls of system call 15")
 
+# Every built-in tool in its default model, serial and parallel: cachegrind's hierarchy and gem5's
+# reuse distances see the 1.0 view (every fetched instruction an IFETCH, loads and stores).
+for mode in ([], ["--serial"]):
+    j, _ = analyze(TRACEDIR, "--tool", "basic_counts,cache_sim,reuse_distance", *mode)
+    levels = {lv["name"]: lv for lv in j["cache_sim"]["levels"]}
+    equal(levels["I1"]["accesses"], total["ifetches"], "cachegrind model I1 accesses %s" % mode)
+    equal(levels["D1"]["accesses"], total["reads"] + total["writes"], "cachegrind model D1 accesses %s" % mode)
+    equal(j["reuse_distance"]["accesses"], total["reads"] + total["writes"], "gem5 reuse_distance accesses %s" % mode)
+    equal(j["basic_counts"], total, "basic_counts beside the other tools %s" % mode)
+
 multi = tests["tool.multi_indir"]["exact"]
 j, _ = analyze(TRACEDIR, TRACEDIR, TRACEDIR, "--tool", "basic_counts")
 equal(j["basic_counts"]["threads"], multi["threads"], "multi_indir threads (the directory three times)")
