@@ -12,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 sonde_install_deps
+sonde_install_koffi
 if [ -d build ]; then meson setup --reconfigure build >/dev/null; else meson setup build >/dev/null; fi
 ninja -C build >/dev/null
 sonde=build/src/cli/sonde
@@ -20,6 +21,21 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "== 1. Sessions and buffers: examples/consumer.c"
 build/examples/consumer
+echo "-- the same in pull mode, polled on the main thread: examples/poll_consumer.c"
+build/examples/poll_consumer
+if command -v node >/dev/null && [ -d node_modules/koffi ]; then
+  echo "-- from Node (bindings/node over koffi), emitted and polled on the JavaScript thread"
+  SONDE_LIBRARY="$PWD/build/libsonde.so.1" node -e '
+    const sonde = require("./bindings/node");
+    sonde.initialize();
+    const session = new sonde.Session("demo");
+    const buffer = session.createBuffer(1 << 20, { policy: "lossless" });
+    session.start();
+    for (let i = 0; i < 1000; ++i) buffer.emit(sonde.RecordKind.USER, `event ${i}`, true);
+    const records = buffer.poll(100);
+    console.log(`${records.length} records polled from JS, stats:`, buffer.stats());
+    sonde.finalize();'
+fi
 
 echo
 echo "== 2. Record a live session's memory references to a trace: examples/trace_record.c"

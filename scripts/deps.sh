@@ -2,7 +2,7 @@
 # Installs the Debian packages Sonde needs, when they are missing and we are root.
 # Sourced by scripts/test.sh and scripts/demo.sh.
 SONDE_PACKAGES=(
-  meson ninja-build pkg-config g++ clang python3
+  meson ninja-build pkg-config cmake g++ clang python3
   libcmocka-dev libzstd-dev zstd libffi-dev libcli11-dev nlohmann-json3-dev
   libzip-dev zlib1g-dev liblz4-dev
   libdw-dev libelf-dev doxygen abigail-tools clang-format
@@ -41,4 +41,22 @@ sonde_install_speedscope() {
   fi
   echo "installing speedscope into $root/node_modules"
   npm install --prefix "$root" --no-save --no-package-lock --no-audit --no-fund speedscope@1.25.0 >/dev/null
+}
+
+# koffi, the FFI library the Node package (bindings/node) is built on, from npm into
+# node_modules/ at the source root (git-ignored), where bindings/node finds it; skipped when
+# present. Without it the Node test (suite 'bindings') is skipped.
+sonde_install_koffi() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  [ -f "$root/node_modules/koffi/package.json" ] && return 0
+  if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null || true
+  fi
+  if ! command -v npm >/dev/null; then
+    echo "npm is missing: the Node binding test will be skipped" >&2
+    return 0
+  fi
+  echo "installing koffi into $root/node_modules"
+  npm install --prefix "$root" --no-save --no-package-lock --no-audit --no-fund koffi@2.16.3 >/dev/null
 }

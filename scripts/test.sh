@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole suite: installs missing Debian packages (as root) and speedscope (npm, into
+# The whole suite: installs missing Debian packages (as root), speedscope and koffi (npm, into
 # node_modules/), then builds and tests
-#   build/        gcc, -Werror, every test (cmocka, Python, ABI guards, examples)
+#   build/        gcc, -Werror, every test (cmocka, Python, Node, ABI guards, examples)
 #   build-asan/   gcc, AddressSanitizer + UndefinedBehaviorSanitizer, every C test
 #   build-tsan/   gcc, ThreadSanitizer, the concurrency tests (suite 'stress')
 #   build-clang/  clang, -Werror, libFuzzer targets run briefly (suite 'fuzz')
@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 . scripts/deps.sh
 sonde_install_deps
 sonde_install_speedscope
+sonde_install_koffi
 
 JOBS=${SONDE_JOBS:-$(nproc)}
 setup() {  # dir, options...

@@ -46,13 +46,23 @@ enum sonde_buffer_property_kind_value {
     SONDE_BUFFER_PROPERTY_KIND_POLICY = 1,           /**< A sonde_buffer_policy_value; default LOSSLESS. */
     SONDE_BUFFER_PROPERTY_KIND_WATERMARK = 2,        /**< Deliver full chunks once this many bytes wait; default size / 2. */
     SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT = 3, /**< LOSSLESS: longest wait for space in ns, then drop; default 1 s. */
-    SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE = 4        /**< Bytes per thread chunk, power of two 4 KiB..64 MiB; default min(64 KiB, size / 4). */
+    SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE = 4,       /**< Bytes per thread chunk, power of two 4 KiB..64 MiB; default min(64 KiB, size / 4). */
+    SONDE_BUFFER_PROPERTY_KIND_DELIVERY = 5          /**< A sonde_buffer_delivery_value; default THREAD. @since 1.2 */
 };
 
 /** @brief What a producer does when no chunk is free (SONDE_BUFFER_PROPERTY_KIND_POLICY). */
 enum sonde_buffer_policy_value {
     SONDE_BUFFER_POLICY_LOSSLESS = 0, /**< Wait for space up to the lossless timeout, then drop and count. */
     SONDE_BUFFER_POLICY_DISCARD = 1   /**< Drop the record at once and count it. */
+};
+
+/**
+ * @brief Who calls the consumer (SONDE_BUFFER_PROPERTY_KIND_DELIVERY).
+ * @since 1.2
+ */
+enum sonde_buffer_delivery_value {
+    SONDE_BUFFER_DELIVERY_THREAD = 0, /**< Sonde calls the buffer's callback: on its delivery thread, or on a thread that flushes, stops, destroys or exits. */
+    SONDE_BUFFER_DELIVERY_POLL = 1    /**< Nothing is delivered until the consumer calls ::sonde_poll_buffer, which calls back on the polling thread. */
 };
 
 /** @brief One buffer property: a kind and its value. */
@@ -86,7 +96,8 @@ typedef struct sonde_buffer_stats_t {
  *
  * @param session The owning session (started or stopped).
  * @param size Total bytes of chunk memory; at least two chunks.
- * @param callback Receives delivered spans; must not be NULL.
+ * @param callback Receives delivered spans; must not be NULL, unless the buffer has
+ *        SONDE_BUFFER_DELIVERY_POLL delivery (its callback is then never called and may be NULL).
  * @param user_data Passed to the callback.
  * @param properties Array of properties, NULL when num_properties is 0. Each kind at most once.
  * @param num_properties Entries in properties.
@@ -104,6 +115,10 @@ SONDE_API sonde_status_t sonde_create_buffer(sonde_session_id_t session, uint64_
 
 /**
  * @brief Delivers every record emitted into the buffer before the call, then returns.
+ *
+ * For a buffer with SONDE_BUFFER_DELIVERY_POLL nothing is called: every record emitted
+ * before the call is already pollable, and the call only wakes threads waiting in
+ * ::sonde_poll_buffer.
  *
  * @param session The buffer's session.
  * @param buffer The buffer, or a zero handle for every buffer of the session.
@@ -155,11 +170,59 @@ SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session,
  * @brief Delivers everything emitted before the call, then destroys the buffer. Waits for
  * emissions in progress on other threads to finish. The id becomes stale.
  *
- * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
+ * A buffer with SONDE_BUFFER_DELIVERY_POLL has no callback to deliver to: the records that
+ * were not polled are discarded, and the call answers SONDE_STATUS_PARTIAL_INFO when there
+ * were any (the buffer is destroyed all the same). To lose nothing, stop the session, call
+ * ::sonde_poll_buffer with a zero timeout until it answers SONDE_STATUS_ERROR_TIMEOUT, then
+ * destroy.
+ *
+ * @param session The buffer's session.
+ * @param buffer The buffer.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_PARTIAL_INFO (poll delivery only: records were
+ *         discarded), SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
  *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED.
  */
 SONDE_API sonde_status_t sonde_destroy_buffer(sonde_session_id_t session, sonde_buffer_id_t buffer);
+
+/**
+ * @brief Delivers the records of a SONDE_BUFFER_DELIVERY_POLL buffer that are ready, on the
+ * calling thread, waiting up to `timeout_ns` for some.
+ *
+ * Ready means committed: records in chunks that producers have sealed, and the committed
+ * part of chunks they are still filling, so everything emitted before the call (or before a
+ * ::sonde_flush_data, a stop, or the exit of the producing thread) is delivered by it. While
+ * it waits, the call looks again at least every millisecond, and at once when a producer
+ * seals chunks past the watermark, waits for space, or a flush, stop or interval asks for
+ * delivery. `callback` receives the same spans a THREAD buffer's callback would: each begins
+ * with a THREAD record, holds one thread's records in emission order, and carries LOSS
+ * records ahead of the next record of a thread that lost some; ::sonde_next_record works in
+ * it. The buffer's counters count these calls and records as deliveries. Delivered chunks
+ * go back to the buffer at once, so LOSSLESS producers waiting for space resume.
+ *
+ * Sonde's delivery thread never calls back for a poll buffer. Calls on one buffer are
+ * serialised: a second thread polling the same buffer waits for the first one's callbacks.
+ *
+ * @param session The buffer's session (started or stopped).
+ * @param buffer A buffer created with SONDE_BUFFER_DELIVERY_POLL.
+ * @param timeout_ns How long to wait for records; 0 looks once, UINT64_MAX waits for ever.
+ * @param callback Receives the spans, on this thread, before the call returns.
+ * @param user_data Passed to the callback.
+ * @return SONDE_STATUS_SUCCESS (the callback received at least one span),
+ *         SONDE_STATUS_ERROR_TIMEOUT (nothing was ready in time),
+ *         SONDE_STATUS_ERROR_NOT_INITIALIZED, SONDE_STATUS_ERROR_SESSION_NOT_FOUND,
+ *         SONDE_STATUS_ERROR_BUFFER_NOT_FOUND (also when the buffer is destroyed during the
+ *         wait), SONDE_STATUS_ERROR_NULL_POINTER (callback is NULL),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (the buffer has THREAD delivery),
+ *         SONDE_STATUS_ERROR_IN_CALLBACK (called from inside any buffer callback),
+ *         SONDE_STATUS_ERROR_CALLBACK_FAILED (the callback threw; the span counts as
+ *         delivered), SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER.
+ * Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_poll_buffer(sonde_session_id_t session, sonde_buffer_id_t buffer,
+                                           uint64_t timeout_ns, sonde_buffer_callback_t callback,
+                                           void *user_data);
 
 /**
  * @brief Emits one record (hot path: no lock, no allocation after the thread's first record).
@@ -184,6 +247,8 @@ SONDE_API sonde_status_t sonde_emit(sonde_buffer_id_t buffer, uint32_t kind, con
 /**
  * @brief Like ::sonde_emit, and Sonde stores a timestamp (::sonde_get_timestamp) in the record
  * (SONDE_RECORD_FLAG_TIMESTAMP; read it with ::sonde_record_timestamp).
+ * @param buffer As ::sonde_emit. @param kind As ::sonde_emit. @param payload As ::sonde_emit.
+ * @param size As ::sonde_emit.
  * @return As ::sonde_emit.
  */
 SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32_t kind,
@@ -231,6 +296,7 @@ SONDE_API const volatile uint64_t *sonde_buffer_state_word(sonde_buffer_id_t buf
  * SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE, which is harmless.
  * @param word The result of ::sonde_buffer_state_word for this buffer (NULL gives false).
  * @param buffer The same buffer.
+ * @return true when the buffer's session is started.
  */
 static inline bool sonde_buffer_is_recording(const volatile uint64_t *word, sonde_buffer_id_t buffer) {
     return word != NULL && *word == (((buffer.handle >> 32) << 2) | 3u);

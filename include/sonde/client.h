@@ -50,11 +50,12 @@ typedef struct sonde_module_id_t {
     uint64_t handle; /**< Opaque value; see ::sonde_module_index. */
 } sonde_module_id_t;
 
-/** @brief Dense index (0, 1, 2, ...) of a valid method id, for clients that keep per-method arrays. */
+/** @brief Dense index (0, 1, 2, ...) of a valid method id, for clients that keep per-method arrays.
+ * @param id A valid method id. @return Its index. */
 static inline uint32_t sonde_method_index(sonde_method_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
-/** @brief Dense index of a valid thread id. */
+/** @brief Dense index of a valid thread id. @param id A valid thread id. @return Its index. */
 static inline uint32_t sonde_thread_index(sonde_thread_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
-/** @brief Dense index of a valid module id. */
+/** @brief Dense index of a valid module id. @param id A valid module id. @return Its index. */
 static inline uint32_t sonde_module_index(sonde_module_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
 
 /** @brief Event groups, the unit of filtering. Cross the ABI as uint32_t. */

@@ -14,7 +14,7 @@
 /** Major version of the Sonde ABI; a change means an incompatible library (new SONAME). */
 #define SONDE_VERSION_MAJOR 1
 /** Minor version: additions only, each minor release adds a version node to the map. */
-#define SONDE_VERSION_MINOR 1
+#define SONDE_VERSION_MINOR 2
 /** Patch version: fixes without interface change. */
 #define SONDE_VERSION_PATCH 0
 /** The version as one number, major * 10000 + minor * 100 + patch. */

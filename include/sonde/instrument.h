@@ -50,6 +50,7 @@ SONDE_API sonde_status_t sonde_load_client(const char *path, const char *options
  * @param instantiate The client's entry point.
  * @param options Passed to it as given (NULL: "").
  * @param[out] out The client's id, also when instantiation fails.
+ * @return As ::sonde_load_client, without LOAD_FAILED.
  */
 SONDE_API sonde_status_t sonde_register_client(sonde_client_instantiate_fn instantiate, const char *options,
                                                sonde_client_id_t *out);
@@ -73,6 +74,7 @@ SONDE_API sonde_status_t sonde_get_client_list(sonde_client_array_t *clients);
 /**
  * @brief The function table clients receive, for a program that wants to make data requests
  * on behalf of a client it registered. Never NULL. Thread-safe.
+ * @return The process's api table (static storage).
  */
 SONDE_API const sonde_api_t *sonde_get_client_api(void);
 

@@ -214,6 +214,7 @@ static inline void sonde_profile_view_add_u64_shared(const sonde_profile_view_t 
  * the value set with ::sonde_profile_set_thread_index). Its bucket in an array is
  * `index & (num_thread_buckets - 1)`. Indices are never reused within a process.
  * Thread-safe; lock-free.
+ * @return The calling thread's index.
  */
 SONDE_API uint32_t sonde_profile_thread_index(void);
 
@@ -324,12 +325,14 @@ SONDE_API void sonde_profile_buffer_destroy(sonde_profile_buffer_t *pb);
 /** @brief Bytes available for arrays (shared buffers: without the header). 0 for NULL.
  * Thread-safe.
  * @param pb The profile buffer.
+ * @return The size in bytes.
  */
 SONDE_API uint64_t sonde_profile_buffer_size(const sonde_profile_buffer_t *pb);
 
 /** @brief Address of buffer offset 0 (shared buffers: the header), or NULL for NULL.
  * Thread-safe.
  * @param pb The profile buffer.
+ * @return The address.
  */
 SONDE_API void *sonde_profile_buffer_data(const sonde_profile_buffer_t *pb);
 
@@ -503,36 +506,43 @@ SONDE_API sonde_status_t sonde_profile_array_record_offset(const sonde_profile_a
 /**
  * @brief chunk_size * num_thread_buckets: the bytes the array occupies; 0 for NULL. Thread-safe.
  * @param arr The array.
+ * @return The size in bytes.
  */
 SONDE_API uint64_t sonde_profile_array_size(const sonde_profile_array_t *arr);
 /** @brief The array's buffer offset, or SONDE_PROFILE_OFFSET_NONE (UINT64_MAX) until
  * allocated (and for NULL). Thread-safe.
  * @param arr The array.
+ * @return The offset.
  */
 SONDE_API uint64_t sonde_profile_array_offset(const sonde_profile_array_t *arr);
 /**
  * @brief Whether the array is allocated; false for NULL. Thread-safe.
  * @param arr The array.
+ * @return true when allocated.
  */
 SONDE_API bool sonde_profile_array_is_allocated(const sonde_profile_array_t *arr);
 /**
  * @brief Bytes per record; 0 for NULL. Thread-safe.
  * @param arr The array.
+ * @return The record size in bytes.
  */
 SONDE_API uint32_t sonde_profile_array_record_size(const sonde_profile_array_t *arr);
 /**
  * @brief Records per bucket; 0 for NULL. Thread-safe.
  * @param arr The array.
+ * @return The record count.
  */
 SONDE_API uint32_t sonde_profile_array_num_records(const sonde_profile_array_t *arr);
 /**
  * @brief Buckets after rounding up to a power of two; 0 for NULL. Thread-safe.
  * @param arr The array.
+ * @return The bucket count (a power of two).
  */
 SONDE_API uint32_t sonde_profile_array_num_thread_buckets(const sonde_profile_array_t *arr);
 /**
  * @brief Bytes per bucket (a multiple of max(alignment, 64)); 0 for NULL. Thread-safe.
  * @param arr The array.
+ * @return The bucket size in bytes.
  */
 SONDE_API uint32_t sonde_profile_array_chunk_size(const sonde_profile_array_t *arr);
 

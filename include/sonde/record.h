@@ -107,6 +107,7 @@ typedef struct sonde_call_record_t {
 
 /**
  * @brief The kind of a record.
+ * @param record A record (its header), or NULL.
  * @return The header's kind, or SONDE_RECORD_KIND_NONE for a NULL record. Thread-safe.
  */
 SONDE_API uint32_t sonde_record_kind(const sonde_record_header_t *record);

@@ -54,7 +54,8 @@ SONDE_API sonde_status_t sonde_initialize(void);
 SONDE_API sonde_status_t sonde_finalize(void);
 
 /** @brief Whether ::sonde_initialize has succeeded in this process and ::sonde_finalize has not
- * run since (false in the child of a fork() until the child initialises). */
+ * run since (false in the child of a fork() until the child initialises).
+ * @return true when initialised. */
 SONDE_API bool sonde_is_initialized(void);
 
 /**
@@ -94,6 +95,7 @@ SONDE_API sonde_status_t sonde_create_session(const sonde_session_properties_t *
 /**
  * @brief Starts a session: its buffers accept records from now on.
  *
+ * @param session The session.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_SESSION_ACTIVE (already started).
  */
@@ -104,6 +106,7 @@ SONDE_API sonde_status_t sonde_start_session(sonde_session_id_t session);
  *
  * A record whose emission races with the stop is either delivered now or kept for the next
  * flush; it is never lost.
+ * @param session The session.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED (also in a fork() child),
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE,
  *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED,
@@ -115,6 +118,7 @@ SONDE_API sonde_status_t sonde_stop_session(sonde_session_id_t session);
  * @brief Destroys a session and its buffers (stopping it first if started), delivering every
  * record emitted before the call. The id becomes stale.
  *
+ * @param session The session.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_IN_CALLBACK,
  *         SONDE_STATUS_ERROR_CALLBACK_FAILED.
@@ -136,6 +140,7 @@ SONDE_API sonde_status_t sonde_session_is_active(sonde_session_id_t session, boo
  * Uses the invariant TSC calibrated against CLOCK_MONOTONIC when the CPU has one, else
  * clock_gettime. Callable at any time (before initialisation it uses clock_gettime).
  * Thread-safe, lock-free.
+ * @return The time in nanoseconds.
  */
 SONDE_API uint64_t sonde_get_timestamp(void);
 

@@ -57,6 +57,8 @@ enum sonde_status_value {
  *
  * Callable at any time. Thread-safe. Never returns NULL: unknown values give
  * "SONDE_STATUS_UNKNOWN".
+ * @param status Any value.
+ * @return The name (static storage).
  */
 SONDE_API const char *sonde_status_name(sonde_status_t status);
 
@@ -64,6 +66,8 @@ SONDE_API const char *sonde_status_name(sonde_status_t status);
  * @brief A one-sentence description of a status.
  *
  * Callable at any time. Thread-safe. Never returns NULL.
+ * @param status Any value.
+ * @return The description (static storage).
  */
 SONDE_API const char *sonde_status_string(sonde_status_t status);
 

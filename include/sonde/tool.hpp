@@ -23,50 +23,80 @@ namespace sonde {
 class tool {
 public:
     virtual ~tool() {}
-    /** @brief The tool's name (the key of its results). */
+    /** @brief The tool's name (the key of its results). @return A string that outlives the tool. */
     virtual const char *name() const = 0;
-    /** @brief Called once before any record. */
+    /**
+     * @brief Called once before any record.
+     * @param num_shards Shards of all inputs. @return false on failure (see set_error()).
+     */
     virtual bool initialize(uint32_t num_shards) {
         (void)num_shards;
         return true;
     }
-    /** @brief Serial mode: a batch of records of the interleaved stream. */
+    /**
+     * @brief Serial mode: a batch of records of the interleaved stream.
+     * @param memrefs The records. @param count How many. @return false on failure.
+     */
     virtual bool process_memrefs(const sonde_memref_t *memrefs, size_t count) = 0;
-    /** @brief Writes a human summary to @p stream (a FILE *). */
+    /**
+     * @brief Writes a human summary to @p stream (a FILE *).
+     * @param stream The FILE * to write to. @return false on failure.
+     */
     virtual bool print_results(void *stream) {
         (void)stream;
         return true;
     }
-    /** @brief The results as a JSON object. */
+    /** @brief The results as a JSON object. @return The object's text. */
     virtual std::string results_json() { return "{}"; }
-    /** @brief Whether parallel mode is supported (then override the parallel_ functions). */
+    /**
+     * @brief Whether parallel mode is supported (then override the parallel_ functions).
+     * @return true when supported.
+     */
     virtual bool parallel_shard_supported() { return false; }
-    /** @brief Called once per worker; may set @p worker_data. */
+    /**
+     * @brief Called once per worker; may set @p worker_data.
+     * @param worker_index The worker (0-based). @param[out] worker_data The worker's data.
+     * @return false on failure.
+     */
     virtual bool parallel_worker_init(uint32_t worker_index, void **worker_data) {
         (void)worker_index;
         *worker_data = nullptr;
         return true;
     }
-    /** @brief Called once per worker after its last shard. */
+    /**
+     * @brief Called once per worker after its last shard.
+     * @param worker_data The worker's data. @return false on failure.
+     */
     virtual bool parallel_worker_exit(void *worker_data) {
         (void)worker_data;
         return true;
     }
-    /** @brief Called before a shard's first record; may set @p shard_data. */
+    /**
+     * @brief Called before a shard's first record; may set @p shard_data.
+     * @param shard The shard. @param worker_data Its worker's data.
+     * @param[out] shard_data The shard's data. @return false on failure.
+     */
     virtual bool parallel_shard_init(uint32_t shard, void *worker_data, void **shard_data) {
         (void)shard;
         (void)worker_data;
         *shard_data = nullptr;
         return true;
     }
-    /** @brief A batch of one shard's records, on the shard's worker. */
+    /**
+     * @brief A batch of one shard's records, on the shard's worker.
+     * @param shard_data The shard's data. @param memrefs The records. @param count How many.
+     * @return false on failure.
+     */
     virtual bool parallel_shard_memrefs(void *shard_data, const sonde_memref_t *memrefs, size_t count) {
         (void)shard_data;
         (void)memrefs;
         (void)count;
         return set_error("this tool does not process parallel shards (parallel_shard_supported is false)");
     }
-    /** @brief Called after a shard's last record. */
+    /**
+     * @brief Called after a shard's last record.
+     * @param shard_data The shard's data. @return false on failure.
+     */
     virtual bool parallel_shard_exit(void *shard_data) {
         (void)shard_data;
         return true;
@@ -75,22 +105,32 @@ public:
      * @brief The memref model the tool understands (a sonde_memref_model_value): the default,
      * ::SONDE_MEMREF_MODEL_1_0, gives the 1.0 view of every trace; override it to return
      * ::SONDE_MEMREF_MODEL_1_2 for every record kind. @since 1.2
+     * @return The model.
      */
     virtual uint32_t memref_model() const { return SONDE_MEMREF_MODEL_1_0; }
-    /** @brief The message of a failed shard function (for failures reported by false). */
+    /**
+     * @brief The message of a failed shard function (for failures reported by false).
+     * @param shard_data The shard's data. @return The message.
+     */
     virtual std::string parallel_shard_error(void *shard_data) {
         (void)shard_data;
         return "shard function failed";
     }
 
-    /** @brief The function table that forwards to a sonde::tool object (the tool data pointer). */
+    /**
+     * @brief The function table that forwards to a sonde::tool object (the tool data pointer).
+     * @return The table (static storage).
+     */
     static const sonde_tool_ops_t *ops() {
         static const sonde_tool_ops_t table = make_ops();
         return &table;
     }
 
 protected:
-    /** @brief Records @p message as the tool's error (thread-safe) and returns false. */
+    /**
+     * @brief Records @p message as the tool's error (thread-safe) and returns false.
+     * @param message The error. @return false.
+     */
     bool set_error(const std::string &message) {
         std::lock_guard<std::mutex> lock(error_mutex_);
         error_ = message;
@@ -241,6 +281,7 @@ public:
      * the object (valid until destroy()). A tool that keeps the 1.0 memref model gets a table
      * of ::SONDE_TOOL_OPS_SIZE_1_0 bytes, so it also loads into a 1.0 or 1.1 library; one that
      * asks for a later model gets the whole table.
+     * @return The table.
      */
     const sonde_tool_ops_t *table() {
         ops_ = *ops();

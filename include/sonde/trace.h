@@ -129,6 +129,7 @@ enum sonde_memref_model_value {
  * branch kinds ::SONDE_MEMREF_INSTR_DIRECT_JUMP .. ::SONDE_MEMREF_INSTR_SYSENTER (not
  * ::SONDE_MEMREF_INSTR_NO_FETCH). Header-inline, any thread.
  * @param type A sonde_memref_t::type.
+ * @return true for a fetched instruction.
  * @since 1.2
  */
 static inline bool sonde_memref_type_is_instr(uint32_t type) {
@@ -140,6 +141,7 @@ static inline bool sonde_memref_type_is_instr(uint32_t type) {
  * @brief Whether @p type is a prefetch (::SONDE_MEMREF_PREFETCH .. ::SONDE_MEMREF_PREFETCH_LAST).
  * Header-inline, any thread.
  * @param type A sonde_memref_t::type.
+ * @return true for a prefetch.
  * @since 1.2
  */
 static inline bool sonde_memref_type_is_prefetch(uint32_t type) {
@@ -357,6 +359,11 @@ SONDE_API sonde_status_t sonde_trace_writer_close(sonde_trace_writer_t *writer);
  * SONDE_STATUS_ERROR_RECORD_CORRUPTED. The records are read in place from the span (no copy on the
  * producer side). Errors are kept for sonde_trace_writer_error() and sonde_trace_writer_close().
  * Thread-safe (the writer's lock).
+ * @param begin First record of the span.
+ * @param end One past the last record.
+ * @param session The session that delivers it.
+ * @param buffer The buffer that delivers it.
+ * @param user_data The ::sonde_trace_writer_t to append to.
  */
 SONDE_API void sonde_trace_buffer_consumer(const sonde_record_header_t *begin,
                                            const sonde_record_header_t *end,

@@ -1,5 +1,5 @@
 // The buffer C API (include/sonde/buffer.h) apart from the producer calls (emit.cpp) and record
-// reading (record.cpp): create, flush, statistics, destroy. Each entry point validates its
+// reading (record.cpp): create, flush, poll, statistics, destroy. Each entry point validates its
 // arguments, finds its buffer through the table and calls into the buffer concept.
 #include <cstring>
 
@@ -16,6 +16,15 @@ namespace {
 
 sonde_status_t first_error(sonde_status_t a, sonde_status_t b) { return a != SONDE_STATUS_SUCCESS ? a : b; }
 
+// Whether the properties ask for poll delivery, the one case where the callback may be NULL.
+bool asks_for_poll(const sonde_buffer_property_t *properties, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i)
+        if (properties[i].kind == SONDE_BUFFER_PROPERTY_KIND_DELIVERY &&
+            properties[i].value == SONDE_BUFFER_DELIVERY_POLL)
+            return true;
+    return false;
+}
+
 }  // namespace
 
 extern "C" {
@@ -26,7 +35,9 @@ SONDE_API sonde_status_t sonde_create_buffer(sonde_session_id_t session, uint64_
                                              uint32_t num_properties, sonde_buffer_id_t *out) {
     return guarded([&]() -> sonde_status_t {
         if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
-        if (out == nullptr || callback == nullptr || (properties == nullptr && num_properties != 0))
+        if (out == nullptr || (properties == nullptr && num_properties != 0))
+            return SONDE_STATUS_ERROR_NULL_POINTER;
+        if (callback == nullptr && !asks_for_poll(properties, num_properties))
             return SONDE_STATUS_ERROR_NULL_POINTER;
         if (!core::session_exists(session.handle)) return SONDE_STATUS_ERROR_SESSION_NOT_FOUND;
         std::shared_ptr<Buffer> b;
@@ -61,6 +72,21 @@ SONDE_API sonde_status_t sonde_flush_data(sonde_session_id_t session, sonde_buff
     });
 }
 
+SONDE_API sonde_status_t sonde_poll_buffer(sonde_session_id_t session, sonde_buffer_id_t buffer,
+                                           uint64_t timeout_ns, sonde_buffer_callback_t callback,
+                                           void *user_data) {
+    return guarded([&]() -> sonde_status_t {
+        if (!core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+        if (callback == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+        if (in_callback()) return SONDE_STATUS_ERROR_IN_CALLBACK;
+        sonde_status_t st = SONDE_STATUS_SUCCESS;
+        const std::shared_ptr<Buffer> b = find_in_session(session.handle, buffer.handle, &st);
+        if (!b) return st;
+        if (b->delivery != SONDE_BUFFER_DELIVERY_POLL) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+        return poll(*b, timeout_ns, callback, user_data);
+    });
+}
+
 SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session, sonde_buffer_id_t buffer,
                                                 sonde_buffer_stats_t *stats) {
     return guarded([&]() -> sonde_status_t {
@@ -86,7 +112,10 @@ SONDE_API sonde_status_t sonde_destroy_buffer(sonde_session_id_t session, sonde_
         std::shared_ptr<Buffer> b = find_in_session(session.handle, buffer.handle, &st);
         if (!b) return st;
         if (!retire(b)) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;  // destroyed meanwhile
-        return drain_and_detach(*b);
+        uint64_t discarded = 0;
+        st = drain_and_detach(*b, &discarded);
+        if (st == SONDE_STATUS_SUCCESS && discarded != 0) return SONDE_STATUS_PARTIAL_INFO;
+        return st;
     });
 }
 

@@ -20,12 +20,12 @@ sonde_status_t create_buffer(uint64_t session_handle, uint64_t size, sonde_buffe
     b->session_handle = session_handle;
     b->callback = cb;
     b->user_data = user_data;
-    bool seen[5] = {};
+    bool seen[SONDE_BUFFER_PROPERTY_KIND_DELIVERY + 1] = {};
     uint64_t chunk_size = 0;
     bool have_watermark = false;
     for (uint32_t i = 0; i < n; ++i) {
         const sonde_buffer_property_t &p = props[i];
-        if (p.reserved != 0 || p.kind > SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE || seen[p.kind])
+        if (p.reserved != 0 || p.kind > SONDE_BUFFER_PROPERTY_KIND_DELIVERY || seen[p.kind])
             return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
         seen[p.kind] = true;
         switch (p.kind) {
@@ -47,6 +47,11 @@ sonde_status_t create_buffer(uint64_t session_handle, uint64_t size, sonde_buffe
                 if (p.value < 4096 || p.value > (64u << 20) || (p.value & (p.value - 1)) != 0)
                     return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
                 chunk_size = p.value;
+                break;
+            case SONDE_BUFFER_PROPERTY_KIND_DELIVERY:
+                if (p.value != SONDE_BUFFER_DELIVERY_THREAD && p.value != SONDE_BUFFER_DELIVERY_POLL)
+                    return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+                b->delivery = static_cast<uint32_t>(p.value);
                 break;
         }
     }

@@ -16,7 +16,8 @@
 //   under Buffer::mu and the sealed list are the hand-over points to delivery.
 // * Chunk: owned by exactly one of: the free list (Buffer::mu), a writer as its current chunk
 //   (the producer appends; delivery may read the committed prefix in place), a writer's sealed
-//   list (Buffer::mu), or delivery (Buffer::deliver_mu) until it is returned to the free list.
+//   list (Buffer::mu), the buffer's orphan list (poll delivery: chunks of threads that exited;
+//   Buffer::mu), or delivery (Buffer::deliver_mu) until it is returned to the free list.
 //
 // Publication: the producer writes a record, then release-stores the chunk's commit word
 // (records << 32 | bytes). Delivery acquire-loads it and reads only bytes below it.
@@ -35,13 +36,25 @@
 // callback checks the core's fork epoch afterwards: a callback that forked leaves the child
 // in Sonde code, which then returns without touching the parent's buffers again.
 //
+// Poll delivery (SONDE_BUFFER_DELIVERY_POLL, poll.cpp): no thread of Sonde's calls the
+// buffer's callback. The thread in sonde_poll_buffer is the consumer: it holds deliver_mu
+// while it hands spans to the callback it was given (so pollers of one buffer are serialised
+// like callbacks), and waits without any lock held on Buffer::poll_cv (with Buffer::mu) for
+// `poll_seq` to change, re-checking at least every millisecond because commits do not
+// signal. Producers that seal past the watermark or wait for space, flushes, stops and the
+// delivery thread's intervals bump `poll_seq` under Buffer::mu and notify instead of
+// delivering. A thread that exits moves its sealed chunks to the buffer's `orphans` list
+// (Buffer::mu), where the next poll finds them; the writer itself is freed as in thread mode.
+// Destroy and finalize discard what was not polled and count it as dropped.
+//
 // Locks, in order: Buffer::deliver_mu -> Runtime::mu (core) -> Table::mu -> Buffer::mu.
 // deliver_mu serialises callbacks of one buffer; no Sonde lock but deliver_mu is held while a
 // callback runs (a callback may create sessions and buffers, never flush, stop or destroy).
 //
 // Files: buffer.cpp creation; table.cpp the slot table and the session hooks; api.cpp the C
 // API; emit.cpp the producer hot path; producer.cpp its slow paths and thread exit;
-// consumer.cpp hands committed spans to callbacks; delivery.cpp the delivery thread;
+// consumer.cpp hands committed spans to callbacks; poll.cpp poll delivery; delivery.cpp the
+// delivery thread;
 // barrier.cpp the process-wide barrier; record.cpp reading records.
 #pragma once
 
@@ -92,7 +105,7 @@ struct Chunk {
     uint32_t delivered_records = 0;   // delivery (deliver_mu)
     uint64_t thread_id = 0;           // set by the producer that takes the chunk (Buffer::mu)
     uint64_t os_tid = 0;
-    Chunk *next = nullptr;  // free list / sealed list link (Buffer::mu)
+    Chunk *next = nullptr;  // free list / sealed list / orphan list link (Buffer::mu)
     char *data = nullptr;   // capacity bytes, then an 8-byte guard word
 };
 
@@ -146,6 +159,7 @@ struct Buffer {
     uint32_t chunk_size = 0;  // bytes per chunk including the guard word
     uint32_t capacity = 0;    // usable bytes per chunk
     uint32_t chunk_count = 0;
+    uint32_t delivery = SONDE_BUFFER_DELIVERY_THREAD;  // set at creation, then read-only
     // memory
     void *mapping = nullptr;
     size_t mapping_size = 0;
@@ -158,6 +172,11 @@ struct Buffer {
     Writer *writers = nullptr;
     uint64_t retired_emitted = 0, retired_dropped = 0;  // of writers that detached
     bool dead = false;                                  // set by destroy (under mu and deliver_mu)
+    // Poll delivery (Buffer::mu): pollers wait on poll_cv for poll_seq to change; orphans are
+    // the sealed chunks of threads that exited, in order, waiting for a poll.
+    std::condition_variable poll_cv;
+    uint64_t poll_seq = 0;
+    Chunk *orphan_head = nullptr, *orphan_tail = nullptr;
 
     std::mutex deliver_mu;
     std::vector<char> staging;  // partial spans get a THREAD marker copied in front
@@ -175,8 +194,9 @@ sonde_status_t create_buffer(uint64_t session_handle, uint64_t size, sonde_buffe
                              void *user_data, const sonde_buffer_property_t *props, uint32_t n,
                              std::shared_ptr<Buffer> &out);
 // Teardown (consumer.cpp; no lock held, the buffer already retired from the table): waits for
-// producers in progress, delivers everything and detaches every writer.
-sonde_status_t drain_and_detach(Buffer &b);
+// producers in progress, delivers everything (a poll buffer: discards what was not polled,
+// counts it as dropped and adds it to *discarded when given) and detaches every writer.
+sonde_status_t drain_and_detach(Buffer &b, uint64_t *discarded = nullptr);
 
 // Records a writer has emitted: its sealed and dropped ones plus those committed in its
 // current chunk (Buffer::mu held: the producer changes `chunk` only under it).
@@ -187,8 +207,17 @@ inline uint64_t writer_emitted_locked(const Writer *w) {
 
 // Delivery (consumer.cpp). `partial` also delivers the committed prefix of every writer's
 // current chunk. Allocates nothing. In a child that forked inside a callback it stops after
-// that callback and answers NOT_INITIALIZED.
+// that callback and answers NOT_INITIALIZED. For a poll buffer it calls nothing and only
+// wakes its pollers (poll_wake).
 sonde_status_t deliver(Buffer &b, bool partial);
+// Asks for delivery of `b` (no lock held): the delivery thread for THREAD delivery, the
+// buffer's pollers for POLL delivery (poll.cpp).
+void request_delivery(Buffer &b);
+// Poll delivery (poll.cpp): wakes the threads in sonde_poll_buffer (Buffer::mu held / not).
+void poll_wake_locked(Buffer &b);
+void poll_wake(Buffer &b);
+// The poll loop behind sonde_poll_buffer (no lock held, not inside a callback).
+sonde_status_t poll(Buffer &b, uint64_t timeout_ns, sonde_buffer_callback_t cb, void *user_data);
 void fill_stats(Buffer &b, sonde_buffer_stats_t &s);
 
 // Thread exit (producer.cpp; pthread key destructor).

@@ -1,7 +1,8 @@
 // The consumer side: hands committed spans to a buffer's callback (a THREAD marker in front of
 // every span), returns delivered chunks to the free list, drains a buffer that is going away,
 // and reads its counters. Runs on whichever thread delivers: the delivery thread, or one that
-// flushes, stops, destroys or exits; Buffer::deliver_mu serialises them per buffer.
+// flushes, stops, destroys or exits; for a poll buffer, the polling thread (poll.cpp).
+// Buffer::deliver_mu serialises them per buffer.
 #include <sched.h>
 
 #include <cstring>
@@ -16,27 +17,34 @@ __thread Span *tls_span __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {
 
-sonde_status_t invoke(Buffer &b, const char *begin, const char *end) {
+struct Sink {
+    sonde_buffer_callback_t cb;
+    void *user_data;
+    uint64_t spans;
+};
+
+sonde_status_t invoke(Buffer &b, Sink &sink, const char *begin, const char *end) {
     Span span{b.session_handle, b.handle, begin, end};
     Span *saved = tls_span;
     tls_span = &span;
     sonde_status_t st = SONDE_STATUS_SUCCESS;
     try {
-        b.callback(reinterpret_cast<const sonde_record_header_t *>(begin),
-                   reinterpret_cast<const sonde_record_header_t *>(end), sonde_session_id_t{b.session_handle},
-                   sonde_buffer_id_t{b.handle}, b.user_data);
+        sink.cb(reinterpret_cast<const sonde_record_header_t *>(begin),
+                reinterpret_cast<const sonde_record_header_t *>(end), sonde_session_id_t{b.session_handle},
+                sonde_buffer_id_t{b.handle}, sink.user_data);
     } catch (...) {
         b.failures.fetch_add(1, std::memory_order_relaxed);
         st = SONDE_STATUS_ERROR_CALLBACK_FAILED;
     }
     tls_span = saved;
+    sink.spans++;
     b.callbacks.fetch_add(1, std::memory_order_relaxed);
     b.bytes_delivered.fetch_add(static_cast<uint64_t>(end - begin), std::memory_order_relaxed);
     return st;
 }
 
 // Delivers what the chunk has committed beyond what was delivered (deliver_mu held).
-sonde_status_t deliver_chunk(Buffer &b, Chunk *c) {
+sonde_status_t deliver_chunk(Buffer &b, Sink &sink, Chunk *c) {
     const uint64_t cw = c->commit.load(std::memory_order_acquire);
     const uint32_t bytes = static_cast<uint32_t>(cw);
     const uint32_t records = static_cast<uint32_t>(cw >> 32);
@@ -46,9 +54,12 @@ sonde_status_t deliver_chunk(Buffer &b, Chunk *c) {
         return SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER;
     }
     sonde_status_t st = SONDE_STATUS_SUCCESS;
-    if (bytes > c->delivered_bytes) {
+    // A poll returns SUCCESS only for spans with something in them: a chunk just taken holds
+    // its THREAD marker alone until the producer's record is committed.
+    const bool marker_only = c->delivered_bytes == 0 && bytes == kThreadRecordSize;
+    if (bytes > c->delivered_bytes && !(marker_only && b.delivery == SONDE_BUFFER_DELIVERY_POLL)) {
         if (c->delivered_bytes == 0) {
-            st = invoke(b, c->data, c->data + bytes);
+            st = invoke(b, sink, c->data, c->data + bytes);
         } else {
             // A later part of a chunk: put a THREAD marker in front so that every span
             // names its thread.
@@ -59,7 +70,7 @@ sonde_status_t deliver_chunk(Buffer &b, Chunk *c) {
             std::memcpy(s + sizeof h, &rec, sizeof rec);
             const uint32_t n = bytes - c->delivered_bytes;
             std::memcpy(s + kThreadRecordSize, c->data + c->delivered_bytes, n);
-            st = invoke(b, s, s + kThreadRecordSize + n);
+            st = invoke(b, sink, s, s + kThreadRecordSize + n);
         }
         b.delivered.fetch_add(records - c->delivered_records, std::memory_order_relaxed);
         c->delivered_bytes = bytes;
@@ -74,17 +85,58 @@ sonde_status_t deliver_chunk(Buffer &b, Chunk *c) {
 
 }  // namespace
 
-// Writer by writer: take its sealed chunks and (partial) its current chunk under Buffer::mu,
-// deliver them outside it, then give the sealed ones back to the free list. No allocation. The
-// writer list cannot lose a member meanwhile: thread exit and drain_and_detach unlink writers
-// only with deliver_mu held, which the caller holds; attach only prepends.
-sonde_status_t deliver_locked(Buffer &b, bool partial) {
+namespace {
+
+// Gives delivered chunks back to the free list and wakes waiting producers (Buffer::mu held).
+void free_chunks_locked(Buffer &b, Chunk *list) {
+    if (!list) return;
+    for (Chunk *c = list; c;) {
+        Chunk *next = c->next;
+        c->commit.store(0, std::memory_order_relaxed);
+        c->delivered_bytes = 0;
+        c->delivered_records = 0;
+        c->next = b.free_head;
+        b.free_head = c;
+        c = next;
+    }
+    b.space_cv.notify_all();
+}
+
+// Records of a chunk not handed over yet.
+uint64_t undelivered(const Chunk *c) {
+    return (c->commit.load(std::memory_order_acquire) >> 32) - c->delivered_records;
+}
+
+}  // namespace
+
+// The orphans first (chunks of exited threads, poll delivery only), then writer by writer:
+// take its sealed chunks and (partial) its current chunk under Buffer::mu, deliver them
+// outside it, then give the sealed ones back to the free list. No allocation. The writer list
+// cannot lose a member meanwhile: thread exit and drain_and_detach unlink writers only with
+// deliver_mu held, which the caller holds; attach only prepends.
+sonde_status_t deliver_locked(Buffer &b, bool partial, sonde_buffer_callback_t cb, void *user_data,
+                              uint64_t *spans) {
     const uint64_t epoch = core::fork_epoch();
     sonde_status_t result = SONDE_STATUS_SUCCESS;
+    Sink sink{cb, user_data, 0};
     Writer *w;
+    Chunk *orphans;
     {
         std::lock_guard<std::mutex> g(b.mu);
         w = b.writers;
+        orphans = b.orphan_head;
+        b.orphan_head = b.orphan_tail = nullptr;
+        for (Chunk *c = orphans; c; c = c->next)
+            b.sealed_bytes -= static_cast<uint32_t>(c->commit.load(std::memory_order_relaxed));
+    }
+    for (Chunk *c = orphans; c; c = c->next) {
+        const sonde_status_t st = deliver_chunk(b, sink, c);
+        if (result == SONDE_STATUS_SUCCESS) result = st;
+    }
+    if (core::fork_epoch() != epoch) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+    if (orphans) {
+        std::lock_guard<std::mutex> g(b.mu);
+        free_chunks_locked(b, orphans);
     }
     while (w != nullptr) {
         Chunk *sealed, *current;
@@ -97,44 +149,64 @@ sonde_status_t deliver_locked(Buffer &b, bool partial) {
                 b.sealed_bytes -= static_cast<uint32_t>(c->commit.load(std::memory_order_relaxed));
         }
         for (Chunk *c = sealed; c; c = c->next) {
-            const sonde_status_t st = deliver_chunk(b, c);
+            const sonde_status_t st = deliver_chunk(b, sink, c);
             if (result == SONDE_STATUS_SUCCESS) result = st;
         }
         if (current) {
-            const sonde_status_t st = deliver_chunk(b, current);
+            const sonde_status_t st = deliver_chunk(b, sink, current);
             if (result == SONDE_STATUS_SUCCESS) result = st;
         }
         // A callback that called fork() returns into the child, where these chunks and locks
         // belong to the parent: touch nothing more.
-        if (core::fork_epoch() != epoch) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
-        std::lock_guard<std::mutex> g(b.mu);
-        if (sealed) {
-            for (Chunk *c = sealed; c;) {
-                Chunk *next = c->next;
-                c->commit.store(0, std::memory_order_relaxed);
-                c->delivered_bytes = 0;
-                c->delivered_records = 0;
-                c->next = b.free_head;
-                b.free_head = c;
-                c = next;
-            }
-            b.space_cv.notify_all();
+        if (core::fork_epoch() != epoch) {
+            if (spans) *spans += sink.spans;
+            return SONDE_STATUS_ERROR_NOT_INITIALIZED;
         }
+        std::lock_guard<std::mutex> g(b.mu);
+        free_chunks_locked(b, sealed);
         w = w->next_in_buffer;
     }
+    if (spans) *spans += sink.spans;
     return result;
 }
 
 sonde_status_t deliver(Buffer &b, bool partial) {
+    if (b.delivery == SONDE_BUFFER_DELIVERY_POLL) {  // everything committed is pollable already
+        poll_wake(b);
+        return SONDE_STATUS_SUCCESS;
+    }
     std::lock_guard<std::mutex> g(b.deliver_mu);
     {
         std::lock_guard<std::mutex> bg(b.mu);
         if (b.dead) return SONDE_STATUS_SUCCESS;  // drain_and_detach delivers it
     }
-    return deliver_locked(b, partial);
+    return deliver_locked(b, partial, b.callback, b.user_data);
 }
 
-sonde_status_t drain_and_detach(Buffer &b) {
+namespace {
+
+// Poll delivery at teardown: no callback may be called, so the records nobody polled are
+// dropped and counted (deliver_mu held, no producer in progress). Returns how many.
+uint64_t discard_locked(Buffer &b) {
+    std::lock_guard<std::mutex> g(b.mu);
+    uint64_t n = 0;
+    for (Chunk *c = b.orphan_head; c; c = c->next) n += undelivered(c);
+    free_chunks_locked(b, b.orphan_head);
+    b.orphan_head = b.orphan_tail = nullptr;
+    for (Writer *w = b.writers; w; w = w->next_in_buffer) {
+        for (Chunk *c = w->sealed_head; c; c = c->next) n += undelivered(c);
+        if (w->chunk) n += undelivered(w->chunk);
+        free_chunks_locked(b, w->sealed_head);
+        w->sealed_head = w->sealed_tail = nullptr;
+    }
+    b.sealed_bytes = 0;
+    b.retired_dropped += n;
+    return n;
+}
+
+}  // namespace
+
+sonde_status_t drain_and_detach(Buffer &b, uint64_t *discarded) {
     const uint64_t epoch = core::fork_epoch();
     process_barrier();
     // The buffer is dead (retired under Buffer::mu): attach adds no writer and thread exit
@@ -155,8 +227,14 @@ sonde_status_t drain_and_detach(Buffer &b) {
         while (w->busy.load(std::memory_order_acquire) != 0) sched_yield();
     }
     std::lock_guard<std::mutex> dg(b.deliver_mu);
-    const sonde_status_t st = deliver_locked(b, true);
-    if (core::fork_epoch() != epoch) return st;  // a callback forked: this is the child
+    sonde_status_t st = SONDE_STATUS_SUCCESS;
+    if (b.delivery == SONDE_BUFFER_DELIVERY_POLL) {
+        const uint64_t n = discard_locked(b);
+        if (discarded) *discarded += n;
+    } else {
+        st = deliver_locked(b, true, b.callback, b.user_data);
+        if (core::fork_epoch() != epoch) return st;  // a callback forked: this is the child
+    }
     std::lock_guard<std::mutex> g(b.mu);
     for (Writer *w = b.writers; w;) {
         Writer *next = w->next_in_buffer;

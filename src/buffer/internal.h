@@ -27,8 +27,11 @@ sonde_status_t attach(uint64_t handle, Writer **out);
 // LOSSLESS), or drops and counts. On success the writer has room for `need` bytes.
 sonde_status_t refill(Writer *w, uint32_t need);
 
-// Delivers sealed chunks (and with `partial` the committed prefix of current ones) and returns
-// delivered chunks to the free list (consumer.cpp; Buffer::deliver_mu held).
-sonde_status_t deliver_locked(Buffer &b, bool partial);
+// Delivers orphaned and sealed chunks (and with `partial` the committed prefix of current
+// ones) to `cb` and returns delivered chunks to the free list (consumer.cpp;
+// Buffer::deliver_mu held). Adds the number of spans handed over to *spans when given. A poll
+// buffer's spans that hold only a THREAD marker are not handed over.
+sonde_status_t deliver_locked(Buffer &b, bool partial, sonde_buffer_callback_t cb, void *user_data,
+                              uint64_t *spans = nullptr);
 
 }  // namespace sonde::buffer

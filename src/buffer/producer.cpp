@@ -229,9 +229,8 @@ sonde_status_t refill(Writer *w, uint32_t need) {
         const auto deadline =
             std::chrono::steady_clock::now() + std::chrono::nanoseconds(b.lossless_timeout_ns);
         while (!(c = b.free_head) && !b.dead) {
-            b.drain_requested.store(true, std::memory_order_release);
             lk.unlock();
-            delivery_wake();
+            request_delivery(b);
             lk.lock();
             if ((c = b.free_head) != nullptr || b.dead) break;
             if (b.space_cv.wait_until(lk, deadline) == std::cv_status::timeout) {
@@ -244,24 +243,29 @@ sonde_status_t refill(Writer *w, uint32_t need) {
     if (!c) {
         lk.unlock();
         count_drop(w);
-        if (wake) {
-            b.drain_requested.store(true, std::memory_order_release);
-            delivery_wake();
-        }
+        if (wake) request_delivery(b);
         return SONDE_STATUS_ERROR_BUFFER_FULL;
     }
     take_chunk_locked(b, w, c);
     lk.unlock();
-    if (wake) {
-        b.drain_requested.store(true, std::memory_order_release);
-        delivery_wake();
-    }
+    if (wake) request_delivery(b);
     return SONDE_STATUS_SUCCESS;
+}
+
+void request_delivery(Buffer &b) {
+    if (b.delivery == SONDE_BUFFER_DELIVERY_POLL) {
+        poll_wake(b);
+        return;
+    }
+    b.drain_requested.store(true, std::memory_order_release);
+    delivery_wake();
 }
 
 // ---- thread exit -------------------------------------------------------------------------
 // Delivers what this thread emitted into each buffer, then detaches its writers. Once a
 // buffer is dead only its destroyer detaches writers, so this thread waits for that instead.
+// A poll buffer's callback is called by its pollers only: the thread's sealed chunks move to
+// the buffer's orphan list, where the next poll delivers them.
 void thread_exit(ThreadState *t) {
     const uint64_t epoch = core::fork_epoch();
     for (uint32_t slot = 0; slot < kMaxBuffers; ++slot) {
@@ -288,9 +292,19 @@ void thread_exit(ThreadState *t) {
                         if (b->free_head) take_chunk_locked(*b, w, b->free_head);
                     }
                     if (live) seal_locked(*b, w);
+                    if (live && b->delivery == SONDE_BUFFER_DELIVERY_POLL && w->sealed_head) {
+                        if (b->orphan_tail)
+                            b->orphan_tail->next = w->sealed_head;
+                        else
+                            b->orphan_head = w->sealed_head;
+                        b->orphan_tail = w->sealed_tail;
+                        w->sealed_head = w->sealed_tail = nullptr;
+                        poll_wake_locked(*b);
+                    }
                 }
                 if (live) {
-                    deliver_locked(*b, false);
+                    if (b->delivery == SONDE_BUFFER_DELIVERY_THREAD)
+                        deliver_locked(*b, false, b->callback, b->user_data);
                     // A callback forked: this is the child, where t is parked; stop here.
                     if (core::fork_epoch() != epoch) return;
                     std::lock_guard<std::mutex> g(b->mu);

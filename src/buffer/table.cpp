@@ -83,6 +83,7 @@ void retire_locked(Table &t, const std::shared_ptr<Buffer> &b) {
     std::lock_guard<std::mutex> g(b->mu);
     b->dead = true;
     b->space_cv.notify_all();
+    poll_wake_locked(*b);  // pollers waiting on it see it dead and return
 }
 
 }  // namespace

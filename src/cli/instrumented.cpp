@@ -72,6 +72,14 @@ std::string instrument_library_path() {
     if (self.compare(0, build_root.size() + 1, build_root + "/") == 0 &&
         access(SONDE_INSTRUMENT_BUILD_PATH, R_OK) == 0)
         return SONDE_INSTRUMENT_BUILD_PATH;
+    // Installed: next to this executable's library directory (bin/../<libdir>), so that a
+    // moved prefix uses its own copy, not the one at the configured prefix.
+    const size_t slash = self.rfind('/');
+    if (slash != std::string::npos) {
+        const std::string beside = self.substr(0, slash) + "/../" SONDE_LIBDIR "/libsonde-instrument.so";
+        char abs[4096];
+        if (access(beside.c_str(), R_OK) == 0) return realpath(beside.c_str(), abs) != nullptr ? abs : beside;
+    }
     if (access(SONDE_INSTRUMENT_INSTALL_PATH, R_OK) == 0) return SONDE_INSTRUMENT_INSTALL_PATH;
     return "";
 }

@@ -12,5 +12,7 @@ bool calls_instrument_hooks(const std::string &path);
 // The warning both verbs print for a program without hooks.
 void warn_uninstrumented(const char *verb, const std::string &program);
 // libsonde-instrument.so, found in order: $SONDE_INSTRUMENT_LIBRARY; the build tree's copy
-// when this executable runs from the build tree; the installed copy. "" when none is readable.
+// when this executable runs from the build tree; the copy in the library directory beside this
+// executable (bin/../<libdir>, a moved prefix included); the copy at the configured prefix. ""
+// when none is readable.
 std::string instrument_library_path();

@@ -9,8 +9,7 @@
 // itself stops `sonde run` with exit status 2, and the program does not run. Once exec'ed, the
 // process is the program: its exit status is `sonde run`'s.
 //
-// The instrumentation library is found, in order: $SONDE_INSTRUMENT_LIBRARY; the build tree's
-// copy when this executable runs from the build tree; the installed copy in the library dir.
+// The instrumentation library is found by instrument_library_path() (instrumented.h).
 #include "cli/run.h"
 
 #include <limits.h>

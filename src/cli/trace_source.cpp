@@ -17,16 +17,23 @@ SondeTraceEventSource::SondeTraceEventSource(const std::string &path) : path_(pa
         sonde_trace_reader_open(path.c_str(), SONDE_TRACE_FORMAT_SONDE, err, sizeof err, &reader_);
     if (st != SONDE_STATUS_SUCCESS)
         throw Error(err[0] != '\0' ? std::string(err) : path + ": " + sonde_status_string(st));
+    try {
+        read_tables();
+    } catch (...) {  // no destructor runs for a constructor that throws: release here
+        sonde_trace_reader_close(reader_);
+        reader_ = nullptr;
+        throw;
+    }
+}
+
+void SondeTraceEventSource::read_tables() {
     info_.struct_size = sizeof info_;
     const sonde_status_t is = sonde_trace_reader_event_info(reader_, &info_);
     if (is != SONDE_STATUS_SUCCESS) fail(is, "event table");
-    if (info_.num_shards == 0) {
-        sonde_trace_reader_close(reader_);
-        reader_ = nullptr;
-        throw Error(path +
+    if (info_.num_shards == 0)
+        throw Error(path_ +
                     ": holds no call events (a trace of memory references: see sonde analyze); "
                     "sonde record writes call events");
-    }
     const char *w = sonde_trace_reader_warnings(reader_);
     for (const char *p = w; p != nullptr && *p != '\0';) {
         const char *nl = std::strchr(p, '\n');

@@ -32,6 +32,7 @@ public:
     std::vector<std::string> warnings() const override;
 
 private:
+    void read_tables();  // event counts and the reader's warnings, at open
     [[noreturn]] void fail(sonde_status_t status, const std::string &what) const;
 
     std::string path_;

@@ -1,6 +1,6 @@
 // Writers of a Profile: the text report (uftrace `report`), the call tree (uftrace `graph`) and
 // the JSON report:
-//   {"sonde_version": "1.1.0",
+//   {"sonde_version": "1.2.0",
 //    "functions": [{"name": ..., "calls": N, "total_ns": N, "self_ns": N,
 //                   "module": ..., "file": ..., "line": N}],        (the last three when known)
 //    "threads": [{"id": N, "tid": N, "name": ..., "begin_ns": N, "end_ns": N, "calls": N,

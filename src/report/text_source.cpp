@@ -46,6 +46,18 @@ bool TextEventSource::recognizes(const std::string &path) {
 TextEventSource::TextEventSource(const std::string &path) : path_(path) {
     file_ = std::fopen(path.c_str(), "rb");
     if (file_ == nullptr) throw Error(path + ": " + std::strerror(errno));
+    try {
+        read_header();
+    } catch (...) {  // no destructor runs for a constructor that throws: release here
+        std::fclose(file_);
+        file_ = nullptr;
+        std::free(buf_);
+        buf_ = nullptr;
+        throw;
+    }
+}
+
+void TextEventSource::read_header() {
     if (!next_line() || line_ != kMagic) {
         lineno_ = 1;
         malformed("not an event text file (its first line must be \"sonde-events 1\")");

@@ -48,7 +48,8 @@ public:
     uint64_t pid() const override { return pid_; }
 
 private:
-    bool next_line();  // reads the next non-blank, non-comment line into line_; false at EOF
+    void read_header();  // the magic line, pid and method lines, up to the first thread
+    bool next_line();    // reads the next non-blank, non-comment line into line_; false at EOF
     [[noreturn]] void malformed(const std::string &message) const;
 
     std::string path_;

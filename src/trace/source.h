@@ -73,10 +73,10 @@ class Input {
 public:
     virtual ~Input() = default;
     // Opens `path` as `format` (a sonde_trace_format_value; SONDE_TRACE_FORMAT_AUTO takes a
-    // directory or a drmemtrace file name as drmemtrace (drmemtrace_claims_name), then picks by
-    // magic, then extension: .sonde, .lackey/.lackey.zst/.txt/.zst text, .raw64/.bin/.l64,
-    // then by the first decoded bytes, where a zip, gzip or lz4 container or a drmemtrace
-    // header record is drmemtrace). The file is opened once (a drmemtrace file found by its
+    // directory as drmemtrace, then picks by magic (a Sonde trace), then a drmemtrace file
+    // name (drmemtrace_claims_name), then extension: .sonde, .lackey/.lackey.zst/.txt/.zst text,
+    // .raw64/.bin/.l64, then by the first decoded bytes, where a zip, gzip or lz4 container or
+    // a drmemtrace header record is drmemtrace). The file is opened once (a drmemtrace file found by its
     // bytes is opened again by name, so it must be a file); a stream is probed from the
     // bytes its reader then reads. Returns SUCCESS and sets *out, or SONDE_STATUS_ERROR_IO
     // (missing / unreadable file; a Sonde or drmemtrace trace from a pipe),

@@ -756,6 +756,12 @@ sonde_status_t detect(Source &source, uint32_t *format, std::string *error) {
         *format = SONDE_TRACE_FORMAT_SONDE;
         return SONDE_STATUS_SUCCESS;
     }
+    // A drmemtrace name (*.trace, *.trace.zip, a schedule file, ...) after the Sonde magic: a
+    // Sonde trace may be named sonde.trace too.
+    if (drmemtrace_claims_name(path)) {
+        *format = SONDE_TRACE_FORMAT_DRMEMTRACE;
+        return SONDE_STATUS_SUCCESS;
+    }
     std::string base = path;
     if (ends_with(base, ".zst")) base.resize(base.size() - 4);
     if (ends_with(base, ".sonde")) {
@@ -813,8 +819,9 @@ sonde_status_t Input::open(const std::string &path, uint32_t format, std::unique
         *error = path + ": unknown format value " + std::to_string(format);
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
+    struct stat st;
     if (format == SONDE_TRACE_FORMAT_DRMEMTRACE ||
-        (format == SONDE_TRACE_FORMAT_AUTO && drmemtrace_claims_name(path)))
+        (format == SONDE_TRACE_FORMAT_AUTO && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
         return open_drmemtrace(path, out, error);
     auto source = std::make_unique<Source>();
     sonde_status_t s = source->open(path, error);

@@ -203,14 +203,14 @@ with tempfile.TemporaryDirectory() as tmp:
         (["run", "--client", notelf, *prog], ["--client", "notelf.so", "not an ELF file"]),
         (["run", "--client", tmp, *prog], ["--client", "directory"]),
         (["run", "--bogus", "--client", "x.so", *prog], ["--bogus"]),
+        (["run", "--client", "bare-name.so", *prog], ["--client", "no client named 'bare-name.so'"]),
     ]:
         usage_error(args, names)
     check(not os.path.exists(marker), "a refused `sonde run` does not start the program")
-    # A client found by name (an example client of the build tree), so that the program is started.
-    r = run("run", "--client", "call_counter.so", "--", os.path.join(tmp, "no-such-program"))
+    r = run("run", "--client", "call_counter", "--", os.path.join(tmp, "no-such-program"))
     check(r.returncode == 127 and "no-such-program" in r.stderr and "No such file" in r.stderr,
           "a program that does not exist: exit 127 with the reason: %d %r" % (r.returncode, r.stderr))
-    r = run("run", "--client", "call_counter.so", "--", trace)
+    r = run("run", "--client", "call_counter", "--", trace)
     check(r.returncode == 127 and "Permission denied" in r.stderr,
           "a program that cannot be executed: exit 127 with the reason: %d %r" % (r.returncode, r.stderr))
 

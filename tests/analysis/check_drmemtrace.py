@@ -483,6 +483,12 @@ with tempfile.TemporaryDirectory() as tmp:
         p = subprocess.run([SONDE, "convert", "--format", "drmemtrace", src, "-o", out], capture_output=True,
                            text=True, timeout=600)
         check(p.returncode == 0 and "converted" in p.stdout, "sonde convert %s (%s)" % (src, p.stderr))
+        # A Sonde trace named like a drmemtrace file is still a Sonde trace (its magic decides).
+        named = os.path.join(tmp, os.path.basename(src) + ".copy.trace")
+        with open(out, "rb") as f, open(named, "wb") as g:
+            g.write(f.read())
+        j, _ = analyze(named, "--tool", "basic_counts")
+        equal(j["inputs"][0]["format"], "sonde", "%s converted, named .trace: read as a Sonde trace" % src)
         for tool in (["--tool", "basic_counts"], ["--tool", "reuse_distance", "--reuse-model", "drcachesim"],
                      ["--cache-model", "drcachesim"]):
             before, _ = analyze(src, *tool)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary DESTDIR, then builds a C program against the installed
 # headers and library with nothing but `cc prog.c $(pkg-config --cflags --libs sonde)` and runs it;
-# then runs the installed `sonde` with an installed client given by bare name (found in
-# <libdir>/sonde/clients relative to the executable, so in the DESTDIR copy too).
+# then runs the installed `sonde` without LD_LIBRARY_PATH (RUNPATH) with an installed client
+# given by bare name, before and after moving the whole prefix elsewhere (everything is found
+# relative to the executable, nothing through the configured prefix).
 set -euo pipefail
 build=$1 src=$2
 dest=$(mktemp -d)
@@ -20,12 +21,26 @@ cc -std=c99 -Wall -Werror "$src/examples/consumer.c" $flags -pthread -o "$dest/c
 libdir=$(pkg-config --define-variable=prefix="$dest$prefix" --variable=libdir sonde)
 [ -e "$libdir/libsonde.so.1" ] || { echo "libsonde.so.1 not installed in $libdir"; exit 1; }
 LD_LIBRARY_PATH="$libdir" "$dest/consumer"
+if command -v doxygen >/dev/null; then
+  [ -f "$dest$prefix/share/doc/sonde/api/html/index.html" ] || { echo "the API reference is not installed"; exit 1; }
+fi
 for c in call_counter class_filter thread_module_logger; do
   [ -f "$libdir/sonde/clients/$c.so" ] || { echo "client $c not installed in $libdir/sonde/clients"; exit 1; }
 done
 bindir=$(dirname "$(find "$dest" -type f -name sonde -perm -u+x | head -n1)")
+# The installed program starts with no LD_LIBRARY_PATH (its RUNPATH is $ORIGIN/../<libdir>) and
+# finds its own libsonde-instrument.so and clients, here and after the prefix is moved.
+env -u LD_LIBRARY_PATH -u SONDE_INSTRUMENT_LIBRARY "$bindir/sonde" --help >/dev/null \
+  || { echo "the installed sonde does not start without LD_LIBRARY_PATH"; exit 1; }
 out="$dest/counts.txt"
-LD_LIBRARY_PATH="$libdir" SONDE_INSTRUMENT_LIBRARY="$libdir/libsonde-instrument.so" \
+env -u LD_LIBRARY_PATH -u SONDE_INSTRUMENT_LIBRARY \
   "$bindir/sonde" run --client "call_counter=out=$out" -- "$build/examples/calls" 10 >/dev/null
 grep -q "$(printf '\tfib')$" "$out" || { echo "the installed call_counter, given by name, counted nothing"; exit 1; }
-echo "2 passed, 0 failed"
+moved="$dest/moved"
+mv "$dest$prefix" "$moved"
+rel_bin=${bindir#"$dest$prefix"}
+rm -f "$out"
+env -u LD_LIBRARY_PATH -u SONDE_INSTRUMENT_LIBRARY \
+  "$moved$rel_bin/sonde" run --client "call_counter=out=$out" -- "$build/examples/calls" 10 >/dev/null
+grep -q "$(printf '\tfib')$" "$out" || { echo "a moved prefix: sonde run with an installed client failed"; exit 1; }
+echo "3 passed, 0 failed"
