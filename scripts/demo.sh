@@ -3,7 +3,8 @@
 #   1. sessions and buffers: four threads emitting, what the callback received, buffer stats;
 #   2. trace analysis: a live session recorded to a Sonde trace, analysed by the built-in tools
 #      and an external tool plugin; the real gzip trace through cachegrind's cache hierarchy and
-#      through the exact reuse-distance tool (gem5 StackDistCalc semantics);
+#      through the exact reuse-distance tool (gem5 StackDistCalc semantics); DynamoRIO's own
+#      drmemtrace test traces through drcachesim's categories, reuse distances and cache model;
 #   3. client plugins on an instrumented program (installed clients given by name), then its
 #      call graph recorded with `sonde record`, read back with Python ctypes, reported as text,
 #      a call tree and an HTML page, and exported for Perfetto UI.
@@ -54,21 +55,33 @@ if [ -f "$data" ]; then
   "$sonde" analyze "$data" --format lackey --tool reuse_distance --line-size 64
 fi
 
+dr=tests/data/drmemtrace
+if [ -d "$dr" ]; then
+  echo
+  echo "== 6. A DynamoRIO drmemtrace trace (9 threads, zip chunks; tests/data/drmemtrace/core_serial):"
+  echo "      drcachesim's basic_counts categories, then its reuse distances"
+  "$sonde" analyze "$dr/core_serial/drmemtrace.threadsig.x64.tracedir" --tool basic_counts | head -n 5
+  "$sonde" analyze "$dr/core_serial/drmemtrace.threadsig.x64.tracedir" --tool reuse_distance \
+    --reuse-model drcachesim | head -n 10
+  echo "   drcachesim's default cache simulator with -cpu_scheduling on its drcacheoff.cpu test trace"
+  "$sonde" analyze "$dr/drcacheoff.cpu/drmemtrace.simple_app.trace.zip" --cache-model drcachesim
+fi
+
 echo
-echo "== 6. Client plugins on a -finstrument-functions program (examples/clients/)"
+echo "== 7. Client plugins on a -finstrument-functions program (examples/clients/)"
 "$sonde" run --client "call_counter=out=$tmp/calls.txt" \
   --client class_filter=class=geo::Circle -- build/examples/shapes 3
 echo "calls per method (call_counter, first lines):"
 head -n 5 "$tmp/calls.txt"
 
 echo
-echo "== 7. Record the call graph of the same program and read the trace back (docs/recording.md)"
+echo "== 8. Record the call graph of the same program and read the trace back (docs/recording.md)"
 "$sonde" record -o "$tmp/shapes.trace" -- build/examples/shapes 3
 echo "calls per function, from the trace with Python ctypes (first lines):"
 SONDE_LIBRARY=build/libsonde.so.1 python3 examples/python/sonde_trace.py "$tmp/shapes.trace" | head -n 5
 
 echo
-echo "== 8. Report it: functions by self time, the call tree, an HTML page and a chrome export"
+echo "== 9. Report it: functions by self time, the call tree, an HTML page and a chrome export"
 "$sonde" report "$tmp/shapes.trace" --html "$tmp/shapes.html" | head -n 8
 "$sonde" report "$tmp/shapes.trace" --tree --depth 3 | head -n 8
 "$sonde" export "$tmp/shapes.trace" --format chrome -o "$tmp/shapes.chrome.json"

@@ -38,7 +38,7 @@ const PropertyKind = Object.freeze({
 
 const Delivery = Object.freeze({ THREAD: 0, POLL: 1 });
 
-const TraceFormat = Object.freeze({ AUTO: 0, SONDE: 1, LACKEY: 2, RAW64: 3 });
+const TraceFormat = Object.freeze({ AUTO: 0, SONDE: 1, LACKEY: 2, RAW64: 3, DRMEMTRACE: 4 });
 
 const RECORD_FLAG_TIMESTAMP = 1;
 const HEADER_SIZE = 8;
@@ -436,10 +436,13 @@ function decodeMemrefs(bytes, n) {
   return out;
 }
 
-/** Reads a trace (Sonde, lackey or raw64): memory references as objects, in batches. */
+/** Reads a trace (Sonde, lackey, raw64, or a DynamoRIO drmemtrace directory or file): memory references as objects, in batches. */
 class TraceReaderObject {
   constructor(file, format = 'auto') {
-    const formats = { auto: TraceFormat.AUTO, sonde: TraceFormat.SONDE, lackey: TraceFormat.LACKEY, raw64: TraceFormat.RAW64 };
+    const formats = {
+      auto: TraceFormat.AUTO, sonde: TraceFormat.SONDE, lackey: TraceFormat.LACKEY, raw64: TraceFormat.RAW64,
+      drmemtrace: TraceFormat.DRMEMTRACE,
+    };
     const f = typeof format === 'number' ? format : formats[format];
     if (f === undefined) throw new TypeError(`unknown trace format ${format}`);
     const error = Buffer.alloc(512);

@@ -69,6 +69,14 @@ typedef struct sonde_tool_ops_t {
     const char *(*results_json)(void *tool);
     /** Frees the tool data; called once by sonde_analyzer_destroy(). */
     void (*destroy)(void *tool);
+    /**
+     * The memref model the tool understands, a sonde_memref_model_value; asked once when the
+     * tool is added. NULL (or a table of ::SONDE_TOOL_OPS_SIZE_1_0 bytes) means
+     * ::SONDE_MEMREF_MODEL_1_0: the tool gets the 1.0 view of every trace (see
+     * ::sonde_memref_kind_value). ::SONDE_MEMREF_MODEL_1_2 (or a larger value) delivers every
+     * record kind. @since 1.2
+     */
+    uint32_t (*memref_model)(void *tool);
 } sonde_tool_ops_t;
 
 /**
@@ -76,6 +84,13 @@ typedef struct sonde_tool_ops_t {
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
  */
 #define SONDE_TOOL_OPS_SIZE_1_0 136u
+
+/**
+ * @brief Size of sonde_tool_ops_t in ABI version 1.2 (memref_model appended).
+ * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.2
+ */
+#define SONDE_TOOL_OPS_SIZE_1_2 144u
 
 /**
  * @brief The smallest sonde_tool_ops_t struct_size the analyzer accepts: the 1.0 size
@@ -112,11 +127,14 @@ SONDE_API sonde_status_t sonde_analyzer_create(sonde_analyzer_t **out);
 SONDE_API sonde_status_t sonde_analyzer_destroy(sonde_analyzer_t *analyzer);
 
 /**
- * @brief Adds a built-in tool by name ("basic_counts", "cache_sim").
+ * @brief Adds a built-in tool by name ("basic_counts", "cache_sim", "reuse_distance").
  * @param analyzer The analyzer.
  * @param name The tool's name.
  * @param options Tool options or NULL: basic_counts takes "line_size=N" (default 64); cache_sim
- *        takes "NAME:SIZE:WAYS:LINE[:POLICY],..." (default "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64").
+ *        takes "NAME:SIZE:WAYS:LINE[:POLICY],..." (default "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64")
+ *        or, since 1.2, "model=drcachesim[,KEY=VALUE...]" (DynamoRIO drcachesim's hierarchy);
+ *        reuse_distance takes "line_size=N,..." or, since 1.2, "model=drcachesim[,...]"
+ *        (docs/analysis.md lists every option).
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer or name),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (no built-in tool of that name),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (bad options; see sonde_analyzer_error()),
@@ -185,7 +203,7 @@ SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, 
  * lackey and raw64 input, with or without an explicit format; a Sonde trace needs a seekable
  * file. A truncated Sonde trace opens (recovered); sonde_analyzer_input_warnings() says so.
  * @param analyzer The analyzer.
- * @param path The file.
+ * @param path The file, or (since 1.2) a drmemtrace trace directory.
  * @param format A sonde_trace_format_value.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_IO,
  *         SONDE_STATUS_ERROR_FORMAT, SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format),
@@ -282,7 +300,7 @@ SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer
  * @brief The results of every tool as one JSON object, a key per tool name (tools without
  * results_json() are left out), plus, when file inputs were added (sonde_analyzer_add_input()),
  * two keys of the analyzer's own: "inputs", an array with
- * one object per file input, {"path": ..., "format": "sonde" | "lackey" | "raw64",
+ * one object per file input, {"path": ..., "format": "sonde" | "lackey" | "raw64" | "drmemtrace" (1.2),
  * "complete": true | false, "warnings": [...]}, and "warnings", every input's warnings in one
  * array of strings (see sonde_analyzer_input_warnings()). Tools cannot take these two names.
  * @param analyzer The analyzer.

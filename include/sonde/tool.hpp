@@ -108,6 +108,13 @@ public:
         return true;
     }
     /**
+     * @brief The memref model the tool understands (a sonde_memref_model_value): the default,
+     * ::SONDE_MEMREF_MODEL_1_0, gives the 1.0 view of every trace; override it to return
+     * ::SONDE_MEMREF_MODEL_1_2 for every record kind. @since 1.2
+     * @return The model.
+     */
+    virtual uint32_t memref_model() const { return SONDE_MEMREF_MODEL_1_0; }
+    /**
      * @brief The message of a failed shard function (for failures reported by false).
      * @param shard_data The shard's data. @return The message.
      */
@@ -269,6 +276,13 @@ private:
         return self(t)->json_.c_str();
     }
     static void t_destroy(void *t) { delete self(t); }
+    static uint32_t t_memref_model(void *t) {
+        try {
+            return self(t)->memref_model();
+        } catch (...) {
+            return SONDE_MEMREF_MODEL_1_0;
+        }
+    }
 
     static sonde_tool_ops_t make_ops() {
         sonde_tool_ops_t o = sonde_tool_ops_t();
@@ -296,13 +310,20 @@ public:
     /**
      * @brief A table for this object with its name filled in: pass the result and `this` to
      * sonde_analyzer_add_tool_ops(), or return them from sonde_tool_create. The table lives in
-     * the object (valid until destroy()).
+     * the object (valid until destroy()). A tool that keeps the 1.0 memref model gets a table
+     * of ::SONDE_TOOL_OPS_SIZE_1_0 bytes, so it also loads into a 1.0 or 1.1 library; one that
+     * asks for a later model gets the whole table.
      * @return The table.
      */
     const sonde_tool_ops_t *table() {
         ops_ = *ops();
         name_copy_ = name();
         ops_.name = name_copy_.c_str();
+        if (memref_model() != SONDE_MEMREF_MODEL_1_0) {
+            ops_.memref_model = t_memref_model;
+        } else {
+            ops_.struct_size = SONDE_TOOL_OPS_SIZE_1_0;
+        }
         return &ops_;
     }
 

@@ -1,8 +1,8 @@
 /**
  * @file trace.h
  * @brief Memory-reference traces: the memref model, Sonde trace files (write and read),
- * readers of valgrind lackey text and raw 64-bit addresses, and a buffer consumer that
- * writes a live session's MEMREF records to a trace file.
+ * readers of valgrind lackey text, raw 64-bit addresses and DynamoRIO drmemtrace traces, and a
+ * buffer consumer that writes a live session's MEMREF records to a trace file.
  *
  * The file format is described byte by byte in docs/trace-format.md.
  */
@@ -16,21 +16,137 @@
 
 SONDE_BEGIN_DECLS
 
-/** @brief Memref types: the sonde_memref_type_value values of record.h plus markers. */
+/**
+ * @brief Memref types: the sonde_memref_type_value values of record.h, markers, and (since 1.2)
+ * the instruction, encoding, flush and prefetch kinds of DynamoRIO drmemtrace traces.
+ *
+ * Tools see the 1.2 kinds only when they ask for them (sonde_tool_ops_t::memref_model returns
+ * ::SONDE_MEMREF_MODEL_1_2). Every other tool gets the 1.0 view of a trace: a fetched
+ * instruction of any kind (sonde_memref_type_is_instr()) is delivered as
+ * ::SONDE_MEMREF_IFETCH, records of the other 1.2 kinds and markers other than
+ * ::SONDE_MARKER_TIMESTAMP, ::SONDE_MARKER_THREAD_SWITCH and ::SONDE_MARKER_CPU_ID are left
+ * out, and everything else is delivered unchanged. So a tool written for 1.0 sees the loads,
+ * stores and fetches of a drmemtrace trace and exactly what it saw before on every other input.
+ * The trace reader (sonde_trace_reader_read_shard()) and the trace writer carry every kind.
+ */
 enum sonde_memref_kind_value {
     /* SONDE_MEMREF_READ = 0, WRITE = 1, MODIFY = 2, IFETCH = 3 come from sonde/record.h */
-    SONDE_MEMREF_MARKER = 4 /**< A marker: sonde_memref_t::size holds a sonde_marker_type_value. */
+    SONDE_MEMREF_MARKER = 4,                 /**< A marker: sonde_memref_t::size holds a sonde_marker_type_value. */
+    SONDE_MEMREF_INSTR_NO_FETCH = 5,         /**< Executed, not fetched (a later iteration of an x86 rep string). @since 1.2 */
+    SONDE_MEMREF_INSTR_DIRECT_JUMP = 6,      /**< Fetched direct jump. @since 1.2 */
+    SONDE_MEMREF_INSTR_INDIRECT_JUMP = 7,    /**< Fetched indirect jump. @since 1.2 */
+    SONDE_MEMREF_INSTR_CONDITIONAL_JUMP = 8, /**< Fetched conditional branch, outcome not recorded (drmemtrace versions below 5). @since 1.2 */
+    SONDE_MEMREF_INSTR_TAKEN_JUMP = 9,       /**< Fetched conditional branch, taken. @since 1.2 */
+    SONDE_MEMREF_INSTR_UNTAKEN_JUMP = 10,    /**< Fetched conditional branch, not taken. @since 1.2 */
+    SONDE_MEMREF_INSTR_DIRECT_CALL = 11,     /**< Fetched direct call. @since 1.2 */
+    SONDE_MEMREF_INSTR_INDIRECT_CALL = 12,   /**< Fetched indirect call. @since 1.2 */
+    SONDE_MEMREF_INSTR_RETURN = 13,          /**< Fetched return. @since 1.2 */
+    SONDE_MEMREF_INSTR_SYSENTER = 14,        /**< Fetched sysenter. @since 1.2 */
+    SONDE_MEMREF_INSTR_ENCODING = 15,        /**< The encoding of the next record, an instruction seen for the first time in its stretch of trace: address holds bytes 0-7 and pc bytes 8-15 (little-endian), size the byte count (1..16). Always immediately followed by its instruction. @since 1.2 */
+    SONDE_MEMREF_INSTR_FLUSH = 16,           /**< Instruction-cache flush of [address, pc): pc holds the end; size the length, 0 when it exceeds 65535. @since 1.2 */
+    SONDE_MEMREF_DATA_FLUSH = 17,            /**< Data-cache flush, fields as ::SONDE_MEMREF_INSTR_FLUSH. @since 1.2 */
+    SONDE_MEMREF_PREFETCH = 32,              /**< Generic prefetch (the first prefetch kind; address, size and pc as a read). @since 1.2 */
+    SONDE_MEMREF_PREFETCH_READ_L1 = 33,      /**< x86 prefetcht0. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_READ_L2 = 34,      /**< x86 prefetcht1. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_READ_L3 = 35,      /**< x86 prefetcht2. @since 1.2 */
+    SONDE_MEMREF_PREFETCHNTA = 36,           /**< x86 prefetchnta. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_READ = 37,         /**< ARM prefetch for a read. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_WRITE = 38,        /**< ARM prefetch for a write. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_INSTR = 39,        /**< ARM prefetch of instructions. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_HARDWARE = 40,     /**< Hardware prefetch (e.g. a simulated prefetcher's request). @since 1.2 */
+    SONDE_MEMREF_PREFETCH_READ_L1_NT = 41,   /**< Non-temporal read prefetch into L1. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_READ_L2_NT = 42,   /**< Non-temporal read prefetch into L2. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_READ_L3_NT = 43,   /**< Non-temporal read prefetch into L3. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_INSTR_L1 = 44,     /**< Instruction prefetch into L1. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_INSTR_L1_NT = 45,  /**< Non-temporal instruction prefetch into L1. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_INSTR_L2 = 46,     /**< Instruction prefetch into L2. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_INSTR_L2_NT = 47,  /**< Non-temporal instruction prefetch into L2. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_INSTR_L3 = 48,     /**< Instruction prefetch into L3. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_INSTR_L3_NT = 49,  /**< Non-temporal instruction prefetch into L3. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_WRITE_L1 = 50,     /**< Write prefetch into L1. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_WRITE_L1_NT = 51,  /**< Non-temporal write prefetch into L1. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_WRITE_L2 = 52,     /**< Write prefetch into L2. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_WRITE_L2_NT = 53,  /**< Non-temporal write prefetch into L2. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_WRITE_L3 = 54,     /**< Write prefetch into L3. @since 1.2 */
+    SONDE_MEMREF_PREFETCH_WRITE_L3_NT = 55,  /**< Non-temporal write prefetch into L3 (the last prefetch kind). @since 1.2 */
+    SONDE_MEMREF_PREFETCH_LAST = 55          /**< The last prefetch kind: prefetches are SONDE_MEMREF_PREFETCH..SONDE_MEMREF_PREFETCH_LAST. @since 1.2 */
 };
 
 /**
  * @brief Marker types. When type == SONDE_MEMREF_MARKER, sonde_memref_t::size holds one of
  * these and sonde_memref_t::address the marker's value (as drmemtrace's markers).
+ *
+ * Since 1.2 the range ::SONDE_MARKER_DRMEMTRACE + n (n = 0 .. 0xFEFF) carries drmemtrace's
+ * marker type n (trace_marker_type_t) with its value unchanged; the named ones below are those
+ * with a meaning tools commonly need. drmemtrace's timestamp and cpu id markers are read as
+ * ::SONDE_MARKER_TIMESTAMP (microseconds turned into nanoseconds) and ::SONDE_MARKER_CPU_ID.
  */
 enum sonde_marker_type_value {
-    SONDE_MARKER_TIMESTAMP = 1,     /**< value: timestamp in ns; starts a run of this shard. */
-    SONDE_MARKER_THREAD_SWITCH = 2, /**< value: the shard (thread) switched to, serial streams. */
-    SONDE_MARKER_CPU_ID = 3         /**< value: cpu number. */
+    SONDE_MARKER_TIMESTAMP = 1,                          /**< value: timestamp in ns; starts a run of this shard. */
+    SONDE_MARKER_THREAD_SWITCH = 2,                      /**< value: the shard (thread) switched to, serial streams. */
+    SONDE_MARKER_CPU_ID = 3,                             /**< value: cpu number (all ones: unknown). */
+    SONDE_MARKER_THREAD_ID = 4,                          /**< value: the operating system's id of the thread whose records follow. @since 1.2 */
+    SONDE_MARKER_PROCESS_ID = 5,                         /**< value: the process id of that thread. @since 1.2 */
+    SONDE_MARKER_THREAD_EXIT = 6,                        /**< value: the thread id; the thread exited. @since 1.2 */
+    SONDE_MARKER_DRMEMTRACE = 0x100,                     /**< Base of drmemtrace's marker types. @since 1.2 */
+    SONDE_MARKER_KERNEL_EVENT = 0x100,                   /**< Signal or other kernel event handler start; value: interrupted pc. @since 1.2 */
+    SONDE_MARKER_KERNEL_XFER = 0x101,                    /**< Return from a kernel event (sigreturn); value: pc. @since 1.2 */
+    SONDE_MARKER_FUNC_ID = 0x104,                        /**< Traced function (or system call) entry; value: its id. @since 1.2 */
+    SONDE_MARKER_FUNC_RETADDR = 0x105,                   /**< Traced function's return address. @since 1.2 */
+    SONDE_MARKER_FUNC_ARG = 0x106,                       /**< Traced function's argument. @since 1.2 */
+    SONDE_MARKER_FUNC_RETVAL = 0x107,                    /**< Traced function's return value. @since 1.2 */
+    SONDE_MARKER_FILETYPE = 0x109,                       /**< drmemtrace file type bits (OFFLINE_FILE_TYPE_*). @since 1.2 */
+    SONDE_MARKER_CACHE_LINE_SIZE = 0x10A,                /**< Cache line size of the traced machine. @since 1.2 */
+    SONDE_MARKER_VERSION = 0x10C,                        /**< drmemtrace trace version. @since 1.2 */
+    SONDE_MARKER_PHYSICAL_ADDRESS = 0x10F,               /**< Physical address of the next virtual address marker. @since 1.2 */
+    SONDE_MARKER_PHYSICAL_ADDRESS_NOT_AVAILABLE = 0x110, /**< Physical address unavailable. @since 1.2 */
+    SONDE_MARKER_VIRTUAL_ADDRESS = 0x111,                /**< Virtual address paired with the previous physical one. @since 1.2 */
+    SONDE_MARKER_PAGE_SIZE = 0x112,                      /**< Page size of the traced machine. @since 1.2 */
+    SONDE_MARKER_CHUNK_INSTR_COUNT = 0x114,              /**< Instructions per chunk of the drmemtrace file. @since 1.2 */
+    SONDE_MARKER_CHUNK_FOOTER = 0x115,                   /**< End of a drmemtrace chunk; value: the chunk's ordinal. @since 1.2 */
+    SONDE_MARKER_SYSCALL = 0x119,                        /**< System call; value: its number. @since 1.2 */
+    SONDE_MARKER_MAYBE_BLOCKING_SYSCALL = 0x11A,         /**< The system call may block. @since 1.2 */
+    SONDE_MARKER_BRANCH_TARGET = 0x11D,                  /**< Target of the indirect branch that follows. @since 1.2 */
+    SONDE_MARKER_CORE_WAIT = 0x120,                      /**< A scheduler's core waited. @since 1.2 */
+    SONDE_MARKER_CORE_IDLE = 0x121,                      /**< A scheduler's core was idle. @since 1.2 */
+    SONDE_MARKER_HARDWARE_EVENT = 0x12B,                 /**< Whole-system traces: hardware event. @since 1.2 */
+    SONDE_MARKER_HARDWARE_CONTEXT_RETURN = 0x12C,        /**< Whole-system traces: return from it. @since 1.2 */
+    SONDE_MARKER_SKIPPED_MEMREF = 0x12E                  /**< A predicated-off access; value: its address. @since 1.2 */
 };
+
+/**
+ * @brief Memref models: which record types a tool understands, the answer of
+ * sonde_tool_ops_t::memref_model (see ::sonde_memref_kind_value for what each model delivers).
+ * @since 1.2
+ */
+enum sonde_memref_model_value {
+    SONDE_MEMREF_MODEL_1_0 = 0, /**< READ, WRITE, MODIFY, IFETCH, and the TIMESTAMP, THREAD_SWITCH and CPU_ID markers. */
+    SONDE_MEMREF_MODEL_1_2 = 1  /**< Every type and marker of this header. */
+};
+
+/**
+ * @brief Whether @p type is a fetched instruction: ::SONDE_MEMREF_IFETCH or one of the
+ * branch kinds ::SONDE_MEMREF_INSTR_DIRECT_JUMP .. ::SONDE_MEMREF_INSTR_SYSENTER (not
+ * ::SONDE_MEMREF_INSTR_NO_FETCH). Header-inline, any thread.
+ * @param type A sonde_memref_t::type.
+ * @return true for a fetched instruction.
+ * @since 1.2
+ */
+static inline bool sonde_memref_type_is_instr(uint32_t type) {
+    return type == SONDE_MEMREF_IFETCH ||
+           (type >= SONDE_MEMREF_INSTR_DIRECT_JUMP && type <= SONDE_MEMREF_INSTR_SYSENTER);
+}
+
+/**
+ * @brief Whether @p type is a prefetch (::SONDE_MEMREF_PREFETCH .. ::SONDE_MEMREF_PREFETCH_LAST).
+ * Header-inline, any thread.
+ * @param type A sonde_memref_t::type.
+ * @return true for a prefetch.
+ * @since 1.2
+ */
+static inline bool sonde_memref_type_is_prefetch(uint32_t type) {
+    return type >= SONDE_MEMREF_PREFETCH && type <= SONDE_MEMREF_PREFETCH_LAST;
+}
 
 /** @brief One memory reference or marker. 32 bytes, no padding. */
 typedef struct sonde_memref_t {
@@ -38,16 +154,17 @@ typedef struct sonde_memref_t {
     uint64_t pc;        /**< Instruction address, 0 when unknown. */
     uint64_t timestamp; /**< Nanoseconds, 0 when unknown. */
     uint32_t shard;     /**< Shard (thread) index within the input, dense from 0. */
-    uint16_t type;      /**< A sonde_memref_type_value or SONDE_MEMREF_MARKER. */
+    uint16_t type;      /**< A sonde_memref_type_value or a sonde_memref_kind_value. */
     uint16_t size;      /**< Bytes accessed; for markers the sonde_marker_type_value. */
 } sonde_memref_t;
 
 /** @brief Input formats (crosses the ABI as uint32_t). */
 enum sonde_trace_format_value {
-    SONDE_TRACE_FORMAT_AUTO = 0,   /**< By magic (Sonde trace, zstd frame), then by file extension. */
+    SONDE_TRACE_FORMAT_AUTO = 0,   /**< A directory is a drmemtrace trace; a file goes by magic (Sonde trace, zstd frame), drmemtrace names and containers, then by file extension. */
     SONDE_TRACE_FORMAT_SONDE = 1,  /**< A Sonde trace file (docs/trace-format.md). */
     SONDE_TRACE_FORMAT_LACKEY = 2, /**< valgrind --tool=lackey --trace-mem=yes text, plain or zstd. */
-    SONDE_TRACE_FORMAT_RAW64 = 3   /**< Little-endian 64-bit addresses, each an 8-byte read. */
+    SONDE_TRACE_FORMAT_RAW64 = 3,  /**< Little-endian 64-bit addresses, each an 8-byte read. */
+    SONDE_TRACE_FORMAT_DRMEMTRACE = 4 /**< DynamoRIO drmemtrace offline trace: a directory of thread files or one file (.zip, .gz, .lz4, .zst or plain); docs/analysis.md. @since 1.2 */
 };
 
 /** @brief An open trace reader (opaque). */
@@ -68,7 +185,11 @@ typedef struct sonde_trace_writer_t sonde_trace_writer_t;
  * sonde_trace_reader_read_shard() or sonde_trace_reader_read(), not both). A Sonde trace needs
  * a seekable file (its index is at the end).
  *
- * @param path File to open.
+ * A drmemtrace trace may be a directory (since 1.2): each thread file in it is one shard, in
+ * name order. The reader delivers every record kind (::SONDE_MEMREF_MODEL_1_2); a caller that
+ * only knows the 1.0 kinds skips the records whose type it does not know.
+ *
+ * @param path File (or, for drmemtrace, directory) to open.
  * @param format A sonde_trace_format_value.
  * @param error Optional buffer for the error message ("FILE: offset N: what is wrong") when
  *        the call fails; may be NULL. Always NUL-terminated when error_size > 0.
@@ -85,7 +206,8 @@ SONDE_API sonde_status_t sonde_trace_reader_open(const char *path, uint32_t form
                                                  size_t error_size, sonde_trace_reader_t **out);
 
 /**
- * @brief Number of shards (threads) of the trace; lackey and raw64 inputs have one.
+ * @brief Number of shards (threads) of the trace; lackey and raw64 inputs have one, a drmemtrace
+ * directory one per thread file.
  * @param reader An open reader.
  * @param[out] num_shards The count.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER. Thread-safe.

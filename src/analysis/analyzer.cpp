@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/json_release.h"
+#include "analysis/memref_view.h"
 #include "core/abi_struct.h"
 #include <sonde/tool.hpp>
 
@@ -81,6 +82,7 @@ const char *format_name(uint32_t format) {
         case SONDE_TRACE_FORMAT_SONDE: return "sonde";
         case SONDE_TRACE_FORMAT_LACKEY: return "lackey";
         case SONDE_TRACE_FORMAT_RAW64: return "raw64";
+        case SONDE_TRACE_FORMAT_DRMEMTRACE: return "drmemtrace";
         default: return "unknown";
     }
 }
@@ -148,6 +150,7 @@ sonde_status_t Analyzer::adopt(std::unique_ptr<Tool> tool) {
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
     tool->name = o.name;
+    tool->full_model = o.memref_model != nullptr && o.memref_model(tool->data) >= SONDE_MEMREF_MODEL_1_2;
     if (reserved_name(tool->name)) {
         error = "tool name '" + tool->name + "' is reserved (a key of the results JSON)";
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
@@ -384,6 +387,7 @@ sonde_status_t Analyzer::run_serial() {
         s.cursor = std::make_unique<Cursor>(shards_[i], static_cast<uint32_t>(i));
         st.push_back(std::move(s));
     }
+    LegacyView legacy;
     auto eff = [](const State &s) { return s.p->timestamp != 0 ? s.p->timestamp : s.last_ts; };
     // Fills state i's span; false at its end (after an error, with *failed set).
     sonde_status_t failed = SONDE_STATUS_SUCCESS;
@@ -421,12 +425,18 @@ sonde_status_t Analyzer::run_serial() {
             ++n;
         }
         s.last_ts = last;
+        const sonde_memref_t *lv = nullptr;  // the span's 1.0 view, made once for all 1.0 tools
+        size_t ln = 0;
         for (const auto &t : tools_) {
             bool ok = true;
+            if (!t->full_model && lv == nullptr) lv = legacy.view(s.p, n, &ln);
+            const sonde_memref_t *v = t->full_model ? s.p : lv;
+            const size_t vn = t->full_model ? n : ln;
+            if (vn == 0) continue;
             if (t->ops.process_memrefs != nullptr) {
-                ok = t->ops.process_memrefs(t->data, s.p, n);
+                ok = t->ops.process_memrefs(t->data, v, vn);
             } else {
-                for (size_t k = 0; k < n && ok; ++k) ok = t->ops.process_memref(t->data, &s.p[k]);
+                for (size_t k = 0; k < vn && ok; ++k) ok = t->ops.process_memref(t->data, &v[k]);
             }
             if (!ok) {
                 error = tool_message(*t, "process_memref", global_error(*t));
@@ -451,6 +461,7 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
     // vectors) ends the worker at once.
     auto work = [&](uint32_t w) {
         const size_t nt = tools_.size();
+        LegacyView legacy;
         std::vector<void *> wdata(nt, nullptr), sdata(nt, nullptr);
         size_t inited = 0;
         for (; inited < nt; ++inited) {
@@ -481,14 +492,20 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
                     const sonde_memref_t *p = nullptr;
                     size_t n;
                     while (!failure.stop.load(std::memory_order_relaxed) && (n = cursor.next(&p)) != 0) {
+                        const sonde_memref_t *lv = nullptr;  // the span's 1.0 view, made once
+                        size_t ln = 0;
                         for (size_t ti = 0; ti < nt; ++ti) {
                             Tool &t = *tools_[ti];
                             bool ok = true;
+                            if (!t.full_model && lv == nullptr) lv = legacy.view(p, n, &ln);
+                            const sonde_memref_t *v = t.full_model ? p : lv;
+                            const size_t vn = t.full_model ? n : ln;
+                            if (vn == 0) continue;
                             if (t.ops.parallel_shard_memrefs != nullptr) {
-                                ok = t.ops.parallel_shard_memrefs(t.data, sdata[ti], p, n);
+                                ok = t.ops.parallel_shard_memrefs(t.data, sdata[ti], v, vn);
                             } else {
-                                for (size_t k = 0; k < n && ok; ++k)
-                                    ok = t.ops.parallel_shard_memref(t.data, sdata[ti], &p[k]);
+                                for (size_t k = 0; k < vn && ok; ++k)
+                                    ok = t.ops.parallel_shard_memref(t.data, sdata[ti], &v[k]);
                             }
                             if (!ok) {
                                 const char *m = t.ops.parallel_shard_error != nullptr

@@ -43,6 +43,7 @@ struct Tool {
     sonde::tool *builtin = nullptr;
     core::Plugin library;  // closed after destroy()
     std::string name;
+    bool full_model = false;  // asked for SONDE_MEMREF_MODEL_1_2; else it gets the 1.0 view
     Tool() = default;
     Tool(const Tool &) = delete;
     Tool &operator=(const Tool &) = delete;

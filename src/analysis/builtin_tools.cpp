@@ -7,13 +7,13 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "analysis/analyzer.h"
 #include "analysis/builtin_tools.h"
+#include "analysis/flat_set.h"
 #include "analysis/json_release.h"
 #include <sonde/tool.hpp>
 
@@ -22,13 +22,15 @@ namespace sonde::analysis {
 namespace {
 
 // basic_counts: per shard and in total, reads, writes (M counts as both), instruction fetches,
-// markers, memory references (`total`: each L, S, M or I record once) and distinct lines.
+// markers, memory references (`total`: each L, S, M or fetch record once) and distinct lines;
+// and drcachesim's categories (docs/analysis.md): distinct instruction addresses,
+// non-fetched instructions, prefetches, flushes, encodings, threads and markers by kind.
 // Serial mode indexes a per-shard slot by memref->shard; parallel mode gives each shard its own
 // slot from parallel_shard_init (slots are made in initialize, so workers never touch the
 // vector's structure; a slot's counts are created on the shard's first record). Cost per
-// record: a switch and a hash-set insert for the line; an access that spans several lines
-// (clamped at the top of the address space) is one interval in an ordered map instead, so
-// memory follows the records, not the bytes they cover.
+// record: a switch, a set insert for the line (plus one for the pc of an instruction); an
+// access that spans several lines (clamped at the top of the address space) is one interval
+// in an ordered map instead, so memory follows the records, not the bytes they cover.
 class BasicCounts final : public sonde::tool {
 public:
     explicit BasicCounts(const std::string &options) {
@@ -47,6 +49,7 @@ public:
         while ((1ull << line_bits_) < line_size_) ++line_bits_;
     }
     const char *name() const override { return "basic_counts"; }
+    uint32_t memref_model() const override { return SONDE_MEMREF_MODEL_1_2; }
     bool initialize(uint32_t num_shards) override {
         shards_.resize(num_shards);
         return true;
@@ -77,10 +80,11 @@ public:
         FILE *f = static_cast<FILE *>(stream);
         const Counts t = total();
         std::fprintf(f, "basic_counts: %zu shard(s)\n", shards_.size());
-        print_line(f, "total", t);
+        print_line(f, "total", t, t.extended);
         if (shards_.size() > 1)
             for (size_t i = 0; i < shards_.size(); ++i)
-                print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i] ? *shards_[i] : Counts());
+                print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i] ? *shards_[i] : Counts(),
+                           t.extended);
         return true;
     }
     // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
@@ -88,7 +92,7 @@ public:
         const Counts t = total();
         nlohmann::json j = nlohmann::json::object();
         const JsonRelease release_j(j);
-        put_counts(j, t);
+        put_counts(j, t, t.extended);
         j["line_size"] = line_size_;
         nlohmann::json per;
         const JsonRelease release_per(per);
@@ -97,7 +101,7 @@ public:
         for (const auto &c : shards_) {
             nlohmann::json one = nlohmann::json::object();
             const JsonRelease release_one(one);
-            put_counts(one, c ? *c : none);
+            put_counts(one, c ? *c : none, t.extended);
             per.push_back(std::move(one));  // room reserved: cannot fail
         }
         j["shards"] = std::move(per);
@@ -105,11 +109,87 @@ public:
     }
 
 private:
+    // Marker categories of drcachesim's basic_counts, in its order.
+    enum Kind {
+        kTimestampCpu,
+        kKernelTransfer,
+        kHardwareTransfer,
+        kCoreIdle,
+        kCoreWait,
+        kFunctionId,
+        kFunctionRetaddr,
+        kFunctionArg,
+        kFunctionRetval,
+        kPhysical,
+        kPhysicalUnavailable,
+        kSyscall,
+        kBlockingSyscall,
+        kSkippedMemref,
+        kOther,
+        kNone,  // not counted: Sonde's thread bookkeeping, drmemtrace's folded branch targets
+        kKinds = kNone
+    };
+    static constexpr const char *kKindNames[kKinds] = {"timestamp_cpuid",
+                                                       "kernel_transfer",
+                                                       "hardware_transfer",
+                                                       "core_idle",
+                                                       "core_wait",
+                                                       "function_id",
+                                                       "function_return_address",
+                                                       "function_argument",
+                                                       "function_return_value",
+                                                       "physical_address",
+                                                       "physical_address_unavailable",
+                                                       "syscall",
+                                                       "blocking_syscall",
+                                                       "skipped_memref",
+                                                       "other"};
+
     struct Counts {
         uint64_t reads = 0, writes = 0, ifetches = 0, markers = 0, total = 0;
-        std::unordered_set<uint64_t> lines;  // lines of accesses within one line
+        uint64_t non_fetched = 0, prefetches = 0, encodings = 0, icache_flushes = 0, dcache_flushes = 0;
+        uint64_t records = 0;
+        uint64_t shard_threads = 0;  // total only: the sum of the shards' thread counts
+        bool is_total = false;
+        bool extended = false;  // saw a kind or marker beyond the 1.0 ones
+        uint64_t kinds[kKinds] = {};
+        FlatSet lines;                       // lines of accesses within one line
         std::map<uint64_t, uint64_t> spans;  // first -> last line of wider accesses, disjoint
+        FlatSet pcs;
+        FlatSet tids;
     };
+
+    static Kind kind_of(uint16_t marker) {
+        switch (marker) {
+            case SONDE_MARKER_TIMESTAMP:
+            case SONDE_MARKER_CPU_ID: return kTimestampCpu;
+            case SONDE_MARKER_THREAD_SWITCH:
+            case SONDE_MARKER_THREAD_ID:
+            case SONDE_MARKER_PROCESS_ID:
+            case SONDE_MARKER_THREAD_EXIT:
+            case SONDE_MARKER_BRANCH_TARGET:
+            case SONDE_MARKER_VIRTUAL_ADDRESS:
+            case SONDE_MARKER_DRMEMTRACE + 22:  // record ordinal
+                return kNone;
+            case SONDE_MARKER_KERNEL_EVENT:
+            case SONDE_MARKER_KERNEL_XFER: return kKernelTransfer;
+            case SONDE_MARKER_HARDWARE_EVENT:
+            case SONDE_MARKER_HARDWARE_CONTEXT_RETURN: return kHardwareTransfer;
+            case SONDE_MARKER_CORE_IDLE: return kCoreIdle;
+            case SONDE_MARKER_CORE_WAIT: return kCoreWait;
+            case SONDE_MARKER_FUNC_ID: return kFunctionId;
+            case SONDE_MARKER_FUNC_RETADDR: return kFunctionRetaddr;
+            case SONDE_MARKER_FUNC_ARG: return kFunctionArg;
+            case SONDE_MARKER_FUNC_RETVAL: return kFunctionRetval;
+            case SONDE_MARKER_PHYSICAL_ADDRESS: return kPhysical;
+            case SONDE_MARKER_PHYSICAL_ADDRESS_NOT_AVAILABLE: return kPhysicalUnavailable;
+            case SONDE_MARKER_SYSCALL: return kSyscall;
+            case SONDE_MARKER_MAYBE_BLOCKING_SYSCALL: return kBlockingSyscall;
+            case SONDE_MARKER_SKIPPED_MEMREF: return kSkippedMemref;
+            default: return kOther;
+        }
+    }
+
     // Adds lines [first, last] to the spans, merging those it overlaps or touches.
     static void add_span(std::map<uint64_t, uint64_t> &spans, uint64_t first, uint64_t last) {
         auto it = spans.upper_bound(first);
@@ -134,10 +214,11 @@ private:
     static uint64_t distinct(const Counts &c) {
         uint64_t n = 0;
         for (const auto &sp : c.spans) n += sp.second - sp.first + 1;
-        for (uint64_t l : c.lines) n += !in_spans(c.spans, l);
+        c.lines.for_each([&](uint64_t l) { n += !in_spans(c.spans, l); });
         return n;
     }
     void count(Counts *c, const sonde_memref_t &m) const {
+        ++c->records;
         switch (m.type) {
             case SONDE_MEMREF_READ: ++c->reads; break;
             case SONDE_MEMREF_WRITE: ++c->writes; break;
@@ -145,8 +226,44 @@ private:
                 ++c->reads;
                 ++c->writes;
                 break;
-            case SONDE_MEMREF_IFETCH: ++c->ifetches; break;
-            default: ++c->markers; return;
+            case SONDE_MEMREF_MARKER: {
+                ++c->markers;
+                const Kind k = kind_of(m.size);
+                if (k != kNone) ++c->kinds[k];
+                if (m.size > SONDE_MARKER_CPU_ID) c->extended = true;
+                if (m.size == SONDE_MARKER_THREAD_ID) c->tids.insert(m.address);
+                return;
+            }
+            case SONDE_MEMREF_INSTR_NO_FETCH:
+                ++c->non_fetched;
+                c->extended = true;
+                return;
+            case SONDE_MEMREF_INSTR_ENCODING:
+                ++c->encodings;
+                c->extended = true;
+                return;
+            case SONDE_MEMREF_INSTR_FLUSH:
+                ++c->icache_flushes;
+                c->extended = true;
+                return;
+            case SONDE_MEMREF_DATA_FLUSH:
+                ++c->dcache_flushes;
+                c->extended = true;
+                return;
+            default:
+                if (sonde_memref_type_is_instr(m.type)) {
+                    ++c->ifetches;
+                    c->pcs.insert(m.address);
+                    if (m.type != SONDE_MEMREF_IFETCH) c->extended = true;
+                    break;
+                }
+                if (sonde_memref_type_is_prefetch(m.type)) {
+                    ++c->prefetches;
+                    c->extended = true;
+                    return;
+                }
+                ++c->markers;  // a type this tool does not know counts as a marker, as in 1.0
+                return;
         }
         ++c->total;
         const uint64_t span = m.size != 0 ? m.size - 1u : 0u;
@@ -157,35 +274,85 @@ private:
         else
             add_span(c->spans, first, last);
     }
+    // Threads, as drcachesim counts them: in a shard the distinct thread ids (a shard with
+    // records but no thread id marker is one thread); in the total the sum over the shards, so
+    // one trace given twice as input has twice the threads.
+    static uint64_t threads(const Counts &c) {
+        if (c.is_total) return c.shard_threads;
+        if (c.tids.size() != 0) return c.tids.size();
+        return c.records != 0 ? 1 : 0;
+    }
     Counts total() const {
         Counts t;
-        for (const auto &c : shards_) {
-            if (!c) continue;
-            t.reads += c->reads;
-            t.writes += c->writes;
-            t.ifetches += c->ifetches;
-            t.markers += c->markers;
-            t.total += c->total;
-            t.lines.insert(c->lines.begin(), c->lines.end());
-            for (const auto &sp : c->spans) add_span(t.spans, sp.first, sp.second);
+        t.is_total = true;
+        for (const auto &p : shards_) {
+            if (!p) continue;
+            const Counts &c = *p;
+            t.reads += c.reads;
+            t.writes += c.writes;
+            t.ifetches += c.ifetches;
+            t.markers += c.markers;
+            t.total += c.total;
+            t.non_fetched += c.non_fetched;
+            t.prefetches += c.prefetches;
+            t.encodings += c.encodings;
+            t.icache_flushes += c.icache_flushes;
+            t.dcache_flushes += c.dcache_flushes;
+            t.records += c.records;
+            t.extended = t.extended || c.extended;
+            for (int k = 0; k < kKinds; ++k) t.kinds[k] += c.kinds[k];
+            t.lines.insert_all(c.lines);
+            for (const auto &sp : c.spans) add_span(t.spans, sp.first, sp.second);
+            t.pcs.insert_all(c.pcs);
+            t.shard_threads += threads(c);
         }
         return t;
     }
-    static void put_counts(nlohmann::json &j, const Counts &c) {
+    // The 1.0 keys always; drcachesim's categories when the run saw more than the 1.0 kinds
+    // (`extended`), so the output for a 1.0 input stays what it was.
+    static void put_counts(nlohmann::json &j, const Counts &c, bool extended) {
         j["reads"] = c.reads;
         j["writes"] = c.writes;
         j["ifetches"] = c.ifetches;
         j["markers"] = c.markers;
         j["total"] = c.total;
         j["distinct_lines"] = distinct(c);
+        if (!extended) return;
+        nlohmann::json kinds = nlohmann::json::object();
+        const JsonRelease release_kinds(kinds);
+        for (int k = 0; k < kKinds; ++k) kinds[kKindNames[k]] = c.kinds[k];
+        j["unique_ifetches"] = c.pcs.size();
+        j["non_fetched_ifetches"] = c.non_fetched;
+        j["prefetches"] = c.prefetches;
+        j["encodings"] = c.encodings;
+        j["icache_flushes"] = c.icache_flushes;
+        j["dcache_flushes"] = c.dcache_flushes;
+        j["threads"] = threads(c);
+        j["marker_kinds"] = std::move(kinds);
     }
-    static void print_line(FILE *f, const char *label, const Counts &c) {
+    static void print_line(FILE *f, const char *label, const Counts &c, bool extended) {
         std::fprintf(
             f,
             "  %-10s reads %llu, writes %llu, ifetches %llu, markers %llu, total %llu, distinct lines %llu\n",
             label, static_cast<unsigned long long>(c.reads), static_cast<unsigned long long>(c.writes),
             static_cast<unsigned long long>(c.ifetches), static_cast<unsigned long long>(c.markers),
             static_cast<unsigned long long>(c.total), static_cast<unsigned long long>(distinct(c)));
+        if (!extended) return;
+        // drcachesim's categories, when the input has more than the 1.0 kinds.
+        std::fprintf(
+            f,
+            "  %-10s unique ifetches %zu, non-fetched %llu, prefetches %llu, encodings %llu, threads %llu, "
+            "flushes %llu/%llu (icache/dcache)\n",
+            "", c.pcs.size(), static_cast<unsigned long long>(c.non_fetched),
+            static_cast<unsigned long long>(c.prefetches), static_cast<unsigned long long>(c.encodings),
+            static_cast<unsigned long long>(threads(c)), static_cast<unsigned long long>(c.icache_flushes),
+            static_cast<unsigned long long>(c.dcache_flushes));
+        std::string kinds;
+        for (int k = 0; k < kKinds; ++k)
+            if (c.kinds[k] != 0)
+                kinds += (kinds.empty() ? "" : ", ") + std::string(kKindNames[k]) + " " +
+                         std::to_string(c.kinds[k]);
+        if (!kinds.empty()) std::fprintf(f, "  %-10s markers: %s\n", "", kinds.c_str());
     }
 
     uint64_t line_size_ = 64;
@@ -230,6 +397,25 @@ sonde_status_t create_builtin_tool(const std::string &name, const std::string &o
         return SONDE_STATUS_SUCCESS;
     }
     return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+}
+
+std::string take_model(const std::string &options, std::string *rest) {
+    std::string model;
+    rest->clear();
+    size_t pos = 0;
+    while (pos <= options.size()) {
+        size_t end = options.find(',', pos);
+        if (end == std::string::npos) end = options.size();
+        const std::string item = options.substr(pos, end - pos);
+        pos = end + 1;
+        if (item.compare(0, 6, "model=") == 0) {
+            model = item.substr(6);
+        } else if (!item.empty()) {
+            if (!rest->empty()) *rest += ',';
+            *rest += item;
+        }
+    }
+    return model;
 }
 
 std::string builtin_tool_names() {

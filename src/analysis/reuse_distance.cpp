@@ -1,4 +1,5 @@
-// The reuse_distance analysis tool: exact (or SHARDS-sampled) LRU stack distances of a trace's
+// The reuse_distance analysis tool, gem5 model (the default; model=drcachesim is in
+// reuse_distance_drcachesim.cpp): exact (or SHARDS-sampled) LRU stack distances of a trace's
 // data references, as a histogram and a miss-ratio curve.
 //
 // What counts: each READ, WRITE or MODIFY memref is one access to the line that holds its
@@ -247,7 +248,12 @@ private:
 }  // namespace
 
 std::unique_ptr<sonde::tool> make_reuse_distance(const std::string &options) {
-    return std::make_unique<ReuseDistanceTool>(options);
+    std::string rest;
+    const std::string model = take_model(options, &rest);
+    if (model == "drcachesim") return make_reuse_distance_drcachesim(rest);
+    if (!model.empty() && model != "gem5")
+        throw std::invalid_argument("unknown model '" + model + "' (gem5, drcachesim)");
+    return std::make_unique<ReuseDistanceTool>(model.empty() ? options : rest);
 }
 
 }  // namespace sonde::analysis

@@ -48,6 +48,7 @@ bool progress_shard_batch(void *tool, void *, const sonde_memref_t *m, size_t co
 }
 bool progress_shard_one(void *tool, void *, const sonde_memref_t *m) { return progress_batch(tool, m, 1); }
 bool progress_supported(void *) { return true; }
+uint32_t progress_model(void *) { return SONDE_MEMREF_MODEL_1_2; }  // counts every record
 
 sonde_tool_ops_t progress_ops() {
     sonde_tool_ops_t o = {};
@@ -58,6 +59,7 @@ sonde_tool_ops_t progress_ops() {
     o.parallel_shard_supported = progress_supported;
     o.parallel_shard_memref = progress_shard_one;
     o.parallel_shard_memrefs = progress_shard_batch;
+    o.memref_model = progress_model;
     return o;
 }
 
@@ -103,6 +105,7 @@ uint32_t format_value(const std::string &f) {
     if (f == "sonde") return SONDE_TRACE_FORMAT_SONDE;
     if (f == "lackey") return SONDE_TRACE_FORMAT_LACKEY;
     if (f == "raw64") return SONDE_TRACE_FORMAT_RAW64;
+    if (f == "drmemtrace") return SONDE_TRACE_FORMAT_DRMEMTRACE;
     return SONDE_TRACE_FORMAT_AUTO;
 }
 
@@ -152,13 +155,17 @@ int sonde_cli_analyze(int argc, char **argv) {
     std::string json_path;
     std::vector<std::string> tool_lists;
     bool strict = false;
+    std::string cache_model = "cachegrind";
+    std::string reuse_model = "gem5";
+    std::string reuse_options;
     cli::add_version(app);
     app.add_option("INPUT", inputs,
-                   "Trace files (each must exist and be readable); - reads standard input (lackey or raw64)")
+                   "Trace files or drmemtrace trace directories (each must exist and be readable); - reads "
+                   "standard input (lackey or raw64)")
         ->required()
-        ->check(cli::input_file(true));
-    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64")
-        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64"}))
+        ->check(cli::input_path(true));
+    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64, drmemtrace")
+        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}))
         ->capture_default_str();
     app.add_option(
            "--tool", tool_lists,
@@ -168,13 +175,33 @@ int sonde_cli_analyze(int argc, char **argv) {
     auto *jobs_opt = app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")
                          ->check(cli::unsigned_range(1, 1024));
     app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
-    auto *cache_opt =
-        app.add_option("--cache", cache,
-                       "cache_sim levels NAME:SIZE:WAYS:LINE[:POLICY],...: SIZE in bytes or with K, M, G, at "
-                       "most 4G; WAYS "
-                       "1..1024 and at most the level's lines; LINE a power of two 1..65536; SIZE / (WAYS * "
-                       "LINE) a power of two; POLICY lru, fifo or random; at most 16 levels")
-            ->check(cli::cache_levels());
+    // --cache is checked after parsing: what it holds depends on --cache-model.
+    auto *cache_opt = app.add_option(
+        "--cache", cache,
+        "cache_sim levels NAME:SIZE:WAYS:LINE[:POLICY],...: SIZE in bytes or with K, M, G, at most 4G; WAYS "
+        "1..1024 and at most the level's lines; LINE a power of two 1..65536; SIZE / (WAYS * LINE) a power "
+        "of two; POLICY lru, fifo or random; at most 16 levels. With --cache-model drcachesim: KEY=VALUE,... "
+        "of cores, line_size, L1I_size, L1I_assoc, L1D_size, L1D_assoc, LL_size, LL_assoc, data_prefetcher "
+        "(nextline, none), cpu_scheduling (0, 1), inclusive (0, 1)");
+    auto *cache_model_opt =
+        app.add_option(
+               "--cache-model", cache_model,
+               "cache_sim: cachegrind (default: the levels of --cache, or I1, D1 and LL) or drcachesim "
+               "(DynamoRIO drcachesim's hierarchy: per core L1I and L1D, a shared LL, a next-line "
+               "prefetcher, traced cpus mapped to cores)")
+            ->check(CLI::IsMember({"cachegrind", "drcachesim"}))
+            ->capture_default_str();
+    auto *reuse_model_opt =
+        app.add_option("--reuse-model", reuse_model,
+                       "reuse_distance: gem5 (default: data references, one global stack) or drcachesim "
+                       "(instructions too, one stack per thread, summed)")
+            ->check(CLI::IsMember({"gem5", "drcachesim"}))
+            ->capture_default_str();
+    auto *reuse_options_opt = app.add_option(
+        "--reuse-options", reuse_options,
+        "reuse_distance with --reuse-model drcachesim: KEY=VALUE,... of distance_threshold (drcachesim's "
+        "-reuse_distance_threshold, default 100), distance_limit (-reuse_distance_limit, default 0: none; "
+        "else above the threshold), report_top (-report_top, default 10)");
     auto *line_opt =
         app.add_option("--line-size", line_size, "Line size of basic_counts and reuse_distance (default 64)")
             ->check(cli::power_of_two(1, 1u << 20));
@@ -203,7 +230,8 @@ int sonde_cli_analyze(int argc, char **argv) {
             }
             tools.push_back(t);
         }
-    if (tools.empty()) tools.push_back(cache.empty() ? "basic_counts" : "cache_sim");
+    const bool dr_cache = cache_model == "drcachesim";
+    if (tools.empty()) tools.push_back(cache.empty() && !dr_cache ? "basic_counts" : "cache_sim");
     // An option that no chosen tool reads would be ignored silently: refuse it.
     auto chosen = [&tools](const char *name) {
         for (const std::string &t : tools)
@@ -212,6 +240,34 @@ int sonde_cli_analyze(int argc, char **argv) {
     };
     if (cache_opt->count() > 0 && !chosen("cache_sim"))
         return cli::usage_error(kCommand, "--cache: only cache_sim reads it, and it is not among the tools");
+    if (cache_model_opt->count() > 0 && !chosen("cache_sim"))
+        return cli::usage_error(kCommand,
+                                "--cache-model: only cache_sim reads it, and it is not among the tools");
+    if (reuse_model_opt->count() > 0 && !chosen("reuse_distance"))
+        return cli::usage_error(kCommand,
+                                "--reuse-model: only reuse_distance reads it, and it is not among the tools");
+    if (cache_opt->count() > 0 && !dr_cache) {
+        const std::string why = cli::check_cache_levels(cache);
+        if (!why.empty()) return cli::usage_error(kCommand, "--cache: " + why);
+    }
+    if (reuse_options_opt->count() > 0) {
+        if (reuse_model != "drcachesim")
+            return cli::usage_error(kCommand, "--reuse-options: only --reuse-model drcachesim reads it");
+        for (const std::string &item : cli::split_list(reuse_options)) {
+            const std::string key = item.substr(0, item.find('='));
+            if (item.find('=') == std::string::npos ||
+                (key != "distance_threshold" && key != "distance_limit" && key != "report_top"))
+                return cli::usage_error(kCommand, "--reuse-options: '" + item +
+                                                      "' is not distance_threshold=N, distance_limit=N or "
+                                                      "report_top=N");
+        }
+    }
+    if (reuse_model == "drcachesim")
+        for (const CLI::Option *o : {rate, size_opt, shard_opt})
+            if (o->count() > 0)
+                return cli::usage_error(kCommand, o->get_name() +
+                                                      ": only the gem5 model of reuse_distance reads it "
+                                                      "(--reuse-model drcachesim keeps a stack per thread)");
     if (line_opt->count() > 0 && !chosen("basic_counts") && !chosen("reuse_distance"))
         return cli::usage_error(
             kCommand,
@@ -240,16 +296,20 @@ int sonde_cli_analyze(int argc, char **argv) {
             st = sonde_analyzer_load_tool(a, t.c_str(), nullptr);
         } else {
             std::string options;
-            if (t == "cache_sim") options = cache;
+            if (t == "cache_sim")
+                options = dr_cache ? "model=drcachesim" + (cache.empty() ? "" : "," + cache) : cache;
             if (t == "basic_counts" && line_size != 0) options = "line_size=" + std::to_string(line_size);
             if (t == "reuse_distance") {
                 // --jobs drives its parallel exact mode: it needs one global stack, so the run is serial.
                 char rate_text[64];
                 std::snprintf(rate_text, sizeof rate_text, "%.17g", sample_rate);
                 options = "line_size=" + std::to_string(line_size != 0 ? line_size : 64);
+                if (reuse_model == "drcachesim") options += ",model=drcachesim";
+                if (!reuse_options.empty()) options += "," + reuse_options;
                 if (sample_rate > 0) options += std::string(",sample_rate=") + rate_text;
                 if (sample_size > 0) options += ",sample_size=" + std::to_string(sample_size);
-                if (jobs > 1) options += ",jobs=" + std::to_string(jobs);
+                // The drcachesim model keeps a stack per shard: --jobs is its parallel workers only.
+                if (jobs > 1 && reuse_model == "gem5") options += ",jobs=" + std::to_string(jobs);
                 if (per_shard) options += ",per_shard=1";
             }
             st = sonde_analyzer_add_tool(a, t.c_str(), options.c_str());
@@ -259,6 +319,10 @@ int sonde_cli_analyze(int argc, char **argv) {
             // A tool that cannot be made is refused before anything runs: a usage error.
             const std::string why = sonde_analyzer_error(a);
             sonde_analyzer_destroy(a);
+            if (t == "cache_sim" && dr_cache && !cache.empty())
+                return cli::usage_error(kCommand, "--cache: " + why);
+            if (t == "reuse_distance" && !reuse_options.empty())
+                return cli::usage_error(kCommand, "--reuse-options: " + why);
             return cli::usage_error(kCommand, "--tool " + t + ": " + why);
         }
     }

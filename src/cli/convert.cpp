@@ -49,7 +49,8 @@ size_t print_warnings(const sonde_trace_reader_t *reader) {
 
 extern "C" int sonde_cli_convert(int argc, char **argv) {
     CLI::App app{
-        "Convert a lackey or raw64 memory trace (or a Sonde trace) into a Sonde trace.\n"
+        "Convert a lackey, raw64 or DynamoRIO drmemtrace memory trace (or a Sonde trace) into a Sonde "
+        "trace.\n"
         "The output appears only once it is complete; it must not exist unless --force is given.\n"
         "Exit status: 0 converted, 1 the input cannot be read or the output cannot be written,\n"
         "2 bad usage (nothing is read or written).",
@@ -62,11 +63,13 @@ extern "C" int sonde_cli_convert(int argc, char **argv) {
     bool force = false;
     bool strict = false;
     cli::add_version(app);
-    app.add_option("INPUT", input, "Input trace: lackey text (plain or .zst), raw64, or Sonde")
+    app.add_option(
+           "INPUT", input,
+           "Input trace: lackey text (plain or .zst), raw64, Sonde, or a drmemtrace directory or file")
         ->required()
-        ->check(cli::input_file(false));
-    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64 (default auto)")
-        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64"}));
+        ->check(cli::input_path(false));
+    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64, drmemtrace (default auto)")
+        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}));
     app.add_option("-o,--output", output, "Output Sonde trace; its directory must exist")
         ->required()
         ->check(cli::output_file());
@@ -80,10 +83,11 @@ extern "C" int sonde_cli_convert(int argc, char **argv) {
     if (cli::same_file(input, output))
         return cli::usage_error(kCommand, "--output: " + output + " is the input " + input);
 
-    const uint32_t fmt_value = format == "sonde"    ? SONDE_TRACE_FORMAT_SONDE
-                               : format == "lackey" ? SONDE_TRACE_FORMAT_LACKEY
-                               : format == "raw64"  ? SONDE_TRACE_FORMAT_RAW64
-                                                    : SONDE_TRACE_FORMAT_AUTO;
+    const uint32_t fmt_value = format == "sonde"        ? SONDE_TRACE_FORMAT_SONDE
+                               : format == "lackey"     ? SONDE_TRACE_FORMAT_LACKEY
+                               : format == "raw64"      ? SONDE_TRACE_FORMAT_RAW64
+                               : format == "drmemtrace" ? SONDE_TRACE_FORMAT_DRMEMTRACE
+                                                        : SONDE_TRACE_FORMAT_AUTO;
     // Refuse an existing output before reading anything.
     cli::AtomicOutput out;
     std::string error;

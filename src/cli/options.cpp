@@ -213,6 +213,19 @@ CLI::Validator input_file(bool allow_stdin) {
     return CLI::Validator([allow_stdin](std::string &s) { return check_input_file(s, allow_stdin); }, "");
 }
 
+std::string check_input_path(const std::string &path, bool allow_stdin) {
+    struct stat st;
+    if (!path.empty() && stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (access(path.c_str(), R_OK | X_OK) != 0) return path + ": " + std::strerror(errno);
+        return "";
+    }
+    return check_input_file(path, allow_stdin);
+}
+
+CLI::Validator input_path(bool allow_stdin) {
+    return CLI::Validator([allow_stdin](std::string &s) { return check_input_path(s, allow_stdin); }, "");
+}
+
 std::string check_output_file(const std::string &path) {
     if (path.empty()) return "an empty file name";
     if (path.back() == '/') return path + ": names a directory";

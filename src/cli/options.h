@@ -59,6 +59,10 @@ CLI::Validator cache_levels();
 // accepted when allow_stdin is true.
 CLI::Validator input_file(bool allow_stdin);
 
+// An input file as input_file(), or a directory that exists and is readable and searchable
+// (a DynamoRIO drmemtrace trace directory).
+CLI::Validator input_path(bool allow_stdin);
+
 // An output file whose directory exists (and is writable) and that is not a directory itself.
 CLI::Validator output_file();
 
@@ -66,6 +70,7 @@ CLI::Validator output_file();
 std::string check_unsigned(const std::string &text, uint64_t lo, uint64_t hi, uint64_t *value);
 std::string check_cache_levels(const std::string &spec);
 std::string check_input_file(const std::string &path, bool allow_stdin);
+std::string check_input_path(const std::string &path, bool allow_stdin);
 std::string check_output_file(const std::string &path);
 
 // The items of a comma-separated list, in order (empty items kept).

@@ -1,5 +1,5 @@
 // Internal reading interface of the trace concept (src/trace): an Input is one
-// opened trace (Sonde, lackey text or raw64) made of shards; each shard is read on its own in
+// opened trace (Sonde, lackey text, raw64 or drmemtrace) made of shards; each shard is read on its own in
 // batches through a ShardReader; SerialReader interleaves the shards of several inputs by
 // timestamp. The analyzer builds on this; the public C reader in sonde/trace.h wraps it.
 //
@@ -72,12 +72,16 @@ protected:
 class Input {
 public:
     virtual ~Input() = default;
-    // Opens `path` as `format` (a sonde_trace_format_value; SONDE_TRACE_FORMAT_AUTO picks by
-    // magic, then extension: .sonde, .lackey/.lackey.zst/.txt/.zst text, .raw64/.bin/.l64,
-    // then by the first decoded bytes). The file is opened once; a stream is probed from the
+    // Opens `path` as `format` (a sonde_trace_format_value; SONDE_TRACE_FORMAT_AUTO takes a
+    // directory as drmemtrace, then picks by magic (a Sonde trace), then a drmemtrace file
+    // name (drmemtrace_claims_name), then extension: .sonde, .lackey/.lackey.zst/.txt/.zst text,
+    // .raw64/.bin/.l64, then by the first decoded bytes, where a zip, gzip or lz4 container or
+    // a drmemtrace header record is drmemtrace). The file is opened once (a drmemtrace file found by its
+    // bytes is opened again by name, so it must be a file); a stream is probed from the
     // bytes its reader then reads. Returns SUCCESS and sets *out, or SONDE_STATUS_ERROR_IO
-    // (missing / unreadable file; a Sonde trace from a pipe), SONDE_STATUS_ERROR_FORMAT (bad
-    // magic, version, header, index; unknown AUTO format; an empty input AUTO cannot tell),
+    // (missing / unreadable file; a Sonde or drmemtrace trace from a pipe),
+    // SONDE_STATUS_ERROR_FORMAT (bad magic, version, header, index; unknown AUTO format; an
+    // empty input AUTO cannot tell),
     // SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format value) with *error set to
     // "FILE: offset N: what is wrong" (or "FILE: ..." without offset when it did not open).
     static sonde_status_t open(const std::string &path, uint32_t format, std::unique_ptr<Input> *out,
@@ -87,7 +91,8 @@ public:
     const std::string &path() const { return path_; }
     // The resolved format (never AUTO).
     uint32_t format() const { return format_; }
-    // Number of shards: threads of a Sonde trace; lackey and raw64 inputs have one.
+    // Number of shards: threads of a Sonde trace, thread files of a drmemtrace directory;
+    // lackey and raw64 inputs have one.
     virtual size_t num_shards() const = 0;
     // Total records of a shard when known without reading it (Sonde traces with an index or a
     // recovered scan, plain raw64 files), else UINT64_MAX (text and compressed streams).

@@ -139,13 +139,19 @@ void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t 
 }
 
 namespace {
-inline bool valid_record(uint16_t type, uint16_t size) {
-    return type < SONDE_MEMREF_MARKER ||
-           (type == SONDE_MEMREF_MARKER && size >= SONDE_MARKER_TIMESTAMP && size <= SONDE_MARKER_CPU_ID);
+inline bool valid_record(uint16_t type, uint16_t size, uint32_t minor) {
+    if (type < SONDE_MEMREF_MARKER) return true;
+    if (minor < kMinorKinds12)
+        return type == SONDE_MEMREF_MARKER && size >= SONDE_MARKER_TIMESTAMP && size <= SONDE_MARKER_CPU_ID;
+    if (type == SONDE_MEMREF_MARKER)
+        return (size >= SONDE_MARKER_TIMESTAMP && size <= SONDE_MARKER_THREAD_EXIT) ||
+               size >= SONDE_MARKER_DRMEMTRACE;
+    return (type >= SONDE_MEMREF_INSTR_NO_FETCH && type <= SONDE_MEMREF_DATA_FLUSH) ||
+           (type >= SONDE_MEMREF_PREFETCH && type <= SONDE_MEMREF_PREFETCH_LAST);
 }
 }  // namespace
 
-std::string check_columns(const unsigned char *payload, size_t n) {
+std::string check_columns(const unsigned char *payload, size_t n, uint32_t minor) {
     const unsigned char *type = payload + 24 * n, *size = payload + 26 * n;
     uint16_t bad = 0;
     for (size_t i = 0; i < n; ++i) {  // the common case: no record above MODIFY/IFETCH
@@ -154,23 +160,25 @@ std::string check_columns(const unsigned char *payload, size_t n) {
         bad = static_cast<uint16_t>(bad | (t >= SONDE_MEMREF_MARKER));
     }
     if (bad == 0) return {};
+    const bool v12 = minor >= kMinorKinds12;
     for (size_t i = 0; i < n; ++i) {
         uint16_t t, sz;
         std::memcpy(&t, type + 2 * i, 2);
         std::memcpy(&sz, size + 2 * i, 2);
-        if (valid_record(t, sz)) continue;
+        if (valid_record(t, sz, minor)) continue;
         if (t != SONDE_MEMREF_MARKER)
             return "chunk record " + std::to_string(i) + ": memref type " + std::to_string(t) +
-                   " is not a known type (0 to 4)";
+                   (v12 ? " is not a known type (0 to 17, 32 to 55)" : " is not a known type (0 to 4)");
         return "chunk record " + std::to_string(i) + ": marker type " + std::to_string(sz) +
-               " is not a known marker type (1 to 3)";
+               (v12 ? " is not a known marker type (1 to 6, 256 and above)"
+                    : " is not a known marker type (1 to 3)");
     }
     return {};
 }
 
 size_t first_invalid(const sonde_memref_t *records, size_t n) {
     for (size_t i = 0; i < n; ++i)
-        if (!valid_record(records[i].type, records[i].size)) return i;
+        if (!valid_record(records[i].type, records[i].size, kMinorVersion)) return i;
     return SIZE_MAX;
 }
 

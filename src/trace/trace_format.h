@@ -27,8 +27,11 @@ constexpr uint32_t kEventMagic = 0x544E5645u;  // "EVNT"
 constexpr uint32_t kTableMagic = 0x4C424154u;  // "TABL"
 constexpr uint32_t kVersion = 1;
 // Minor version (header offset 28): 0 for memref-only files of version 1.0, 1 since program
-// events and tables (version 1.1). Readers of 1.0 ignore it and still read the memref chunks.
-constexpr uint32_t kMinorVersion = 1;
+// events and tables (version 1.1), 2 since records may hold the 1.2 memref kinds and markers
+// (version 1.2). Readers of 1.0 ignore it and still read the memref chunks.
+constexpr uint32_t kMinorVersion = 2;
+// The first minor version whose records may hold the 1.2 kinds.
+constexpr uint32_t kMinorKinds12 = 2;
 // Bytes per event in a decompressed event chunk: timestamp and value (u64 deltas), id (u32
 // delta), kind and aux (u32).
 constexpr uint32_t kEventSize = 28;
@@ -109,12 +112,17 @@ void encode_columns(const sonde_memref_t *records, size_t n, unsigned char *out)
 void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t count, uint32_t shard,
                     uint64_t state[3], sonde_memref_t *out);
 
-// Checks the type column (and, for markers, the size column) of a payload of n records:
-// empty when every record is a known memref type (SONDE_MEMREF_READ .. SONDE_MEMREF_MARKER)
-// and every marker a known marker type (SONDE_MARKER_TIMESTAMP .. SONDE_MARKER_CPU_ID), else
-// "chunk record I: ..." for the first that is not. Cost: one pass over 2n bytes.
-std::string check_columns(const unsigned char *payload, size_t n);
-// Same for records about to be written: SIZE_MAX when all are valid, else the first bad one.
+// Checks the type column (and, for markers, the size column) of a payload of n records of a
+// file of minor version `minor`: empty when every record is a known memref type
+// (SONDE_MEMREF_READ .. SONDE_MEMREF_MARKER; from minor version 2 also the 1.2 kinds,
+// SONDE_MEMREF_INSTR_NO_FETCH .. SONDE_MEMREF_DATA_FLUSH and SONDE_MEMREF_PREFETCH ..
+// SONDE_MEMREF_PREFETCH_LAST) and every marker a known marker type (SONDE_MARKER_TIMESTAMP ..
+// SONDE_MARKER_CPU_ID; from minor version 2 also up to SONDE_MARKER_THREAD_EXIT and
+// SONDE_MARKER_DRMEMTRACE and above), else "chunk record I: ..." for the first that is not.
+// Cost: one pass over 2n bytes.
+std::string check_columns(const unsigned char *payload, size_t n, uint32_t minor);
+// Same for records about to be written (to a file of this library's minor version): SIZE_MAX
+// when all are valid, else the first bad one.
 size_t first_invalid(const sonde_memref_t *records, size_t n);
 
 // "PATH: offset N: what"

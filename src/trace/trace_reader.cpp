@@ -13,6 +13,7 @@
 #include <new>
 #include <queue>
 
+#include "trace/drmemtrace.h"
 #include "trace/lackey.h"
 #include "trace/raw64.h"
 #include "trace/source.h"
@@ -155,6 +156,8 @@ public:
         for (const ChunkRef &c : shards_[shard]) n += c.records;
         return n;
     }
+    // The header's minor version (which record kinds the chunks may hold).
+    uint32_t minor() const { return minor_; }
     uint64_t shard_memory(size_t shard) const override {
         if (shard >= shards_.size()) return 0;
         // The decoded columns of its largest chunk and that chunk's compressed bytes (held
@@ -608,7 +611,7 @@ private:
         if (r != want)
             return fail(poff, "chunk decompresses to " + std::to_string(r) + " bytes, expected " +
                                   std::to_string(want));
-        const std::string invalid = fmt::check_columns(payload_.get(), h.records);
+        const std::string invalid = fmt::check_columns(payload_.get(), h.records, in_->minor());
         if (!invalid.empty()) return fail(poff, invalid);
         pos_ = 0;
         count_ = h.records;
@@ -762,6 +765,12 @@ sonde_status_t detect(Source &source, uint32_t *format, std::string *error) {
         *format = SONDE_TRACE_FORMAT_SONDE;
         return SONDE_STATUS_SUCCESS;
     }
+    // A drmemtrace name (*.trace, *.trace.zip, a schedule file, ...) after the Sonde magic: a
+    // Sonde trace may be named sonde.trace too.
+    if (drmemtrace_claims_name(path)) {
+        *format = SONDE_TRACE_FORMAT_DRMEMTRACE;
+        return SONDE_STATUS_SUCCESS;
+    }
     std::string base = path;
     if (ends_with(base, ".zst")) base.resize(base.size() - 4);
     if (ends_with(base, ".sonde")) {
@@ -789,6 +798,10 @@ sonde_status_t detect(Source &source, uint32_t *format, std::string *error) {
         *format = SONDE_TRACE_FORMAT_LACKEY;
         return SONDE_STATUS_SUCCESS;
     }
+    if (drmemtrace_claims_head(source.head(), source.zstd() ? 0 : source.head_size(), head, n)) {
+        *format = SONDE_TRACE_FORMAT_DRMEMTRACE;
+        return SONDE_STATUS_SUCCESS;
+    }
     if (source.head_size() == 0) {
         *error = fmt::at(path, 0, "empty input (0 bytes, no records); its format cannot be told");
         return SONDE_STATUS_ERROR_FORMAT;
@@ -811,10 +824,14 @@ sonde_status_t Input::open(const std::string &path, uint32_t format, std::unique
                            std::string *error) {
     out->reset();
     error->clear();
-    if (format > SONDE_TRACE_FORMAT_RAW64) {
+    if (format > SONDE_TRACE_FORMAT_DRMEMTRACE) {
         *error = path + ": unknown format value " + std::to_string(format);
         return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     }
+    struct stat st;
+    if (format == SONDE_TRACE_FORMAT_DRMEMTRACE ||
+        (format == SONDE_TRACE_FORMAT_AUTO && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+        return open_drmemtrace(path, out, error);
     auto source = std::make_unique<Source>();
     sonde_status_t s = source->open(path, error);
     if (s == SONDE_STATUS_SUCCESS && (format != SONDE_TRACE_FORMAT_SONDE || source->seekable()))
@@ -823,6 +840,16 @@ sonde_status_t Input::open(const std::string &path, uint32_t format, std::unique
     if (format == SONDE_TRACE_FORMAT_AUTO) {
         s = detect(*source, &format, error);
         if (s != SONDE_STATUS_SUCCESS) return s;
+    }
+    if (format == SONDE_TRACE_FORMAT_DRMEMTRACE) {
+        // Found by its bytes: the container libraries open the file by name again.
+        if (!source->seekable()) {
+            *error =
+                path + ": a drmemtrace trace is read from a file or a directory, not from a pipe or device";
+            return SONDE_STATUS_ERROR_IO;
+        }
+        source.reset();
+        return open_drmemtrace(path, out, error);
     }
     if (format == SONDE_TRACE_FORMAT_LACKEY) return open_lackey(std::move(source), out, error);
     if (format == SONDE_TRACE_FORMAT_RAW64) return open_raw64(std::move(source), out, error);

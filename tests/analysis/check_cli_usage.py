@@ -61,8 +61,27 @@ with tempfile.TemporaryDirectory() as tmp:
     for args, names in [
         (["analyze"], ["INPUT"]),
         (["analyze", missing], ["INPUT", "missing.lackey"]),
-        (["analyze", tmp], ["INPUT", "directory"]),
         (A + ["--format", "elf"], ["--format", "elf"]),
+        (A + ["--cache-model", "gem5"], ["--cache-model", "gem5"]),
+        (A + ["--reuse-model", "lru"], ["--reuse-model", "lru"]),
+        (A + ["--tool", "basic_counts", "--cache-model", "drcachesim"], ["--cache-model", "cache_sim"]),
+        (A + ["--tool", "basic_counts", "--reuse-model", "drcachesim"], ["--reuse-model", "reuse_distance"]),
+        (A + ["--cache-model", "drcachesim", "--cache", "I1:32K:8:64"], ["--cache", "KEY=VALUE"]),
+        (A + ["--cache-model", "drcachesim", "--cache", "cores=0"], ["--cache", "cores"]),
+        (A + ["--cache-model", "drcachesim", "--cache", "ways=2"], ["--cache", "ways"]),
+        (A + ["--cache-model", "drcachesim", "--cache", "LL_size=3M"], ["--cache", "LL"]),
+        (A + ["--cache", "cores=2"], ["--cache", "cores=2"]),
+        (A + ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--sample-rate", "0.5"],
+         ["--sample-rate", "gem5"]),
+        (A + ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--per-shard"],
+         ["--per-shard", "gem5"]),
+        (A + ["--tool", "reuse_distance", "--reuse-options", "report_top=3"], ["--reuse-options", "drcachesim"]),
+        (A + ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options", "line_size=8"],
+         ["--reuse-options", "line_size=8"]),
+        (A + ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options", "report_top=-1"],
+         ["--reuse-options", "report_top"]),
+        (A + ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options",
+              "distance_threshold=50,distance_limit=50"], ["--reuse-options", "distance_limit"]),
         (A + ["--jobs", "0"], ["--jobs", "0"]),
         (A + ["--jobs", "-1"], ["--jobs", "-1"]),
         (A + ["--jobs", "1025"], ["--jobs", "1025"]),
@@ -124,12 +143,22 @@ with tempfile.TemporaryDirectory() as tmp:
     ]:
         usage_error(args, names)
     check(os.listdir(tmp) == ["t.lackey"], "usage errors write nothing: %s" % os.listdir(tmp))
+    # A directory is a drmemtrace trace: one whose files are not thread traces fails as an input
+    # (exit 1) naming the file, and writes nothing.
+    r = run("analyze", tmp, "--json", os.path.join(tmp, "d.json"))
+    check(r.returncode == 1 and "t.lackey" in r.stderr and "not a drmemtrace trace" in r.stderr,
+          "a directory of other files: exit 1 naming the file (exit %d: %r)" % (r.returncode, r.stderr))
+    check(os.listdir(tmp) == ["t.lackey"], "a failed input writes nothing: %s" % os.listdir(tmp))
     # The values at the edges of the ranges are accepted.
     for args in (["--jobs", "1"], ["--jobs", "1024"], ["--line-size", "1"], ["--line-size", "1048576"],
                  ["--tool", "reuse_distance", "--sample-rate", "1"],
                  ["--tool", "reuse_distance", "--sample-size", "18446744073709551615"],
                  ["--cache", "I1:32K:8:64,D1:48K:12:64,LL:1M:16:64:fifo"],
-                 ["--cache", "LL:2G:1024:65536:random"]):
+                 ["--cache", "LL:2G:1024:65536:random"],
+                 ["--cache-model", "drcachesim", "--cache", "cores=1,L1D_size=48K,L1D_assoc=12,data_prefetcher=none"],
+                 ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--jobs", "2"],
+                 ["--tool", "reuse_distance", "--reuse-model", "drcachesim", "--reuse-options",
+                  "distance_threshold=5,distance_limit=6,report_top=2"]):
         r = run(*A, *args)
         check(r.returncode == 0, "accepted: %s (exit %d %s)" % (" ".join(args), r.returncode, r.stderr))
 

@@ -142,6 +142,19 @@ test('profile arrays: write, read back, per bucket', () => {
   arr.destroy();
 });
 
+test('trace reader: a DynamoRIO drmemtrace file', () => {
+  const file = path.join(process.env.SONDE_SHARED_DATA || path.join(__dirname, '..', 'data'), 'drmemtrace',
+    'reuse_offline', 'drmemtrace.small.x64.trace');
+  const reader = new sonde.TraceReader(file, 'drmemtrace');
+  assert.strictEqual(reader.format, 'drmemtrace');
+  assert.strictEqual(reader.numShards, 1);
+  let accesses = 0;
+  for (let batch = reader.readShard(0, 64); batch.length > 0; batch = reader.readShard(0, 64))
+    for (const m of batch) accesses += m.type !== 4 && m.type !== 5 && m.type !== 15 ? 1 : 0;
+  assert.strictEqual(accesses, 229); /* 173 fetched instructions, 42 loads, 14 stores */
+  reader.close();
+});
+
 test('trace reader: a lackey trace, and a missing file', () => {
   const file = path.join(process.env.SONDE_SHARED_DATA || path.join(__dirname, '..', 'data'), 'gzip-gpl3.lackey.zst');
   const reader = new sonde.TraceReader(file);

@@ -410,6 +410,17 @@ class TraceTest(unittest.TestCase):
         self.assertGreater(counts["fib"], 1)
         self.assertEqual(sum(counts.values()), enters)
 
+    def test_drmemtrace_directory_reads(self):
+        tracedir = os.path.join(DATA, "drmemtrace", "core_serial",
+                                "drmemtrace.threadsig.x64.tracedir")
+        with sonde.TraceReader(tracedir) as r:
+            self.assertEqual((r.format, r.num_shards), ("drmemtrace", 9))
+            fetched = sum(1 for shard in range(9) for m in r.memrefs(shard) if m.type == sonde.MEMREF_IFETCH)
+        # Plain fetches only (the branch kinds are types of their own): DynamoRIO's threadsig
+        # trace has 499,388 of its 650,576 fetched instructions without a branch kind.
+        self.assertEqual(fetched, 499388)
+        self.assertEqual(sonde.analyze(tracedir)["basic_counts"]["ifetches"], 650576)
+
     def test_lackey_reads(self):
         with sonde.TraceReader(LACKEY, "lackey") as r:
             self.assertEqual(r.format, "lackey")

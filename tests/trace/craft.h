@@ -159,8 +159,8 @@ static inline unsigned char *craft_columns(const sonde_memref_t *m, size_t n) {
 
 /* ---- the file ---- */
 
-/* The 64-byte header. */
-static inline void craft_header(craft_buf *f) {
+/* The 64-byte header of minor version `minor` (offset 28). */
+static inline void craft_header_minor(craft_buf *f, uint32_t minor) {
     unsigned char h[64];
     memset(h, 0, sizeof h);
     memcpy(h, "SONDETRC", 8);
@@ -168,9 +168,13 @@ static inline void craft_header(craft_buf *f) {
     craft_le(h + 12, 64, 4);
     craft_le(h + 16, 28, 4);
     craft_le(h + 24, 65536, 4);
+    craft_le(h + 28, minor, 4);
     craft_le(h + 56, craft_sum64(h, 56), 8);
     craft_put(f, h, sizeof h);
 }
+
+/* The 64-byte header of a version 1.0 file (minor version 0). */
+static inline void craft_header(craft_buf *f) { craft_header_minor(f, 0); }
 
 /* Appends a chunk (header + the zstd frame `z`); returns its offset. */
 static inline uint64_t craft_chunk(craft_buf *f, uint32_t shard, uint32_t records, const craft_buf *z) {

@@ -6,7 +6,8 @@
  * declared shards (65,536 take seconds of JSON per run, which tests/analysis covers), index entries that repeat, overlap, nest or leave a shard's file order,
  * record values outside the format, addresses at the top of the address space with sizes up
  * to 65535, chunks of a quarter million records, a file cut inside a chunk. The other seeds
- * start the raw64, zstd, tool-option and cache-geometry targets at their edges. */
+ * start the raw64, zstd, drmemtrace, tool-option and cache-geometry targets at their edges (the
+ * drmemtrace seed is a version-7 thread file with every kind of record the reader decodes). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +261,79 @@ static void cache(void) {
     craft_free(&b);
 }
 
+/* One 12-byte drmemtrace record (trace_entry_t of a 64-bit trace). */
+static void dr(craft_buf *b, uint16_t type, uint16_t size, uint64_t value) {
+    unsigned char r[12];
+    craft_le(r, type, 2);
+    craft_le(r + 2, size, 2);
+    craft_le(r + 4, value, 8);
+    craft_put(b, r, sizeof r);
+}
+
+static void drmemtrace(void) {
+    enum { kMarker = 28 };
+    craft_buf b = {NULL, 0, 0};
+    dr(&b, 25, 0, 7);                   /* header, version 7 */
+    dr(&b, kMarker, 12, 7);             /* version marker */
+    dr(&b, kMarker, 9, 0xe40);          /* file type: x86-64, encodings, syscall numbers, blocking */
+    dr(&b, 22, 4, 1234);                /* thread */
+    dr(&b, 24, 4, 1234);                /* pid */
+    dr(&b, kMarker, 10, 64);            /* cache line size */
+    dr(&b, kMarker, 20, 10000000);      /* chunk instruction count */
+    dr(&b, kMarker, 18, 4096);          /* page size */
+    dr(&b, kMarker, 2, 13386385969ull); /* timestamp (us) */
+    dr(&b, kMarker, 3, 5);              /* cpu id */
+    dr(&b, 47, 3, 0x90c031);            /* encoding of a 3-byte instruction */
+    dr(&b, 10, 3, 0x401000);            /* instruction */
+    dr(&b, 0, 8, 0x7ffd000010);         /* load */
+    dr(&b, 1, 4, 0x7ffd000018);         /* store */
+    dr(&b, 2, 1, 0x601000);             /* prefetch */
+    dr(&b, 27, 64, 0x601040);           /* hardware prefetch */
+    dr(&b, 48, 2, 0x401003);            /* taken conditional branch */
+    dr(&b, 49, 2, 0x401010);            /* untaken conditional branch */
+    dr(&b, 14, 5, 0x401012);            /* direct call */
+    dr(&b, 16, 1, 0x402000);            /* return */
+    dr(&b, 29, 2, 0x401017);            /* non-fetched instruction */
+    unsigned char bundle[12] = {17, 0, 3, 0, 2, 4, 7};
+    craft_put(&b, bundle, sizeof bundle); /* bundle of 3 instructions after the last one */
+    dr(&b, 18, 0, 0x401000);              /* instruction flush of unknown length ... */
+    dr(&b, 19, 0, 0x401040);              /* ... and its end */
+    dr(&b, 20, 64, 0x601000);             /* data flush */
+    dr(&b, kMarker, 25, 15);              /* system call 15 */
+    dr(&b, kMarker, 26, 0);               /* maybe blocking */
+    dr(&b, kMarker, 4, 7);                /* function id, return address, argument, return value */
+    dr(&b, kMarker, 5, 0x401020);
+    dr(&b, kMarker, 6, 42);
+    dr(&b, kMarker, 7, 0);
+    dr(&b, kMarker, 0, 0x401020); /* kernel event, then the transfer back */
+    dr(&b, kMarker, 1, 0x401020);
+    dr(&b, 0, 0, UINT64_MAX);         /* a 0-byte load at the top of the address space */
+    dr(&b, 1, 65535, UINT64_MAX - 8); /* the largest store, past the top */
+    dr(&b, kMarker, 2, 13386385970ull);
+    dr(&b, 23, 4, 1234); /* thread exit */
+    dr(&b, 26, 0, 0);    /* footer */
+    emit_buf("drmemtrace/crafted_v7.trace", &b);
+    craft_free(&b);
+    /* Version 1, as the oldest tracers wrote it: no version or file type marker, conditional
+     * branches of type 13, and the thread record repeated before each buffer's worth. */
+    craft_buf v1 = {NULL, 0, 0};
+    dr(&v1, 25, 0, 1);
+    dr(&v1, 22, 4, 21548);
+    dr(&v1, 24, 4, 21548);
+    dr(&v1, kMarker, 2, 13152668519ull);
+    dr(&v1, kMarker, 3, 2);
+    dr(&v1, 10, 4, 0x400100);
+    dr(&v1, 0, 8, 0x7fff413f5bc8);
+    dr(&v1, 13, 2, 0x400104);
+    dr(&v1, 22, 4, 21548);
+    dr(&v1, 11, 5, 0x400140);
+    dr(&v1, 1, 8, 0x7fff413f5c00);
+    dr(&v1, 23, 4, 21548);
+    dr(&v1, 26, 0, 0);
+    emit_buf("drmemtrace/crafted_v1.trace", &v1);
+    craft_free(&v1);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3 || (strcmp(argv[1], "write") != 0 && strcmp(argv[1], "check") != 0)) {
         fprintf(stderr, "usage: craft_corpus write|check CORPUS_DIR\n");
@@ -269,6 +343,7 @@ int main(int argc, char **argv) {
     g_dir = argv[2];
     traces();
     raw64();
+    drmemtrace();
     zstd();
     options();
     cache();

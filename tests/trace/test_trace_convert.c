@@ -1,5 +1,6 @@
-/* `sonde convert` (sonde_cli_convert from src/cli/convert.h): lackey and raw64 inputs to
- * Sonde traces that read back identically; its failures (missing input, bad line, bad options)
+/* `sonde convert` (sonde_cli_convert from src/cli/convert.h): lackey, raw64 and DynamoRIO
+ * drmemtrace inputs (a directory of thread files, a zip, a plain file) to Sonde traces that read
+ * back identically, record for record and shard for shard, every 1.2 kind and marker kept; its failures (missing input, bad line, bad options)
  * as exit statuses; and that it never destroys data: an output that is the input (also through
  * a symbolic or a hard link) is refused, an existing output is replaced only with --force and
  * only by a complete trace, a failed conversion leaves no output and no temporary file, and
@@ -259,6 +260,73 @@ static int teardown(void **state) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Every shard of `a` and `b` holds the same records (shard ids aside); returns the total. */
+static uint64_t same_records(const char *a, uint32_t fa, const char *b, uint32_t fb) {
+    sonde_trace_reader_t *ra = NULL, *rb = NULL;
+    assert_int_equal(sonde_trace_reader_open(a, fa, NULL, 0, &ra), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_open(b, fb, NULL, 0, &rb), SONDE_STATUS_SUCCESS);
+    uint32_t na = 0, nb = 0;
+    assert_int_equal(sonde_trace_reader_num_shards(ra, &na), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_reader_num_shards(rb, &nb), SONDE_STATUS_SUCCESS);
+    assert_int_equal(na, nb);
+    enum { kBatch = 4096 };
+    sonde_memref_t *ma = malloc(kBatch * sizeof *ma), *mb = malloc(kBatch * sizeof *mb);
+    assert_non_null(ma);
+    assert_non_null(mb);
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < na; ++s) {
+        size_t ka = 0, kb = 0, ia = 0, ib = 0;
+        for (;;) {
+            if (ia == ka) {
+                assert_int_equal(sonde_trace_reader_read_shard(ra, s, ma, kBatch, &ka), SONDE_STATUS_SUCCESS);
+                ia = 0;
+            }
+            if (ib == kb) {
+                assert_int_equal(sonde_trace_reader_read_shard(rb, s, mb, kBatch, &kb), SONDE_STATUS_SUCCESS);
+                ib = 0;
+            }
+            if (ka == 0 || kb == 0) break;
+            for (; ia < ka && ib < kb; ++ia, ++ib, ++total) {
+                const sonde_memref_t *x = &ma[ia], *y = &mb[ib];
+                if (x->address != y->address || x->pc != y->pc || x->timestamp != y->timestamp ||
+                    x->type != y->type || x->size != y->size)
+                    fail_msg("shard %u record %llu differs: type %u/%u size %u/%u address %llx/%llx", s,
+                             (unsigned long long)total, x->type, y->type, x->size, y->size,
+                             (unsigned long long)x->address, (unsigned long long)y->address);
+            }
+        }
+        assert_int_equal(ka, 0);
+        assert_int_equal(kb, 0);
+    }
+    free(ma);
+    free(mb);
+    sonde_trace_reader_close(ra);
+    sonde_trace_reader_close(rb);
+    return total;
+}
+
+static void test_convert_drmemtrace(void **state) {
+    (void)state;
+    static const char *const inputs[] = {
+        "core_serial/drmemtrace.threadsig.x64.tracedir",  /* version 7, 9 thread files */
+        "drcacheoff.cpu/drmemtrace.simple_app.trace.zip", /* version 4, one zip */
+        "reuse_offline/drmemtrace.small.x64.trace",       /* version 1, plain */
+    };
+    static const uint64_t records[] = {974910, 0, 0};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; ++i) {
+        char in[768], out[512];
+        snprintf(in, sizeof in, "%s/drmemtrace/%s", getenv("SONDE_SHARED_DATA"), inputs[i]);
+        make_path(out, "dr.sonde");
+        unlink(out);
+        const char *format = i == 1 ? "drmemtrace" : "auto";
+        assert_int_equal(convert(in, "-o", out, "--format", format, NULL), 0);
+        const uint64_t n = same_records(in, SONDE_TRACE_FORMAT_AUTO, out, SONDE_TRACE_FORMAT_SONDE);
+        if (records[i] != 0) assert_int_equal(n, records[i]);
+        assert_true(n > 200);
+        unlink(out);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convert_lackey_and_raw64),
@@ -266,6 +334,7 @@ int main(void) {
         cmocka_unit_test(test_convert_refuses_its_input_as_output),
         cmocka_unit_test(test_convert_existing_output),
         cmocka_unit_test(test_convert_strict),
+        cmocka_unit_test(test_convert_drmemtrace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -195,9 +195,10 @@ static void test_index_nested_chunk(void **state) {
 
 /* ---- record values outside what the format allows ---- */
 
-static void expect_bad_record(const sonde_memref_t *m, size_t n, const char *name, const char *needle) {
+static void expect_bad_record_minor(const sonde_memref_t *m, size_t n, const char *name, const char *needle,
+                                    uint32_t minor) {
     craft_buf f = {NULL, 0, 0};
-    craft_header(&f);
+    craft_header_minor(&f, minor);
     const uint64_t off = craft_chunk_of(&f, 0, m, n);
     craft_entry e = {off, 0, (uint32_t)n};
     craft_index(&f, &e, 1, 1);
@@ -218,6 +219,28 @@ static void expect_bad_record(const sonde_memref_t *m, size_t n, const char *nam
     sonde_memref_t buf[16];
     size_t got = 0;
     assert_int_equal(sonde_trace_reader_read(r, buf, 16, &got), SONDE_STATUS_ERROR_FORMAT);
+    sonde_trace_reader_close(r);
+    craft_free(&f);
+}
+
+static void expect_bad_record(const sonde_memref_t *m, size_t n, const char *name, const char *needle) {
+    expect_bad_record_minor(m, n, name, needle, 0);
+}
+
+/* A file of minor version `minor` holding m[0..n) reads them all back. */
+static void expect_good_records(const sonde_memref_t *m, size_t n, uint32_t minor) {
+    craft_buf f = {NULL, 0, 0};
+    craft_header_minor(&f, minor);
+    const uint64_t off = craft_chunk_of(&f, 0, m, n);
+    craft_entry e = {off, 0, (uint32_t)n};
+    craft_index(&f, &e, 1, 1);
+    assert_int_equal(craft_save(&f, tmp_path("good.sonde")), 0);
+    sonde_trace_reader_t *r = NULL;
+    assert_int_equal(sonde_trace_reader_open(tmp_path("good.sonde"), SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
+    uint64_t total = 0;
+    assert_int_equal(drain_shard(r, 0, &total), SONDE_STATUS_SUCCESS);
+    assert_int_equal(total, n);
     sonde_trace_reader_close(r);
     craft_free(&f);
 }
@@ -256,14 +279,48 @@ static void test_record_values(void **state) {
     /* The writer refuses what the readers would refuse. */
     sonde_trace_writer_t *w = NULL;
     assert_int_equal(sonde_trace_writer_create(tmp_path("w.sonde"), NULL, &w), SONDE_STATUS_SUCCESS);
-    m[1].type = 7;
+    m[1].type = 18;
     assert_int_equal(sonde_trace_writer_write(w, 0, m, 3), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    m[1].type = SONDE_MEMREF_MARKER;
+    m[1].size = SONDE_MARKER_THREAD_EXIT + 1;
+    assert_int_equal(sonde_trace_writer_write(w, 0, m, 3), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    m[1].type = SONDE_MEMREF_INSTR_INDIRECT_JUMP; /* a 1.2 kind: the 1.2 writer takes it */
+    assert_int_equal(sonde_trace_writer_write(w, 0, m, 3), SONDE_STATUS_SUCCESS);
     m[1].type = SONDE_MEMREF_MARKER;
     m[1].size = 0;
     assert_int_equal(sonde_trace_writer_write(w, 0, m, 3), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     m[1].size = SONDE_MARKER_CPU_ID;
     assert_int_equal(sonde_trace_writer_write(w, 0, m, 3), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_trace_writer_close(w), SONDE_STATUS_SUCCESS);
+
+    /* Minor version 2 (1.2) files may hold the 1.2 kinds and markers, and nothing beyond. */
+    const uint16_t kinds[] = {SONDE_MEMREF_INSTR_NO_FETCH, SONDE_MEMREF_INSTR_TAKEN_JUMP,
+                              SONDE_MEMREF_DATA_FLUSH, SONDE_MEMREF_PREFETCH, SONDE_MEMREF_PREFETCH_LAST};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i) {
+        m[1].type = kinds[i];
+        m[1].size = 4;
+        expect_good_records(m, 3, 2);
+        expect_bad_record_minor(m, 3, "old.sonde", "memref type", 1); /* not in a 1.1 file */
+    }
+    const uint16_t markers[] = {SONDE_MARKER_THREAD_ID, SONDE_MARKER_THREAD_EXIT, SONDE_MARKER_DRMEMTRACE,
+                                0xFFFF};
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; ++i) {
+        m[1].type = SONDE_MEMREF_MARKER;
+        m[1].size = markers[i];
+        expect_good_records(m, 3, 2);
+        expect_bad_record_minor(m, 3, "old.sonde", "marker type", 1);
+    }
+    m[1].type = 18;
+    expect_bad_record_minor(m, 3, "type18.sonde",
+                            "record 1: memref type 18 is not a known type (0 to 17, 32 to 55)", 2);
+    m[1].type = 31;
+    expect_bad_record_minor(m, 3, "type31.sonde", "record 1: memref type 31", 2);
+    m[1].type = 56;
+    expect_bad_record_minor(m, 3, "type56.sonde", "record 1: memref type 56", 2);
+    m[1].type = SONDE_MEMREF_MARKER;
+    m[1].size = SONDE_MARKER_THREAD_EXIT + 1;
+    expect_bad_record_minor(m, 3, "marker7.sonde",
+                            "record 1: marker type 7 is not a known marker type (1 to 6, 256 and above)", 2);
 }
 
 /* ---- empty inputs name the real cause ---- */

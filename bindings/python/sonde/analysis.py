@@ -41,7 +41,8 @@ class Analyzer:
                     "sonde_analyzer_load_tool")
 
     def add_input(self, path, format="auto"):
-        """Opens an input trace; ``format`` is ``"auto"``, ``"sonde"``, ``"lackey"`` or ``"raw64"``."""
+        """Opens an input trace; ``format`` is ``"auto"``, ``"sonde"``, ``"lackey"``, ``"raw64"`` or
+        ``"drmemtrace"`` (a drmemtrace directory or thread file)."""
         if format not in FORMATS:
             raise ValueError("format must be one of %s" % ", ".join(FORMATS))
         self._check(lib.sonde_analyzer_add_input(self._a, os.fsencode(path), FORMATS[format]),

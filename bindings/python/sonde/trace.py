@@ -1,5 +1,5 @@
 """Trace files (sonde/trace.h, sonde/trace_events.h): memory references of Sonde traces, valgrind
-lackey text and raw 64-bit addresses; program events (method enter and leave, threads, marks,
+lackey text, raw 64-bit addresses and DynamoRIO drmemtrace traces (a directory or a thread file); program events (method enter and leave, threads, marks,
 ranges) and the tables that name them (methods, modules, threads, strings); and a writer of
 Sonde traces.
 """
@@ -10,7 +10,7 @@ import os
 from . import _lib
 from ._lib import check, lib
 
-FORMATS = {"auto": 0, "sonde": 1, "lackey": 2, "raw64": 3}
+FORMATS = {"auto": 0, "sonde": 1, "lackey": 2, "raw64": 3, "drmemtrace": 4}
 """Input format names and their ``sonde_trace_format_value``."""
 _FORMAT_NAMES = {v: k for k, v in FORMATS.items()}
 
@@ -66,7 +66,7 @@ def _s(b):
 
 class TraceReader:
     """An open trace (``sonde_trace_reader_open``). ``format`` is ``"auto"``, ``"sonde"``,
-    ``"lackey"`` or ``"raw64"``. Usable as a context manager (leaving it closes the reader).
+    ``"lackey"``, ``"raw64"`` or ``"drmemtrace"`` (``path`` a drmemtrace directory or file). Usable as a context manager (leaving it closes the reader).
 
     Memory references: :meth:`memrefs` (one shard, or every shard interleaved by timestamp).
     Program events: :attr:`event_info`, :meth:`events`, and the tables :meth:`methods`,
@@ -88,14 +88,15 @@ class TraceReader:
 
     @property
     def num_shards(self):
-        """Memref shards (threads); lackey and raw64 inputs have one."""
+        """Memref shards (threads); lackey and raw64 inputs have one, a drmemtrace directory one
+        per thread file."""
         n = ctypes.c_uint32()
         self._check(lib.sonde_trace_reader_num_shards(self._r, ctypes.byref(n)), "sonde_trace_reader_num_shards")
         return n.value
 
     @property
     def format(self):
-        """The resolved format: ``"sonde"``, ``"lackey"`` or ``"raw64"``."""
+        """The resolved format: ``"sonde"``, ``"lackey"``, ``"raw64"`` or ``"drmemtrace"``."""
         f = ctypes.c_uint32()
         self._check(lib.sonde_trace_reader_format(self._r, ctypes.byref(f)), "sonde_trace_reader_format")
         return _FORMAT_NAMES.get(f.value, str(f.value))

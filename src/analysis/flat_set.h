@@ -1,0 +1,73 @@
+// FlatSet: a set of 64-bit keys in one open-addressing table (linear probing, load at most one
+// half), for the per-record set inserts of basic_counts (distinct lines, distinct instruction
+// addresses). Cost of insert: a multiply, usually one probe, and a compare with the last key
+// inserted (which short-cuts runs of the same key); growth doubles the table. One owner thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace sonde::analysis {
+
+class FlatSet {
+public:
+    // Adds `key`; true when it was not there.
+    bool insert(uint64_t key) {
+        if (key == last_ && has_last_) return false;
+        last_ = key;
+        has_last_ = true;
+        if (key == kEmpty) {
+            const bool fresh = !has_empty_key_;
+            has_empty_key_ = true;
+            return fresh;
+        }
+        if ((size_ + 1) * 2 > slots_.size()) grow();
+        const size_t mask = slots_.size() - 1;
+        for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+            if (slots_[i] == key) return false;
+            if (slots_[i] == kEmpty) {
+                slots_[i] = key;
+                ++size_;
+                return true;
+            }
+        }
+    }
+    size_t size() const { return size_ + (has_empty_key_ ? 1 : 0); }
+    // Calls f(key) for every key.
+    template <typename F>
+    void for_each(F f) const {
+        for (uint64_t k : slots_)
+            if (k != kEmpty) f(k);
+        if (has_empty_key_) f(kEmpty);
+    }
+    void insert_all(const FlatSet &other) {
+        other.for_each([this](uint64_t k) { insert(k); });
+    }
+
+private:
+    static constexpr uint64_t kEmpty = ~uint64_t(0);
+    static size_t hash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20); }
+    void grow() {
+        std::vector<uint64_t> old;
+        old.swap(slots_);
+        slots_.assign(old.empty() ? 64 : old.size() * 2, kEmpty);
+        size_ = 0;
+        const size_t mask = slots_.size() - 1;
+        for (uint64_t k : old) {
+            if (k == kEmpty) continue;
+            size_t i = hash(k) & mask;
+            while (slots_[i] != kEmpty) i = (i + 1) & mask;
+            slots_[i] = k;
+            ++size_;
+        }
+    }
+
+    std::vector<uint64_t> slots_;
+    size_t size_ = 0;
+    bool has_empty_key_ = false;
+    uint64_t last_ = 0;
+    bool has_last_ = false;
+};
+
+}  // namespace sonde::analysis
