@@ -49,6 +49,7 @@ enum : uint16_t {
     kMarkerCpuId = 3,
     kMarkerChunkFooter = 21,
     kMarkerRecordOrdinal = 22,
+    kMarkerFiletype = 9,
     kMarkerMax = 0xFFFF - SONDE_MARKER_DRMEMTRACE,
 };
 constexpr uint64_t kMaxVersion = 7;             // TRACE_ENTRY_VERSION_RETIRED_INSTRUCTIONS_ONLY
@@ -62,9 +63,11 @@ enum Class : uint8_t { kBad, kData, kFetch, kSlow };
 struct Mapping {
     uint8_t cls[kLastType + 1];
     uint16_t type[kLastType + 1];
-    // For the hot loop, by type & 63: the Sonde type in the low 16 bits, kFastData or
-    // kFastFetch above; 0 (the slow path) for every other type up to 63.
-    uint32_t fast[64];
+    // For the hot loop, by min(type, 63) (63 is no type: the slow path): bit 0 for a load,
+    // store or prefetch, bit 1 for a fetched instruction, 0 for the slow path; in the high 32
+    // bits, the Sonde type minus the drmemtrace type (mod 2^32), so that adding it to the
+    // record's first 32 bits (type | size << 16) gives the memref's type | size << 16.
+    uint64_t fast[64];
     Mapping() {
         for (int t = 0; t <= kLastType; ++t) {
             cls[t] = kSlow;
@@ -96,10 +99,11 @@ struct Mapping {
         fetch(49, SONDE_MEMREF_INSTR_UNTAKEN_JUMP);
         for (int t = 0; t < 64; ++t) {
             const uint8_t c = t <= kLastType ? cls[t] : uint8_t{kBad};
-            fast[t] = c == kData ? kFastData | type[t] : c == kFetch ? kFastFetch | type[t] : 0;
+            const uint64_t delta = c == kData || c == kFetch ? static_cast<uint32_t>(type[t] - t) : 0;
+            fast[t] = c == kData ? kFastData | delta << 32 : c == kFetch ? kFastFetch | delta << 32 : 0;
         }
     }
-    static constexpr uint32_t kFastData = 1u << 16, kFastFetch = 1u << 17;
+    static constexpr uint64_t kFastData = 1, kFastFetch = 2;
 };
 const Mapping kMap;
 static_assert(offsetof(sonde_memref_t, shard) == 24 && offsetof(sonde_memref_t, type) == 28 &&
@@ -314,37 +318,91 @@ private:
         uint16_t last_size = last_size_;
         uint64_t ts = ts_;
         const uint64_t shard = shard_id_;
-        // All ones when the fast path may run: no header, chunk start or pending encoding.
-        uint32_t mask = !special_ && enc_len_ == 0 ? ~0u : 0u;
+        // The fast path's table, or one that sends every record to the slow path while a header,
+        // a chunk start or an encoding is pending.
+        static const uint64_t kNone[64] = {};
+        const uint64_t *tab = !special_ && enc_len_ == 0 ? kMap.fast : kNone;
         // The fast loop runs to `stop`: the block's end or the caller's room, whichever is first.
         auto stop_at = [&] {
             return p + std::min(static_cast<size_t>(end - p) / kRec, static_cast<size_t>(limit - o)) * kRec;
         };
         const unsigned char *stop = stop_at();
         while (p < stop) {
-            const uint16_t t = load16(p);
-            const uint16_t size = load16(p + 2);
+            uint32_t head;  // type | size << 16
+            std::memcpy(&head, p, 4);
+            const uint16_t t = static_cast<uint16_t>(head);
+            const uint16_t size = static_cast<uint16_t>(head >> 16);
             const uint64_t a = fmt::load64(p + 4);
-            const uint32_t e = kMap.fast[t & 63] & (t < 64 ? mask : 0u);
-            // 1 for a load, store or prefetch, 2 for a fetched instruction, 0 for the slow path;
-            // tested with one branch (bit operations, so that the kind is not branched on).
-            const uint32_t kind = e >> 16;
-            const uint32_t fetch = kind >> 1;
-            if (__builtin_expect(((kind & 1u) | (fetch & static_cast<uint32_t>(size != 0))) != 0, 1)) {
-                // The pc is selected with a mask, not branched on: loads and fetches interleave
-                // without a pattern. Two halves: {address, pc}, {timestamp, shard | type | size}.
-                const uint64_t pick = 0 - uint64_t(fetch);  // all ones for a fetch
-                const uint64_t pc = last_pc ^ ((a ^ last_pc) & pick);
+            const uint64_t e = tab[t < 63 ? t : 63];
+            // A load, store or prefetch (bit 0), or a fetched instruction (bit 1) with a size;
+            // tested with one branch, the kind selected without branching (loads and fetches
+            // interleave without a pattern).
+            const bool fetch = (e & kMap.kFastFetch) != 0;
+            if (__builtin_expect((e & (kMap.kFastData | (size != 0 ? kMap.kFastFetch : 0))) != 0, 1)) {
+                const uint64_t pc = fetch ? a : last_pc;
                 o->address = a;
                 o->pc = pc;
                 o->timestamp = ts;
-                const uint64_t hi = shard | uint64_t(e & 0xFFFFu) << 32 | uint64_t(size) << 48;
+                const uint64_t hi = shard | uint64_t(static_cast<uint32_t>(head + (e >> 32))) << 32;
                 std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &hi, 8);
                 ++o;
                 last_pc = pc;
-                last_size = static_cast<uint16_t>(last_size ^ ((size ^ last_size) & pick));
+                last_size = fetch ? size : last_size;
                 p += kRec;
                 continue;
+            }
+            // Encodings, the instruction after them and plain markers are common enough (about
+            // one record in ten in an x86-64 trace) to be decoded here too, when no header, chunk
+            // start or flush is pending and the caller has room for two memrefs.
+            if (!special_ && limit - o >= 2) {
+                if (t == kEncoding && size - 1u < 8u && enc_len_ + size <= sizeof enc_) {
+                    std::memcpy(enc_ + enc_len_, p + 4, size);
+                    enc_len_ = static_cast<uint16_t>(enc_len_ + size);
+                    tab = kNone;
+                    p += kRec;
+                    continue;
+                }
+                if (enc_len_ != 0 && t < 63 && (kMap.fast[t] & kMap.kFastFetch) != 0 && size != 0 &&
+                    (enc_len_ == size || (filetype_ & kFiletypeRegdeps) != 0)) {
+                    const uint64_t ehi =
+                        shard | uint64_t(SONDE_MEMREF_INSTR_ENCODING) << 32 | uint64_t(enc_len_) << 48;
+                    o->address = fmt::load64(enc_);
+                    o->pc = fmt::load64(enc_ + 8);
+                    o->timestamp = ts;
+                    std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &ehi,
+                                8);
+                    ++o;
+                    std::memset(enc_, 0, sizeof enc_);
+                    enc_len_ = 0;
+                    const uint64_t hi = shard | uint64_t(static_cast<uint32_t>(head + (kMap.fast[t] >> 32)))
+                                                    << 32;
+                    o->address = a;
+                    o->pc = a;
+                    o->timestamp = ts;
+                    std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &hi,
+                                8);
+                    ++o;
+                    last_pc = a;
+                    last_size = size;
+                    tab = kMap.fast;
+                    p += kRec;
+                    stop = stop_at();
+                    continue;
+                }
+                if (t == kMarker && tab == kMap.fast && size <= kMarkerMax && size != kMarkerTimestamp &&
+                    size != kMarkerCpuId && size != kMarkerRecordOrdinal && size != kMarkerFiletype) {
+                    const uint64_t mhi = shard | uint64_t(SONDE_MEMREF_MARKER) << 32 |
+                                         uint64_t(SONDE_MARKER_DRMEMTRACE + size) << 48;
+                    o->address = a;
+                    o->pc = 0;
+                    o->timestamp = ts;
+                    std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &mhi,
+                                8);
+                    ++o;
+                    last_marker_ = size;
+                    p += kRec;
+                    continue;
+                }
             }
             // Slow path: hand the state back, decode one record, take it again.
             n_ = static_cast<size_t>(o - out_);
@@ -362,7 +420,7 @@ private:
             last_pc = last_pc_;
             last_size = last_size_;
             ts = ts_;
-            mask = !special_ && enc_len_ == 0 ? ~0u : 0u;
+            tab = !special_ && enc_len_ == 0 ? kMap.fast : kNone;
             p += kRec;
             if (!pend_.empty()) break;  // the caller's room is full
             stop = stop_at();
@@ -522,7 +580,7 @@ private:
                     return;
                 }
                 if (thread_seen_ && special_) settle();
-                if (kind == 9) filetype_ = value;  // TRACE_MARKER_TYPE_FILETYPE
+                if (kind == kMarkerFiletype) filetype_ = value;
                 emit_marker(static_cast<uint16_t>(SONDE_MARKER_DRMEMTRACE + kind), value);
                 return;
         }
