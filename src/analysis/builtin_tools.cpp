@@ -13,6 +13,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/builtin_tools.h"
+#include "analysis/tool_options.h"
 #include "analysis/flat_set.h"
 #include "analysis/json_release.h"
 #include <sonde/tool.hpp>
@@ -402,15 +403,10 @@ sonde_status_t create_builtin_tool(const std::string &name, const std::string &o
 std::string take_model(const std::string &options, std::string *rest) {
     std::string model;
     rest->clear();
-    size_t pos = 0;
-    while (pos <= options.size()) {
-        size_t end = options.find(',', pos);
-        if (end == std::string::npos) end = options.size();
-        const std::string item = options.substr(pos, end - pos);
-        pos = end + 1;
+    for (const std::string &item : option_items(options)) {
         if (item.compare(0, 6, "model=") == 0) {
             model = item.substr(6);
-        } else if (!item.empty()) {
+        } else {
             if (!rest->empty()) *rest += ',';
             *rest += item;
         }

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/builtin_tools.h"
+#include "analysis/tool_options.h"
 #include "analysis/seen_blocks.h"
 
 namespace sonde::analysis {
@@ -75,21 +76,14 @@ constexpr uint64_t kMaxTags = uint64_t{1} << 25;
 
 Config parse(const std::string &text) {
     Config c;
-    size_t pos = 0;
-    while (pos <= text.size()) {
-        size_t end = text.find(',', pos);
-        if (end == std::string::npos) end = text.size();
-        const std::string item = text.substr(pos, end - pos);
-        pos = end + 1;
-        if (item.empty()) continue;
-        const size_t eq = item.find('=');
-        if (eq == std::string::npos)
+    for (const std::string &item : option_items(text)) {
+        std::string k, v;
+        if (!split_option(item, &k, &v))
             throw std::invalid_argument(
                 "option '" + item +
                 "' is not KEY=VALUE (the drcachesim model takes "
                 "cores, line_size, L1I_size, L1I_assoc, L1D_size, L1D_assoc, LL_size, "
                 "LL_assoc, data_prefetcher, cpu_scheduling, inclusive)");
-        const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
         if (k == "model") {
             if (v != "drcachesim") throw std::invalid_argument("unknown model '" + v + "'");
         } else if (k == "cores") {

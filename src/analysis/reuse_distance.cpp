@@ -22,6 +22,7 @@
 #include "analysis/json_release.h"
 
 #include "analysis/builtin_tools.h"
+#include "analysis/tool_options.h"
 #include <sonde/tool.hpp>
 #include "stackdist/reuse.h"
 
@@ -41,16 +42,10 @@ struct Options {
 
 Options parse(const std::string &text) {
     Options o;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        size_t end = text.find(',', pos);
-        if (end == std::string::npos) end = text.size();
-        const std::string item = text.substr(pos, end - pos);
-        pos = end + 1;
-        if (item.empty()) continue;
-        const size_t eq = item.find('=');
-        if (eq == std::string::npos) throw std::invalid_argument("option '" + item + "' has no value");
-        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    for (const std::string &item : option_items(text)) {
+        std::string key, value;
+        if (!split_option(item, &key, &value))
+            throw std::invalid_argument("option '" + item + "' has no value");
         // Numbers only, whole: std::stoull would take "-1" (as 2^64 - 1) or "64x" (as 64).
         const bool number = !value.empty() &&
                             value.find_first_not_of(key == "sample_rate" ? "0123456789.eE-+"

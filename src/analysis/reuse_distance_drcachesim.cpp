@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/builtin_tools.h"
+#include "analysis/tool_options.h"
 #include "stackdist/stack.h"
 
 namespace sonde::analysis {
@@ -47,16 +48,10 @@ struct Options {
 
 Options parse(const std::string &text) {
     Options o;
-    size_t pos = 0;
-    while (pos <= text.size()) {
-        size_t end = text.find(',', pos);
-        if (end == std::string::npos) end = text.size();
-        const std::string item = text.substr(pos, end - pos);
-        pos = end + 1;
-        if (item.empty()) continue;
-        const size_t eq = item.find('=');
-        if (eq == std::string::npos) throw std::invalid_argument("option '" + item + "' has no value");
-        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    for (const std::string &item : option_items(text)) {
+        std::string key, value;
+        if (!split_option(item, &key, &value))
+            throw std::invalid_argument("option '" + item + "' has no value");
         uint64_t v = 0;
         if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string::npos)
             throw std::invalid_argument("bad value for '" + key + "': '" + value + "'");
