@@ -110,8 +110,23 @@ private:
     bool started_ = false;
 };
 
+// A container that is one member: a gzip, lz4, zstd or plain file.
+class SingleMember : public DrContainer {
+public:
+    bool next_member() override {
+        if (started_) return false;
+        started_ = true;
+        return true;
+    }
+    size_t num_members() const override { return 1; }
+    bool chunked() const override { return false; }
+
+private:
+    bool started_ = false;
+};
+
 // One gzip stream (or several concatenated), inflated by zlib straight into the caller's buffer.
-class GzipContainer final : public DrContainer {
+class GzipContainer final : public SingleMember {
 public:
     ~GzipContainer() override {
         if (gz_ != nullptr) gzclose(gz_);
@@ -133,12 +148,6 @@ public:
         return SONDE_STATUS_SUCCESS;
     }
 
-    bool next_member() override {
-        if (started_) return false;
-        started_ = true;
-        return true;
-    }
-
     size_t read(unsigned char *dst, size_t cap) override {
         if (status_ != SONDE_STATUS_SUCCESS || done_) return 0;
         const unsigned limit = cap > (1u << 30) ? (1u << 30) : static_cast<unsigned>(cap);
@@ -156,19 +165,16 @@ public:
         return static_cast<size_t>(got);
     }
 
-    size_t num_members() const override { return 1; }
-    bool chunked() const override { return false; }
     // zlib's input buffer (kInputBlock), its output buffer (twice that) and the inflate window.
     uint64_t memory() const override { return 3 * kInputBlock + (64u << 10); }
 
 private:
     gzFile gz_ = nullptr;
-    bool started_ = false;
     bool done_ = false;
 };
 
 // One lz4 frame (or several concatenated), decoded by liblz4's frame API.
-class Lz4Container final : public DrContainer {
+class Lz4Container final : public SingleMember {
 public:
     ~Lz4Container() override {
         if (fd_ >= 0) ::close(fd_);
@@ -185,12 +191,6 @@ public:
         if (LZ4F_isError(LZ4F_createDecompressionContext(&ctx_, LZ4F_VERSION))) throw std::bad_alloc();
         in_.reset(new unsigned char[kInputBlock]);
         return SONDE_STATUS_SUCCESS;
-    }
-
-    bool next_member() override {
-        if (started_) return false;
-        started_ = true;
-        return true;
     }
 
     size_t read(unsigned char *dst, size_t cap) override {
@@ -232,8 +232,6 @@ public:
         return produced;
     }
 
-    size_t num_members() const override { return 1; }
-    bool chunked() const override { return false; }
     // The input block and liblz4's block buffers: two of the largest lz4 block size (4 MiB).
     uint64_t memory() const override { return kInputBlock + (8u << 20) + (64u << 10); }
 
@@ -245,11 +243,10 @@ private:
     size_t in_len_ = 0;
     size_t hint_ = 0;  // 0 once a frame is complete
     bool eof_ = false;
-    bool started_ = false;
 };
 
 // A plain file or one zstd frame (ByteStream tells them apart by the zstd magic).
-class StreamContainer final : public DrContainer {
+class StreamContainer final : public SingleMember {
 public:
     sonde_status_t open(const std::string &path, std::string *error) {
         path_ = path;
@@ -257,12 +254,6 @@ public:
         if (s == SONDE_STATUS_SUCCESS) s = source_.peek(kZstdHead, error);
         if (s == SONDE_STATUS_SUCCESS) s = stream_.open(&source_, error);
         return s;
-    }
-
-    bool next_member() override {
-        if (started_) return false;
-        started_ = true;
-        return true;
     }
 
     size_t read(unsigned char *dst, size_t cap) override {
@@ -276,15 +267,12 @@ public:
         return got;
     }
 
-    size_t num_members() const override { return 1; }
-    bool chunked() const override { return false; }
     uint64_t memory() const override { return ByteWindow::memory(source_, 0, 0); }
 
 private:
     static constexpr size_t kZstdHead = 18;  // a zstd frame header, for its window size
     Source source_;
     ByteStream stream_;
-    bool started_ = false;
 };
 
 }  // namespace
