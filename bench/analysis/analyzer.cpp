@@ -1,7 +1,10 @@
 // Analyzer benchmark: records/s of a trivial counting tool through the analyzer, serial and
 // parallel (2 workers), from memory and from a zstd Sonde trace; cache_sim refs/s; and the
-// anchor, a plain scan loop over the same in-memory records. Prints medians over repetitions
-// and the ratios. It never fails on a figure.
+// anchor, a plain scan loop over the same in-memory records. Then shards of skewed size (one
+// ten times the others) through cache_sim with 1 and 2 workers: the largest-first dynamic
+// assignment beside the fixed one of earlier releases (SONDE_ANALYZER_SCHEDULE=static), as
+// speed-ups over one worker. Prints medians over repetitions and the ratios. It never fails on
+// a figure.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sonde/analysis.h>
@@ -106,14 +110,19 @@ std::vector<std::vector<sonde_memref_t>> make_records() {
 
 // One analyzer run; returns seconds, or a negative value on a failure (printed).
 double run(const std::vector<std::vector<sonde_memref_t>> *memory, const std::string &trace, bool parallel,
-           const char *builtin) {
+           const char *builtin, uint32_t workers = 2,
+           const std::vector<std::pair<const sonde_memref_t *, size_t>> *views = nullptr) {
     sonde_analyzer_t *a = nullptr;
     sonde_analyzer_create(&a);
     Trivial *trivial = new Trivial();
     const sonde_tool_ops_t ops = trivial_ops();
     sonde_status_t st = builtin != nullptr ? sonde_analyzer_add_tool(a, builtin, nullptr)
                                            : sonde_analyzer_add_tool_ops(a, &ops, trivial);
-    if (memory != nullptr) {
+    if (views != nullptr) {
+        for (const auto &v : *views)
+            if (st == SONDE_STATUS_SUCCESS)
+                st = sonde_analyzer_add_memory_shard(a, v.first, v.second, nullptr);
+    } else if (memory != nullptr) {
         for (const auto &s : *memory)
             if (st == SONDE_STATUS_SUCCESS)
                 st = sonde_analyzer_add_memory_shard(a, s.data(), s.size(), nullptr);
@@ -121,7 +130,7 @@ double run(const std::vector<std::vector<sonde_memref_t>> *memory, const std::st
         st = sonde_analyzer_add_input(a, trace.c_str(), SONDE_TRACE_FORMAT_SONDE);
     }
     sonde_analyzer_set_parallel(a, parallel);
-    sonde_analyzer_set_workers(a, 2);
+    sonde_analyzer_set_workers(a, workers);
     const double t0 = now();
     if (st == SONDE_STATUS_SUCCESS) st = sonde_analyzer_run(a);
     const double t = now() - t0;
@@ -140,6 +149,20 @@ double median_rate(double records, const std::vector<std::vector<sonde_memref_t>
         rates.push_back(records / t);
     }
     return median(rates);
+}
+
+// Seconds of cache_sim over `views` with `workers` workers (parallel mode), the median of the
+// repetitions; `fixed` selects the assignment of earlier releases.
+double skew_seconds(const std::vector<std::pair<const sonde_memref_t *, size_t>> &views, uint32_t workers,
+                    bool fixed) {
+    if (fixed)
+        setenv("SONDE_ANALYZER_SCHEDULE", "static", 1);
+    else
+        unsetenv("SONDE_ANALYZER_SCHEDULE");
+    std::vector<double> t;
+    for (int r = 0; r < kReps; ++r) t.push_back(run(nullptr, "", true, "cache_sim", workers, &views));
+    unsetenv("SONDE_ANALYZER_SCHEDULE");
+    return median(t);
 }
 
 }  // namespace
@@ -200,6 +223,17 @@ int main() {
     const double gzip_refs = double(gzip[0].size());
     const double gzip_rate = gzip_refs > 0 ? median_rate(gzip_refs, &gzip, "", false, "cache_sim") : 0;
 
+    // Skewed shards: one of 10 units first, then 10 of one unit (a unit is 256 Ki records),
+    // slices of the records above. Ideal for 2 workers: 2.0x; the fixed assignment gives worker
+    // 0 the large shard and half the small ones (15 units against 5): 1.33x at best.
+    constexpr size_t kUnit = size_t(256) << 10;
+    std::vector<std::pair<const sonde_memref_t *, size_t>> skew;
+    skew.emplace_back(records[0].data(), 10 * kUnit);
+    for (size_t i = 0; i < 10; ++i) skew.emplace_back(records[1].data() + i * kUnit, kUnit);
+    const double skew_one = skew_seconds(skew, 1, false);
+    const double skew_dynamic = skew_seconds(skew, 2, false);
+    const double skew_fixed = skew_seconds(skew, 2, true);
+
     std::printf("analyzer benchmark: %zu shards x %zu records (%.0f MiB in memory), median of %d runs\n",
                 kShards, kPerShard, total * sizeof(sonde_memref_t) / 1048576.0, kReps);
     std::printf("  anchor: plain scan loop over the records       %8.1f M records/s\n", floor / 1e6);
@@ -233,5 +267,12 @@ int main() {
     else
         std::printf("  cache_sim on the gzip trace: %s not found (set SONDE_SHARED_DATA)\n",
                     gzip_path.c_str());
+    std::printf("  skewed shards (1 of 10 units, 10 of 1 unit; %.1f M refs), cache_sim:\n",
+                20.0 * kUnit / 1e6);
+    std::printf("    1 worker                                     %8.3f s\n", skew_one);
+    std::printf("    2 workers, largest first, dynamic            %8.3f s  speed-up %.2fx (target >= 1.8x)\n",
+                skew_dynamic, skew_one / skew_dynamic);
+    std::printf("    2 workers, fixed s %% workers (anchor)        %8.3f s  speed-up %.2fx\n", skew_fixed,
+                skew_one / skew_fixed);
     return sink == 0xFFFFFFFFFFFFFFFFull ? 1 : 0;
 }

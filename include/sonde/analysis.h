@@ -8,11 +8,13 @@
  *  - initialize() once, before any record, on the thread that calls sonde_analyzer_run().
  *  - Serial mode: process_memrefs() (or process_memref() per record when no batch variant is
  *    set) with every record of every shard, interleaved by timestamp, on that same thread.
- *  - Parallel mode: on each worker w, parallel_worker_init(w); then for each shard s given to
- *    w (s % workers == w, in increasing order): parallel_shard_init(s), the shard's records
- *    through parallel_shard_memrefs() or parallel_shard_memref(), parallel_shard_exit(); at
- *    last parallel_worker_exit(). A shard's functions are called from exactly one worker, so
- *    shard data needs no locking.
+ *  - Parallel mode: on each worker w, parallel_worker_init(w); then, one shard at a time,
+ *    for each shard s the worker takes: parallel_shard_init(s), the shard's records through
+ *    parallel_shard_memrefs() or parallel_shard_memref(), parallel_shard_exit(); at last
+ *    parallel_worker_exit(). Workers take shards dynamically, the largest (by stored bytes)
+ *    first, so which worker runs which shard is not fixed (since 1.2; 1.0 and 1.1 gave shard s
+ *    to worker s % workers). A shard's functions are called from exactly one worker, so shard
+ *    data needs no locking.
  *  - print_results() / results_json() when the application asks, after the run.
  *  - destroy() when the analyzer is destroyed.
  * A function that answers false stops the run: the analyzer returns SONDE_STATUS_ERROR_TOOL and

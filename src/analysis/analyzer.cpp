@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <new>
@@ -451,11 +453,35 @@ sonde_status_t Analyzer::run_serial() {
     return SONDE_STATUS_SUCCESS;
 }
 
-// Parallel mode: worker w takes shards w, w + n, w + 2n, ... in order. After a failure anywhere
-// the workers stop reading, but still call parallel_shard_exit / parallel_worker_exit for every
-// shard and worker they initialised so tools can free their data (those results are ignored).
+// The order in which parallel workers take shards: largest first by stored bytes (memory
+// shards by their records' bytes), ties in shard order, as drcachesim's scheduler does, so that
+// one large shard starts at once and the others fill the remaining workers meanwhile.
+// SONDE_ANALYZER_SCHEDULE=static restores the fixed assignment of earlier releases (worker w
+// takes shards w, w + n, w + 2n, ...) for comparison in benchmarks.
+std::vector<size_t> Analyzer::shard_order() const {
+    std::vector<size_t> order(shards_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::vector<uint64_t> bytes(shards_.size());
+    for (size_t i = 0; i < shards_.size(); ++i) {
+        const ShardSpec &spec = shards_[i];
+        bytes[i] =
+            spec.input != nullptr ? spec.input->shard_bytes(spec.index) : spec.count * sizeof(sonde_memref_t);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+    return order;
+}
+
+// Parallel mode: workers take shards one at a time from a shared counter over shard_order()
+// (dynamic assignment: a worker that finishes a shard takes the next one left). After a failure
+// anywhere the workers stop reading, but still call parallel_shard_exit / parallel_worker_exit
+// for every shard and worker they initialised so tools can free their data (those results are
+// ignored).
 sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
     Failure failure;
+    const char *schedule = std::getenv("SONDE_ANALYZER_SCHEDULE");
+    const bool fixed = schedule != nullptr && std::strcmp(schedule, "static") == 0;
+    const std::vector<size_t> order = fixed ? std::vector<size_t>() : shard_order();
+    std::atomic<size_t> next{0};  // the next position in `order`; any worker takes it
     // A worker throws nothing: an exception while reading a shard is recorded and the shard's
     // and worker's exit functions still run; one before any tool function is called (the data
     // vectors) ends the worker at once.
@@ -472,9 +498,10 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
                 break;
             }
         }
-        for (size_t s = w;
-             inited == nt && s < shards_.size() && !failure.stop.load(std::memory_order_relaxed);
-             s += nworkers) {
+        size_t k = fixed ? w : next.fetch_add(1, std::memory_order_relaxed);
+        for (; inited == nt && k < shards_.size() && !failure.stop.load(std::memory_order_relaxed);
+             k = fixed ? k + nworkers : next.fetch_add(1, std::memory_order_relaxed)) {
+            const size_t s = fixed ? k : order[k];
             size_t sinit = 0;
             for (; sinit < nt; ++sinit) {
                 Tool &t = *tools_[sinit];

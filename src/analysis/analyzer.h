@@ -98,6 +98,7 @@ public:
 private:
     sonde_status_t run_serial();
     sonde_status_t run_parallel(uint32_t nworkers);
+    std::vector<size_t> shard_order() const;
     sonde_status_t adopt(std::unique_ptr<Tool> tool);
 
     std::vector<std::unique_ptr<Tool>> tools_;

@@ -638,6 +638,7 @@ public:
     uint64_t shard_memory(size_t shard) const override {
         return shard < memory_.size() ? kBlock + kRec + (64u << 10) + memory_[shard] : 0;
     }
+    uint64_t shard_bytes(size_t shard) const override { return shard < bytes_.size() ? bytes_[shard] : 0; }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override {
         if (shard >= files_.size()) return nullptr;
         auto r = std::make_unique<DrShardReader>(files_[shard], shard_id);
@@ -646,6 +647,7 @@ public:
     }
     std::vector<std::string> files_;
     std::vector<uint64_t> memory_;  // each file's container memory
+    std::vector<uint64_t> bytes_;   // each file's size
 };
 
 // Opens a thread file far enough to check its header; sets *memory to what its container
@@ -747,9 +749,12 @@ sonde_status_t open_drmemtrace(const std::string &path, std::unique_ptr<Input> *
         in->files_.push_back(path);
     }
     in->memory_.resize(in->files_.size());
+    in->bytes_.resize(in->files_.size());
     for (size_t i = 0; i < in->files_.size(); ++i) {
         const sonde_status_t s = probe(in->files_[i], &in->memory_[i], error);
         if (s != SONDE_STATUS_SUCCESS) return s;
+        struct stat fs;
+        in->bytes_[i] = ::stat(in->files_[i].c_str(), &fs) == 0 ? static_cast<uint64_t>(fs.st_size) : 0;
     }
     *out = std::move(in);
     return SONDE_STATUS_SUCCESS;

@@ -84,6 +84,7 @@ public:
     uint64_t shard_memory(size_t shard) const override {
         return shard == 0 && records_ != 0 ? ByteWindow::memory(*source_, kWindow, 64) : 0;
     }
+    uint64_t shard_bytes(size_t shard) const override { return shard == 0 ? source_->size() : 0; }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override {
         if (shard != 0) return nullptr;
         auto r = std::make_unique<Raw64ShardReader>(source_.get(), shard_id);

@@ -100,6 +100,10 @@ public:
     // Bytes a reader of the shard holds at most while reading it (its decode buffers), 0 for
     // a shard without records. Known at open, for memory budgets.
     virtual uint64_t shard_memory(size_t shard) const = 0;
+    // Bytes the shard occupies as stored (compressed where it is), known at open: the
+    // analyzer's parallel mode starts the largest shards first. 0 for a shard out of range or
+    // an input of unknown size (a pipe).
+    virtual uint64_t shard_bytes(size_t shard) const = 0;
     // Opens shard `shard` (< num_shards()) for reading; the records it returns carry
     // `shard_id` in sonde_memref_t::shard (the caller's global numbering across inputs).
     // Reads only that shard's chunks (Sonde) or the one stream (lackey, raw64). Returns

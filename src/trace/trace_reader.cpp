@@ -156,6 +156,12 @@ public:
         for (const ChunkRef &c : shards_[shard]) n += c.records;
         return n;
     }
+    uint64_t shard_bytes(size_t shard) const override {
+        if (shard >= shards_.size()) return 0;
+        uint64_t n = 0;
+        for (const ChunkRef &c : shards_[shard]) n += c.end - c.offset;
+        return n;
+    }
     // The header's minor version (which record kinds the chunks may hold).
     uint32_t minor() const { return minor_; }
     uint64_t shard_memory(size_t shard) const override {

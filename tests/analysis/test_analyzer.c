@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <sonde/analysis.h>
@@ -233,8 +234,10 @@ static void test_parallel_order(void **state) {
 
     assert_int_equal(r->events[0].fn, F_INIT);
     assert_int_equal(r->events[0].shard, NSHARDS);
-    /* Per worker w: worker_init(w), then for s = w, w+2, ...: shard_init(s), its records in
-     * order, shard_exit(s); then worker_exit(w); all on one thread. */
+    /* Per worker w: worker_init(w), then shards one after another (each: shard_init(s), its
+     * records in order, shard_exit(s)), then worker_exit(w); all on one thread. Which worker
+     * takes which shard is dynamic; every shard is taken exactly once. */
+    uint32_t taken[NSHARDS] = {0};
     for (uint32_t w = 0; w < 2; ++w) {
         pthread_t thread;
         size_t i = 1;
@@ -242,28 +245,31 @@ static void test_parallel_order(void **state) {
         assert_true(i < r->count);
         thread = r->events[i].thread;
         size_t k = i + 1;
-        for (uint32_t s = w; s < NSHARDS; s += 2) {
+        for (;;) {
             while (k < r->count && !pthread_equal(r->events[k].thread, thread)) ++k;
+            assert_true(k < r->count);
+            if (r->events[k].fn == F_WORKER_EXIT) break;
             assert_int_equal(r->events[k].fn, F_SHARD_INIT);
-            assert_int_equal(r->events[k].shard, s);
+            const uint32_t sh = r->events[k].shard;
+            assert_true(sh < NSHARDS);
+            taken[sh]++;
             ++k;
             for (uint32_t n = 0; n < PER_SHARD; ++n) {
                 while (k < r->count && !pthread_equal(r->events[k].thread, thread)) ++k;
                 assert_int_equal(r->events[k].fn, F_SHARD_MEMREF);
-                assert_int_equal(r->events[k].shard, s);
-                assert_int_equal(r->events[k].address, s * 1000 + n);
+                assert_int_equal(r->events[k].shard, sh);
+                assert_int_equal(r->events[k].address, sh * 1000 + n);
                 ++k;
             }
             while (k < r->count && !pthread_equal(r->events[k].thread, thread)) ++k;
             assert_int_equal(r->events[k].fn, F_SHARD_EXIT);
-            assert_int_equal(r->events[k].shard, s);
+            assert_int_equal(r->events[k].shard, sh);
             ++k;
         }
-        while (k < r->count && !pthread_equal(r->events[k].thread, thread)) ++k;
-        assert_int_equal(r->events[k].fn, F_WORKER_EXIT);
         assert_int_equal(r->events[k].shard, w);
         for (++k; k < r->count; ++k) assert_false(pthread_equal(r->events[k].thread, thread));
     }
+    for (uint32_t sh = 0; sh < NSHARDS; ++sh) assert_int_equal(taken[sh], 1);
     /* Every event of a shard came from one thread, and the two workers are different threads. */
     for (uint32_t s = 0; s < NSHARDS; ++s) {
         bool seen = false;
@@ -282,6 +288,111 @@ static void test_parallel_order(void **state) {
     assert_int_equal(r->count, 1 + 2 * 2 + NSHARDS * (PER_SHARD + 2));
     sonde_analyzer_destroy(a);
     free_recorder(r);
+}
+
+/* ---- dynamic, largest-first shard assignment ---- */
+
+/* One shard ten times the size of the others, added in the middle. The tool holds the large
+ * shard's first span until every small shard has been finished (or 60 s have passed): with
+ * largest-first dynamic assignment one worker takes the large shard at once and the other
+ * finishes all the small ones meanwhile; with a fixed assignment (worker w: shards w, w + n,
+ * ...) the large shard's worker would own small shards too and the wait would time out. */
+#define SKEW_SMALL 4
+#define SKEW_UNIT 1000
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t big;
+    uint32_t small_done;
+    bool timed_out;
+    pthread_t owner[SKEW_SMALL + 1];
+    uint32_t started[SKEW_SMALL + 1]; /* order in which shards were started, 1-based */
+    uint32_t next_start;
+} skew_t;
+static bool skew_supported(void *t) {
+    (void)t;
+    return true;
+}
+static bool skew_serial(void *t, const sonde_memref_t *m, size_t n) {
+    (void)t, (void)m, (void)n;
+    return true;
+}
+static bool skew_shard_init(void *tool, uint32_t shard, void *wd, void **sd) {
+    (void)wd;
+    skew_t *k = (skew_t *)tool;
+    pthread_mutex_lock(&k->mu);
+    k->owner[shard] = pthread_self();
+    k->started[shard] = ++k->next_start;
+    pthread_mutex_unlock(&k->mu);
+    *sd = (void *)(uintptr_t)(shard + 1);
+    return true;
+}
+static bool skew_memrefs(void *tool, void *sd, const sonde_memref_t *m, size_t n) {
+    (void)m, (void)n;
+    skew_t *k = (skew_t *)tool;
+    if ((uintptr_t)sd - 1 != k->big) return true;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&k->mu);
+    while (k->small_done < SKEW_SMALL && !k->timed_out)
+        if (pthread_cond_timedwait(&k->cv, &k->mu, &until) != 0) k->timed_out = true;
+    pthread_mutex_unlock(&k->mu);
+    return true;
+}
+static bool skew_shard_exit(void *tool, void *sd) {
+    skew_t *k = (skew_t *)tool;
+    if ((uintptr_t)sd - 1 == k->big) return true;
+    pthread_mutex_lock(&k->mu);
+    k->small_done++;
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    return true;
+}
+
+static void test_skewed_shards_largest_first(void **state) {
+    (void)state;
+    static sonde_memref_t small[SKEW_SMALL][SKEW_UNIT];
+    static sonde_memref_t big[10 * SKEW_UNIT];
+    for (uint32_t s = 0; s < SKEW_SMALL; ++s)
+        for (uint32_t i = 0; i < SKEW_UNIT; ++i) small[s][i] = ref(s, 0, i * 64, 8, 0);
+    for (uint32_t i = 0; i < 10 * SKEW_UNIT; ++i) big[i] = ref(2, 0, i * 64, 8, 0);
+    skew_t k;
+    memset(&k, 0, sizeof k);
+    pthread_mutex_init(&k.mu, NULL);
+    pthread_cond_init(&k.cv, NULL);
+    k.big = 2;
+    sonde_tool_ops_t ops;
+    memset(&ops, 0, sizeof ops);
+    ops.struct_size = sizeof ops;
+    ops.name = "skew";
+    ops.process_memrefs = skew_serial;
+    ops.parallel_shard_supported = skew_supported;
+    ops.parallel_shard_init = skew_shard_init;
+    ops.parallel_shard_memrefs = skew_memrefs;
+    ops.parallel_shard_exit = skew_shard_exit;
+    sonde_analyzer_t *a = NULL;
+    assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_tool_ops(a, &ops, &k), SONDE_STATUS_SUCCESS);
+    /* Shards 0, 1 small, 2 large, 3, 4 small. */
+    for (uint32_t s = 0, i = 0; s < SKEW_SMALL + 1; ++s) {
+        const bool is_big = s == k.big;
+        assert_int_equal(sonde_analyzer_add_memory_shard(a, is_big ? big : small[i],
+                                                         is_big ? 10 * SKEW_UNIT : SKEW_UNIT, NULL),
+                         SONDE_STATUS_SUCCESS);
+        if (!is_big) ++i;
+    }
+    assert_int_equal(sonde_analyzer_set_workers(a, 2), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
+    assert_false(k.timed_out);
+    assert_int_equal(k.small_done, SKEW_SMALL);
+    /* The large shard started first, and its worker took no other shard. */
+    assert_int_equal(k.started[k.big], 1);
+    for (uint32_t s = 0; s < SKEW_SMALL + 1; ++s)
+        if (s != k.big) assert_false(pthread_equal(k.owner[s], k.owner[k.big]));
+    sonde_analyzer_destroy(a);
+    pthread_cond_destroy(&k.cv);
+    pthread_mutex_destroy(&k.mu);
 }
 
 /* ---- errors ---- */
@@ -588,11 +699,12 @@ static void test_bad_arguments(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_serial_order),        cmocka_unit_test(test_parallel_falls_back_to_serial),
-        cmocka_unit_test(test_parallel_order),      cmocka_unit_test(test_errors_stop_the_run),
-        cmocka_unit_test(test_basic_counts),        cmocka_unit_test(test_cache_sim_policies),
-        cmocka_unit_test(test_cache_sim_hierarchy), cmocka_unit_test(test_cache_sim_private_l1),
-        cmocka_unit_test(test_external_tools),      cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_serial_order),         cmocka_unit_test(test_parallel_falls_back_to_serial),
+        cmocka_unit_test(test_parallel_order),       cmocka_unit_test(test_skewed_shards_largest_first),
+        cmocka_unit_test(test_errors_stop_the_run),  cmocka_unit_test(test_basic_counts),
+        cmocka_unit_test(test_cache_sim_policies),   cmocka_unit_test(test_cache_sim_hierarchy),
+        cmocka_unit_test(test_cache_sim_private_l1), cmocka_unit_test(test_external_tools),
+        cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
