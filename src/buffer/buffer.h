@@ -19,6 +19,15 @@
 //   list (Buffer::mu), the buffer's orphan list (poll delivery: chunks of threads that exited;
 //   Buffer::mu), or delivery (Buffer::deliver_mu) until it is returned to the free list.
 //
+// Dropping (DISCARD): a producer that finds no free chunk under Buffer::mu notes the
+// buffer's `free_gen` as it read it there (Writer::starved, starved_gen) and drops. Until
+// `free_gen` changes, its records are dropped without the lock: a relaxed load of `free_gen`,
+// a clock read and the writer's own counters (emitted, dropped, loss_*), no system call, no
+// write to shared memory. Every return of chunks to the free list (free_chunks_locked, under
+// Buffer::mu) bumps `free_gen`; since the producer read it under the same lock, any chunk
+// returned after it looked changes the generation, and its next record takes the lock and
+// looks again. LOSSLESS producers wait on space_cv instead and never use it.
+//
 // Publication: the producer writes a record, then release-stores the chunk's commit word
 // (records << 32 | bytes). Delivery acquire-loads it and reads only bytes below it.
 //
@@ -120,7 +129,12 @@ struct Writer {
     Buffer *buffer = nullptr;         // attached buffer (valid while handle is current)
     uint32_t records = 0;             // records in the current chunk
     uint32_t reserve_need = 0;        // bytes of the open reservation, 0 when none
-    uint64_t loss_count = 0, loss_first = 0, loss_last = 0;  // drops not yet reported in-stream
+    // Drops not yet reported in-stream; first and last in clock::ticks(), converted to ns when
+    // the LOSS record is written.
+    uint64_t loss_count = 0, loss_first = 0, loss_last = 0;
+    // DISCARD with no chunk: the Buffer::free_gen seen when none was free (valid when starved).
+    uint64_t starved_gen = 0;
+    bool starved = false;
     std::atomic<uint32_t> busy{0};
     std::atomic<uint64_t> emitted{0};  // records of sealed chunks and drops (not the current chunk's)
     std::atomic<uint64_t> dropped{0};
@@ -168,6 +182,9 @@ struct Buffer {
     std::mutex mu;                     // free list, sealed lists, writer list
     std::condition_variable space_cv;  // LOSSLESS producers wait here for a free chunk
     Chunk *free_head = nullptr;
+    // Bumped (under mu) each time chunks return to the free list; read without the lock by
+    // DISCARD producers that found none (see "Dropping" above).
+    std::atomic<uint64_t> free_gen{0};
     uint64_t sealed_bytes = 0;
     Writer *writers = nullptr;
     uint64_t retired_emitted = 0, retired_dropped = 0;  // of writers that detached

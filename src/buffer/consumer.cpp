@@ -87,7 +87,8 @@ sonde_status_t deliver_chunk(Buffer &b, Sink &sink, Chunk *c) {
 
 namespace {
 
-// Gives delivered chunks back to the free list and wakes waiting producers (Buffer::mu held).
+// Gives delivered chunks back to the free list and wakes waiting producers: LOSSLESS ones
+// on space_cv, DISCARD ones through the free generation (Buffer::mu held).
 void free_chunks_locked(Buffer &b, Chunk *list) {
     if (!list) return;
     for (Chunk *c = list; c;) {
@@ -99,6 +100,7 @@ void free_chunks_locked(Buffer &b, Chunk *list) {
         b.free_head = c;
         c = next;
     }
+    b.free_gen.fetch_add(1, std::memory_order_relaxed);
     b.space_cv.notify_all();
 }
 

@@ -5,7 +5,11 @@
 // check, the header/payload stores and a release store of the chunk's commit word (a plain
 // store on x86-64; it also carries the record count, so there is no separate counter). No lock, no atomic read-modify-write, no allocation after the thread's
 // first record into a buffer. A stopped session costs the slot-state load and one compare.
-// Everything else (first use by a thread, full chunk, errors) is out of line in buffer.cpp.
+// Everything else (first use by a thread, full chunk, errors) is out of line: emit_slow below
+// and producer.cpp. A record dropped under DISCARD because no chunk is free goes there too but
+// takes no lock and makes no system call: until the consumer returns a chunk, refill only
+// compares the buffer's free generation, reads the clock (rdtsc) and counts the drop in the
+// writer (relaxed stores).
 #include <cstring>
 
 #include "buffer/buffer.h"

@@ -138,6 +138,7 @@ sonde_status_t attach(uint64_t handle, Writer **out) {
     w->records = 0;
     w->reserve_need = 0;
     w->loss_count = 0;
+    w->starved = false;
     w->emitted.store(0, std::memory_order_relaxed);
     w->dropped.store(0, std::memory_order_relaxed);
     w->next_in_buffer = b->writers;
@@ -156,8 +157,10 @@ void write_thread_marker(char *p, const ThreadState *t) {
     std::memcpy(p + sizeof h, &rec, sizeof rec);
 }
 
+// Counts a drop in the writer (its thread only): relaxed loads and stores, and the raw clock
+// (rdtsc where timestamps come from the TSC), converted once when the LOSS record is written.
 void count_drop(Writer *w) {
-    const uint64_t now = clock::now_ns();
+    const uint64_t now = clock::ticks();
     w->emitted.store(w->emitted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     w->dropped.store(w->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (w->loss_count++ == 0) w->loss_first = now;
@@ -198,13 +201,15 @@ void take_chunk_locked(Buffer &b, Writer *w, Chunk *c) {
     write_thread_marker(c->data, t);
     if (w->loss_count != 0) {
         const sonde_record_header_t h{kLossRecordSize, SONDE_RECORD_KIND_LOSS, 0};
-        const sonde_loss_record_t rec{w->loss_count, t->thread_id, w->loss_first, w->loss_last};
+        const sonde_loss_record_t rec{w->loss_count, t->thread_id, clock::ticks_to_ns(w->loss_first),
+                                      clock::ticks_to_ns(w->loss_last)};
         std::memcpy(c->data + off, &h, sizeof h);
         std::memcpy(c->data + off + sizeof h, &rec, sizeof rec);
         off += kLossRecordSize;
         w->loss_count = 0;
     }
     c->commit.store(off, std::memory_order_release);
+    w->starved = false;
     w->chunk = c;
     w->base = c->data;
     w->pos = c->data + off;
@@ -220,6 +225,12 @@ sonde_status_t refill(Writer *w, uint32_t need) {
     if (w->reserve_need != 0) return SONDE_STATUS_ERROR_PHASE_FAILURE;
     Buffer &b = *w->buffer;
     if (need > b.capacity - kChunkOverhead) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    // DISCARD, no chunk returned since this writer last found none: drop without the lock
+    // (no convoy of dropping producers on Buffer::mu; see "Dropping" in buffer.h).
+    if (w->starved && w->starved_gen == b.free_gen.load(std::memory_order_relaxed)) {
+        count_drop(w);
+        return SONDE_STATUS_ERROR_BUFFER_FULL;
+    }
     bool wake = false;
     std::unique_lock<std::mutex> lk(b.mu);
     if (b.dead) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
@@ -241,6 +252,10 @@ sonde_status_t refill(Writer *w, uint32_t need) {
     }
     if (b.dead) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
     if (!c) {
+        if (b.policy == SONDE_BUFFER_POLICY_DISCARD) {
+            w->starved = true;
+            w->starved_gen = b.free_gen.load(std::memory_order_relaxed);
+        }
         lk.unlock();
         count_drop(w);
         if (wake) request_delivery(b);

@@ -2,7 +2,13 @@
  * stops and restarts the session at random. LOSSLESS: per producer, the delivered records are
  * exactly the accepted ones, in order, with no gap. DISCARD (slow consumer): per producer the
  * delivered records are in increasing order, and emitted == delivered + dropped exactly, with
- * every drop reported in-stream by LOSS records. Built for ThreadSanitizer too. */
+ * every drop reported in-stream by LOSS records. DISCARD overloaded (stuck consumer): producers
+ * that drop record after record never block, and the accounting stays exact. Built for
+ * ThreadSanitizer too. */
+#include <sys/resource.h>
+
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -207,10 +213,179 @@ static void test_stress_discard(void **state) {
     run(SONDE_BUFFER_POLICY_DISCARD);
 }
 
+/* ---- DISCARD overloaded ----------------------------------------------------------------
+ * The consumer is stuck in its callback, so once the chunks are full every record is dropped.
+ * Dropping takes no lock and makes no system call: producers that drop record after record
+ * from several threads at once never go to sleep (a mutex they contended for would put them
+ * to sleep, which getrusage counts as a voluntary context switch). Once the consumer is
+ * released, each producer's next accepted record carries a LOSS record for all its drops and
+ * emitted == delivered + dropped exactly. */
+
+#define OVERLOAD_PRODUCERS 8
+#define OVERLOAD_RECORDS 500000
+
+static pthread_mutex_t g_gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_gate_cv = PTHREAD_COND_INITIALIZER;
+static int g_gate_open;
+
+static void gated_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
+                     sonde_buffer_id_t bu, void *u) {
+    pthread_mutex_lock(&g_gate_mu);
+    while (!g_gate_open) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
+    pthread_mutex_unlock(&g_gate_mu);
+    collector_cb(b, e, s, bu, u);
+}
+
+static void gate(int open) {
+    pthread_mutex_lock(&g_gate_mu);
+    g_gate_open = open;
+    pthread_cond_broadcast(&g_gate_cv);
+    pthread_mutex_unlock(&g_gate_mu);
+}
+
+typedef struct {
+    sonde_buffer_id_t b;
+    pthread_barrier_t *filled, *overloaded;
+    uint64_t accepted, full; /* every phase */
+    uint64_t overload_full;  /* drops among the OVERLOAD_RECORDS emitted past full */
+    long overload_switches;  /* voluntary context switches of this thread meanwhile */
+    sonde_status_t unexpected;
+} overload_arg_t;
+
+static int emit_one(overload_arg_t *a, uint64_t v) {
+    const sonde_status_t st = sonde_emit(a->b, SONDE_RECORD_KIND_USER, &v, sizeof v);
+    if (st == SONDE_STATUS_SUCCESS) {
+        a->accepted++;
+        return 1;
+    }
+    if (st == SONDE_STATUS_ERROR_BUFFER_FULL) {
+        a->full++;
+        return 0;
+    }
+    if (a->unexpected == SONDE_STATUS_SUCCESS) a->unexpected = st;
+    return -1;
+}
+
+static void *overload_producer(void *arg) {
+    overload_arg_t *a = (overload_arg_t *)arg;
+    uint64_t v = 0;
+    /* Fill until this thread finds no free chunk. */
+    while (emit_one(a, v++) == 1) {
+    }
+    pthread_barrier_wait(a->filled);
+    /* Every producer is out of room and the consumer is stuck: nothing can be accepted. */
+    const uint64_t full_before = a->full;
+    struct rusage r0, r1;
+    getrusage(RUSAGE_THREAD, &r0);
+    for (int i = 0; i < OVERLOAD_RECORDS; ++i) emit_one(a, v++);
+    getrusage(RUSAGE_THREAD, &r1);
+    a->overload_full = a->full - full_before;
+    a->overload_switches = r1.ru_nvcsw - r0.ru_nvcsw;
+    pthread_barrier_wait(a->overloaded);
+    /* The consumer is released: drop until a chunk comes back, then one record is accepted,
+     * preceded in the stream by the LOSS record of every drop of this thread. */
+    while (emit_one(a, v++) == 0) sched_yield();
+    return NULL;
+}
+
+static void test_discard_overload_takes_no_lock(void **state) {
+    (void)state;
+    assert_int_equal(sonde_initialize(), SONDE_STATUS_SUCCESS);
+    collector_t col;
+    collector_init(&col);
+    col.keep_losses = 1;
+    sonde_session_id_t s;
+    assert_int_equal(sonde_create_session(NULL, &s), SONDE_STATUS_SUCCESS);
+    const sonde_buffer_property_t props[2] = {
+        {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_DISCARD},
+        {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096}};
+    sonde_buffer_id_t b;
+    assert_int_equal(sonde_create_buffer(s, 8 * 4096, gated_cb, &col, props, 2, &b), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_start_session(s), SONDE_STATUS_SUCCESS);
+    gate(0);
+    const uint64_t t0 = sonde_get_timestamp();
+    pthread_barrier_t filled, overloaded;
+    pthread_barrier_init(&filled, NULL, OVERLOAD_PRODUCERS + 1);
+    pthread_barrier_init(&overloaded, NULL, OVERLOAD_PRODUCERS + 1);
+    overload_arg_t a[OVERLOAD_PRODUCERS];
+    pthread_t t[OVERLOAD_PRODUCERS];
+    for (int i = 0; i < OVERLOAD_PRODUCERS; ++i) {
+        a[i] = (overload_arg_t){b, &filled, &overloaded, 0, 0, 0, 0, SONDE_STATUS_SUCCESS};
+        pthread_create(&t[i], NULL, overload_producer, &a[i]);
+    }
+    pthread_barrier_wait(&filled);
+    pthread_barrier_wait(&overloaded);
+    gate(1);
+    for (int i = 0; i < OVERLOAD_PRODUCERS; ++i) pthread_join(t[i], NULL);
+    const uint64_t t1 = sonde_get_timestamp();
+    pthread_barrier_destroy(&filled);
+    pthread_barrier_destroy(&overloaded);
+    assert_int_equal(sonde_flush_data(s, b), SONDE_STATUS_SUCCESS);
+
+    uint64_t accepted = 0, full = 0;
+    long switches = 0;
+    for (int i = 0; i < OVERLOAD_PRODUCERS; ++i) {
+        assert_int_equal(a[i].unexpected, SONDE_STATUS_SUCCESS);
+        assert_int_equal(a[i].overload_full, OVERLOAD_RECORDS);
+        accepted += a[i].accepted;
+        full += a[i].full;
+        switches += a[i].overload_switches;
+    }
+    print_message(
+        "overloaded DISCARD: %llu accepted, %llu dropped, %ld voluntary context switches while "
+        "%d threads dropped %d records each\n",
+        (unsigned long long)accepted, (unsigned long long)full, switches, OVERLOAD_PRODUCERS,
+        OVERLOAD_RECORDS);
+    /* No producer slept while dropping (one switch of slack per thread for whatever the
+     * system does to a thread that is not Sonde's doing). */
+    assert_true(switches <= OVERLOAD_PRODUCERS);
+
+    sonde_buffer_stats_t st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    assert_int_equal(sonde_get_buffer_stats(s, b, &st), SONDE_STATUS_SUCCESS);
+    assert_int_equal(st.records_emitted, accepted + full);
+    assert_int_equal(st.records_dropped, full);
+    assert_int_equal(st.records_delivered, accepted);
+    assert_int_equal(col.losses, full); /* every drop reported in-stream */
+    assert_int_equal(col.bad_spans, 0);
+
+    /* Per thread: each gap in the sequence numbers is announced, exactly, by the LOSS records
+     * ahead of the record after it, and every LOSS record's time range lies within the run. */
+    uint64_t next[64] = {0}, pending[64] = {0}, users = 0;
+    for (size_t i = 0; i < col.count; ++i) {
+        const collected_t *it = &col.items[i];
+        const unsigned th = (unsigned)(it->thread_id % 64);
+        if (it->kind == SONDE_RECORD_KIND_LOSS) {
+            sonde_loss_record_t l;
+            memcpy(&l, it->payload, sizeof l);
+            assert_int_equal(l.thread_id, it->thread_id);
+            assert_true(l.count > 0);
+            assert_true(t0 <= l.first_ns && l.first_ns <= l.last_ns && l.last_ns <= t1);
+            pending[th] += l.count;
+            continue;
+        }
+        uint64_t v;
+        memcpy(&v, it->payload, sizeof v);
+        assert_true(v >= next[th]);
+        assert_int_equal(pending[th], v - next[th]);
+        pending[th] = 0;
+        next[th] = v + 1;
+        users++;
+    }
+    assert_int_equal(users, accepted);
+    for (int i = 0; i < 64; ++i) assert_int_equal(pending[i], 0); /* none after a last record */
+
+    assert_int_equal(sonde_destroy_session(s), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_finalize(), SONDE_STATUS_SUCCESS);
+    collector_free(&col);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stress_lossless),
         cmocka_unit_test(test_stress_discard),
+        cmocka_unit_test(test_discard_overload_takes_no_lock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
