@@ -2,10 +2,10 @@
 # Installs the Debian packages Sonde needs, when they are missing and we are root.
 # Sourced by scripts/test.sh and scripts/demo.sh.
 SONDE_PACKAGES=(
-  meson ninja-build pkg-config cmake g++ clang python3
+  meson ninja-build pkg-config cmake g++ clang python3 python3-numpy
   libcmocka-dev libzstd-dev zstd libffi-dev libcli11-dev nlohmann-json3-dev
   libzip-dev zlib1g-dev liblz4-dev
-  libdw-dev libelf-dev doxygen abigail-tools clang-format
+  libdw-dev libelf-dev doxygen abigail-tools clang-format groff-base man-db
   liblttng-ust-dev lttng-tools uftrace valgrind
   chromium nodejs
 )

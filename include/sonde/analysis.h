@@ -34,6 +34,7 @@ SONDE_BEGIN_DECLS
  * @brief A tool's function table. Set struct_size to sizeof(sonde_tool_ops_t); unset (NULL)
  * functions are optional unless marked required. `tool` is the tool data pointer handed to the
  * analyzer with the table.
+ * @since 1.0
  */
 typedef struct sonde_tool_ops_t {
     uint32_t struct_size; /**< sizeof(sonde_tool_ops_t) as the tool was compiled. */
@@ -84,6 +85,7 @@ typedef struct sonde_tool_ops_t {
 /**
  * @brief Size of sonde_tool_ops_t in ABI version 1.0.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_TOOL_OPS_SIZE_1_0 136u
 
@@ -97,6 +99,7 @@ typedef struct sonde_tool_ops_t {
 /**
  * @brief The smallest sonde_tool_ops_t struct_size the analyzer accepts: the 1.0 size
  * (::SONDE_TOOL_OPS_SIZE_1_0). A table that grows later stays accepted at this size.
+ * @since 1.0
  */
 #define SONDE_TOOL_OPS_MIN_SIZE SONDE_TOOL_OPS_SIZE_1_0
 
@@ -106,11 +109,12 @@ typedef struct sonde_tool_ops_t {
  * @param[out] ops The tool's table; must stay valid until its destroy() is called.
  * @param[out] tool_data The tool data pointer passed to every function of @p ops.
  * @return SONDE_STATUS_SUCCESS, or any failure status (e.g. INVALID_ARGUMENT for bad options).
+ * @since 1.0
  */
 typedef sonde_status_t (*sonde_tool_create_fn)(const char *options, const sonde_tool_ops_t **ops,
                                                void **tool_data);
 
-/** @brief An analyzer (opaque). One thread at a time. */
+/** @brief An analyzer (opaque). One thread at a time. @since 1.0 */
 typedef struct sonde_analyzer_t sonde_analyzer_t;
 
 /**
@@ -118,6 +122,7 @@ typedef struct sonde_analyzer_t sonde_analyzer_t;
  * @param[out] out The analyzer.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  *         Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_create(sonde_analyzer_t **out);
 
@@ -125,6 +130,7 @@ SONDE_API sonde_status_t sonde_analyzer_create(sonde_analyzer_t **out);
  * @brief Destroys an analyzer and its tools (each tool's destroy()), unloading external tools.
  * @param analyzer The analyzer; NULL is accepted.
  * @return SONDE_STATUS_SUCCESS.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_destroy(sonde_analyzer_t *analyzer);
 
@@ -142,6 +148,7 @@ SONDE_API sonde_status_t sonde_analyzer_destroy(sonde_analyzer_t *analyzer);
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (bad options; see sonde_analyzer_error()),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (after sonde_analyzer_run()),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. One thread at a time per analyzer.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, const char *name,
                                                  const char *options);
@@ -162,6 +169,7 @@ SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, con
  *         "inputs", "warnings"; or no memref function),
  *         SONDE_STATUS_ERROR_TOOL (sonde_tool_create failed), SONDE_STATUS_ERROR_PHASE_FAILURE,
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. sonde_analyzer_error() says why.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_load_tool(sonde_analyzer_t *analyzer, const char *path,
                                                   const char *options);
@@ -177,6 +185,7 @@ SONDE_API sonde_status_t sonde_analyzer_load_tool(sonde_analyzer_t *analyzer, co
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name, a name already added or reserved:
  *         "inputs", "warnings"; or no memref function),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_add_tool_ops(sonde_analyzer_t *analyzer,
                                                      const sonde_tool_ops_t *ops, void *tool_data);
@@ -187,6 +196,7 @@ SONDE_API sonde_status_t sonde_analyzer_add_tool_ops(sonde_analyzer_t *analyzer,
  * @param analyzer The analyzer.
  * @param parallel true for parallel mode (the default).
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_PHASE_FAILURE.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_set_parallel(sonde_analyzer_t *analyzer, bool parallel);
 
@@ -196,6 +206,7 @@ SONDE_API sonde_status_t sonde_analyzer_set_parallel(sonde_analyzer_t *analyzer,
  * @param workers Worker count, at most 1024.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (> 1024), SONDE_STATUS_ERROR_PHASE_FAILURE.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, uint32_t workers);
 
@@ -211,6 +222,7 @@ SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, 
  *         SONDE_STATUS_ERROR_FORMAT, SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY;
  *         sonde_analyzer_error() names the file and offset.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_add_input(sonde_analyzer_t *analyzer, const char *path,
                                                   uint32_t format);
@@ -251,6 +263,7 @@ SONDE_API sonde_status_t sonde_analyzer_input_warnings(const sonde_analyzer_t *a
  * @param[out] shard Optional: the shard's number.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analyzer,
                                                          const sonde_memref_t *memrefs, size_t count,
@@ -267,6 +280,7 @@ SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analy
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (also, up front, a serial run whose inputs' decode
  *         buffers would exceed the readers' memory budget; the message says what it would need).
  *         sonde_analyzer_error() says why.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_run(sonde_analyzer_t *analyzer);
 
@@ -274,6 +288,7 @@ SONDE_API sonde_status_t sonde_analyzer_run(sonde_analyzer_t *analyzer);
  * @brief The message of the last failed call, or "".
  * @param analyzer The analyzer.
  * @return A string owned by the analyzer, valid until its next call; "" for NULL.
+ * @since 1.0
  */
 SONDE_API const char *sonde_analyzer_error(const sonde_analyzer_t *analyzer);
 
@@ -284,6 +299,7 @@ SONDE_API const char *sonde_analyzer_error(const sonde_analyzer_t *analyzer);
  * @param[out] workers Workers used (1 for serial); may be NULL.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (not run yet).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_run_info(const sonde_analyzer_t *analyzer, bool *parallel,
                                                  uint32_t *workers);
@@ -295,6 +311,7 @@ SONDE_API sonde_status_t sonde_analyzer_run_info(const sonde_analyzer_t *analyze
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (no successful run), SONDE_STATUS_ERROR_TOOL,
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (a built-in tool ran out of memory).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer, void *stream);
 
@@ -313,6 +330,7 @@ SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer
  *         SONDE_STATUS_ERROR_BUFFER_TOO_SHORT (see actual_size), SONDE_STATUS_ERROR_PHASE_FAILURE,
  *         SONDE_STATUS_ERROR_TOOL (a tool gave NULL or text that is not a JSON object),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (also when a built-in tool runs out of memory).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_analyzer_results_json(sonde_analyzer_t *analyzer, char *buffer,
                                                      size_t size, size_t *actual_size);

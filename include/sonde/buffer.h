@@ -34,13 +34,14 @@ SONDE_BEGIN_DECLS
  * Every other Sonde function may be called. Emitting into the callback's own buffer never
  * waits, whatever its policy: when no chunk is free the record is dropped and counted.
  * Emitting into another LOSSLESS buffer may wait up to that buffer's lossless timeout.
+ * @since 1.0
  */
 typedef void (*sonde_buffer_callback_t)(const sonde_record_header_t *begin,
                                         const sonde_record_header_t *end,
                                         sonde_session_id_t session, sonde_buffer_id_t buffer,
                                         void *user_data);
 
-/** @brief Buffer property kinds (sonde_buffer_property_t::kind). */
+/** @brief Buffer property kinds (sonde_buffer_property_t::kind). @since 1.0 */
 enum sonde_buffer_property_kind_value {
     SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH = 0,   /**< Deliver everything every `value` ns; 0 (default) = off. */
     SONDE_BUFFER_PROPERTY_KIND_POLICY = 1,           /**< A sonde_buffer_policy_value; default LOSSLESS. */
@@ -50,7 +51,10 @@ enum sonde_buffer_property_kind_value {
     SONDE_BUFFER_PROPERTY_KIND_DELIVERY = 5          /**< A sonde_buffer_delivery_value; default THREAD. @since 1.2 */
 };
 
-/** @brief What a producer does when no chunk is free (SONDE_BUFFER_PROPERTY_KIND_POLICY). */
+/**
+ * @brief What a producer does when no chunk is free (SONDE_BUFFER_PROPERTY_KIND_POLICY).
+ * @since 1.0
+ */
 enum sonde_buffer_policy_value {
     SONDE_BUFFER_POLICY_LOSSLESS = 0, /**< Wait for space up to the lossless timeout, then drop and count. */
     SONDE_BUFFER_POLICY_DISCARD = 1   /**< Drop the record at once and count it. */
@@ -65,14 +69,14 @@ enum sonde_buffer_delivery_value {
     SONDE_BUFFER_DELIVERY_POLL = 1    /**< Nothing is delivered until the consumer calls ::sonde_poll_buffer, which calls back on the polling thread. */
 };
 
-/** @brief One buffer property: a kind and its value. */
+/** @brief One buffer property: a kind and its value. @since 1.0 */
 typedef struct sonde_buffer_property_t {
     uint32_t kind;     /**< A sonde_buffer_property_kind_value. */
     uint32_t reserved; /**< Must be 0. */
     uint64_t value;    /**< The value; unit depends on the kind. */
 } sonde_buffer_property_t;
 
-/** @brief Counters of a buffer (::sonde_get_buffer_stats). May grow: set struct_size. */
+/** @brief Counters of a buffer (::sonde_get_buffer_stats). May grow: set struct_size. @since 1.0 */
 typedef struct sonde_buffer_stats_t {
     uint32_t struct_size;       /**< sizeof(sonde_buffer_stats_t) of the caller. */
     uint32_t reserved;          /**< Written as 0. */
@@ -88,6 +92,7 @@ typedef struct sonde_buffer_stats_t {
  * @brief Size of sonde_buffer_stats_t in ABI version 1.0, the smallest struct_size
  * ::sonde_get_buffer_stats accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_BUFFER_STATS_SIZE_1_0 56u
 
@@ -107,6 +112,7 @@ typedef struct sonde_buffer_stats_t {
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (size, unknown or repeated kind, bad value,
  *         non-zero reserved), SONDE_STATUS_ERROR_LIMIT, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_create_buffer(sonde_session_id_t session, uint64_t size,
                                              sonde_buffer_callback_t callback, void *user_data,
@@ -127,6 +133,7 @@ SONDE_API sonde_status_t sonde_create_buffer(sonde_session_id_t session, uint64_
  *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED,
  *         SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_flush_data(sonde_session_id_t session, sonde_buffer_id_t buffer);
 
@@ -144,6 +151,7 @@ SONDE_API sonde_status_t sonde_flush_data(sonde_session_id_t session, sonde_buff
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (record is not inside the span),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (no span of that buffer is being delivered on
  *         this thread), SONDE_STATUS_ERROR_BUFFER_NOT_FOUND, SONDE_STATUS_ERROR_SESSION_NOT_FOUND.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_next_record(const sonde_record_header_t *record,
                                            const sonde_record_header_t **next,
@@ -161,6 +169,7 @@ SONDE_API sonde_status_t sonde_next_record(const sonde_record_header_t *record,
  *         SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size
  *         smaller than ::SONDE_BUFFER_STATS_SIZE_1_0).
  * Thread-safe; callable from callbacks.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session,
                                                 sonde_buffer_id_t buffer,
@@ -182,6 +191,7 @@ SONDE_API sonde_status_t sonde_get_buffer_stats(sonde_session_id_t session,
  *         discarded), SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_BUFFER_NOT_FOUND,
  *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_destroy_buffer(sonde_session_id_t session, sonde_buffer_id_t buffer);
 
@@ -240,6 +250,7 @@ SONDE_API sonde_status_t sonde_poll_buffer(sonde_session_id_t session, sonde_buf
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (a reservation of this thread is open),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_emit(sonde_buffer_id_t buffer, uint32_t kind, const void *payload,
                                     uint32_t size);
@@ -250,6 +261,7 @@ SONDE_API sonde_status_t sonde_emit(sonde_buffer_id_t buffer, uint32_t kind, con
  * @param buffer As ::sonde_emit. @param kind As ::sonde_emit. @param payload As ::sonde_emit.
  * @param size As ::sonde_emit.
  * @return As ::sonde_emit.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32_t kind,
                                                 const void *payload, uint32_t size);
@@ -264,6 +276,7 @@ SONDE_API sonde_status_t sonde_emit_timestamped(sonde_buffer_id_t buffer, uint32
  * @param size Payload bytes to reserve.
  * @param[out] payload Where to write size bytes (8-byte aligned).
  * @return As ::sonde_emit; on failure *payload is NULL and nothing is open.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, uint32_t size,
                                        void **payload);
@@ -273,6 +286,7 @@ SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, 
  * @param buffer The buffer of the open reservation.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_PHASE_FAILURE (no open reservation),
  *         SONDE_STATUS_ERROR_BUFFER_NOT_FOUND, SONDE_STATUS_ERROR_NOT_INITIALIZED.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_commit(sonde_buffer_id_t buffer);
 
@@ -286,6 +300,7 @@ SONDE_API sonde_status_t sonde_commit(sonde_buffer_id_t buffer);
  * of LTTng-UST's tracepoint state check).
  * @param buffer A buffer.
  * @return The word, or NULL when the id does not name a live buffer. Thread-safe.
+ * @since 1.0
  */
 SONDE_API const volatile uint64_t *sonde_buffer_state_word(sonde_buffer_id_t buffer);
 
@@ -297,6 +312,7 @@ SONDE_API const volatile uint64_t *sonde_buffer_state_word(sonde_buffer_id_t buf
  * @param word The result of ::sonde_buffer_state_word for this buffer (NULL gives false).
  * @param buffer The same buffer.
  * @return true when the buffer's session is started.
+ * @since 1.0
  */
 static inline bool sonde_buffer_is_recording(const volatile uint64_t *word, sonde_buffer_id_t buffer) {
     return word != NULL && *word == (((buffer.handle >> 32) << 2) | 3u);

@@ -24,10 +24,13 @@
 
 SONDE_BEGIN_DECLS
 
-/** The client interface version this header describes; ::sonde_api_t::abi_version carries the library's. */
+/**
+ * The client interface version this header describes; ::sonde_api_t::abi_version carries the library's.
+ * @since 1.1
+ */
 #define SONDE_CLIENT_ABI_VERSION 1u
 
-/** @brief Identifies a loaded (or failed) client. A zero handle is never valid. */
+/** @brief Identifies a loaded (or failed) client. A zero handle is never valid. @since 1.1 */
 typedef struct sonde_client_id_t {
     uint64_t handle; /**< Opaque value. */
 } sonde_client_id_t;
@@ -35,30 +38,44 @@ typedef struct sonde_client_id_t {
 /**
  * @brief Identifies a method (an instrumented function). Method ids are dense and stable for
  * the life of the process: ::sonde_method_index gives 0, 1, 2, ... in order of first call.
+ * @since 1.1
  */
 typedef struct sonde_method_id_t {
     uint64_t handle; /**< Opaque value; see ::sonde_method_index. */
 } sonde_method_id_t;
 
-/** @brief Identifies a thread Sonde has seen; dense and never reused within a process. */
+/**
+ * @brief Identifies a thread Sonde has seen; dense and never reused within a process.
+ * @since 1.1
+ */
 typedef struct sonde_thread_id_t {
     uint64_t handle; /**< Opaque value; see ::sonde_thread_index. A zero handle in a request means "the calling thread". */
 } sonde_thread_id_t;
 
-/** @brief Identifies a loaded module (the program, a shared object); dense, never reused. */
+/**
+ * @brief Identifies a loaded module (the program, a shared object); dense, never reused.
+ * @since 1.1
+ */
 typedef struct sonde_module_id_t {
     uint64_t handle; /**< Opaque value; see ::sonde_module_index. */
 } sonde_module_id_t;
 
 /** @brief Dense index (0, 1, 2, ...) of a valid method id, for clients that keep per-method arrays.
- * @param id A valid method id. @return Its index. */
+ * @param id A valid method id. @return Its index.
+ * @since 1.1 */
 static inline uint32_t sonde_method_index(sonde_method_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
-/** @brief Dense index of a valid thread id. @param id A valid thread id. @return Its index. */
+/**
+ * @brief Dense index of a valid thread id. @param id A valid thread id. @return Its index.
+ * @since 1.1
+ */
 static inline uint32_t sonde_thread_index(sonde_thread_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
-/** @brief Dense index of a valid module id. @param id A valid module id. @return Its index. */
+/**
+ * @brief Dense index of a valid module id. @param id A valid module id. @return Its index.
+ * @since 1.1
+ */
 static inline uint32_t sonde_module_index(sonde_module_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
 
-/** @brief Event groups, the unit of filtering. Cross the ABI as uint32_t. */
+/** @brief Event groups, the unit of filtering. Cross the ABI as uint32_t. @since 1.1 */
 enum sonde_event_group {
     SONDE_EVENT_GROUP_LIFECYCLE = 0,  /**< Runtime init, session start/stop, shutdown. */
     SONDE_EVENT_GROUP_THREAD = 1,     /**< Thread start and end. */
@@ -69,7 +86,7 @@ enum sonde_event_group {
     SONDE_EVENT_GROUP_COUNT = 6       /**< Number of groups in this version. */
 };
 
-/** @brief Events. Cross the ABI as uint32_t; the group of each is given beside it. */
+/** @brief Events. Cross the ABI as uint32_t; the group of each is given beside it. @since 1.1 */
 enum sonde_event {
     SONDE_EVENT_RUNTIME_INIT = 0,    /**< LIFECYCLE: the runtime is initialised; data requests work from here. */
     SONDE_EVENT_SESSION_START = 1,   /**< LIFECYCLE: a session started (SESSION_ID). */
@@ -106,6 +123,7 @@ enum sonde_event {
 /**
  * @brief Data items: a bitset used three ways: what an observer asks for, what a data request
  * asks for, and `valid_items` (what was filled). Each event and request documents its items.
+ * @since 1.1
  */
 enum sonde_data_item {
     SONDE_DATA_METHOD_ID = 1u << 0,      /**< `method`. */
@@ -131,7 +149,7 @@ enum sonde_data_item {
     SONDE_DATA_STATE = 1u << 20          /**< Requests: whether a thread is alive or a module loaded. */
 };
 
-/** @brief Memory access types (`access_type`). */
+/** @brief Memory access types (`access_type`). @since 1.1 */
 enum sonde_access_type {
     SONDE_ACCESS_READ = 0,   /**< A load. */
     SONDE_ACCESS_WRITE = 1,  /**< A store. */
@@ -139,7 +157,10 @@ enum sonde_access_type {
     SONDE_ACCESS_FETCH = 3   /**< An instruction fetch. */
 };
 
-/** @brief ELF symbol visibility of a method, Sonde's analogue of Martini's access type. */
+/**
+ * @brief ELF symbol visibility of a method, Sonde's analogue of Martini's access type.
+ * @since 1.1
+ */
 enum sonde_visibility {
     SONDE_VISIBILITY_UNKNOWN = 0, /**< No symbol was found. */
     SONDE_VISIBILITY_GLOBAL = 1,  /**< STB_GLOBAL: callable from other modules. */
@@ -155,6 +176,7 @@ enum sonde_visibility {
  * Grows at the end. Sonde sets `struct_size` to its own sizeof, never less than
  * ::SONDE_EVENT_DATA_SIZE_1_1: a client must check that `struct_size` covers a field appended
  * after that size before reading it (a newer client can be handed an older library's struct).
+ * @since 1.1
  */
 typedef struct sonde_event_data_t {
     uint32_t struct_size;        /**< sizeof this struct in the library. */
@@ -180,6 +202,7 @@ typedef struct sonde_event_data_t {
  * @brief Size of sonde_event_data_t in version 1.1, which introduced it: every field above is
  * present when struct_size is at least this.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_EVENT_DATA_SIZE_1_1 120u
 
@@ -187,6 +210,7 @@ typedef struct sonde_event_data_t {
  * @brief An observer. Called on the thread where the event happens, possibly on several
  * threads at once; it must not block for long and must not throw. Calls it makes to
  * instrumented functions are not reported (Sonde never recurses into itself).
+ * @since 1.1
  */
 typedef void (*sonde_event_handler_t)(const sonde_event_data_t *data, void *user_data);
 
@@ -196,6 +220,7 @@ typedef void (*sonde_event_handler_t)(const sonde_event_data_t *data, void *user
  *
  * Grows at the end like ::sonde_event_data_t: `struct_size` is Sonde's own sizeof, never less
  * than ::SONDE_FILTER_ELEMENT_SIZE_1_1; check it before reading a field appended after that size.
+ * @since 1.1
  */
 typedef struct sonde_filter_element_t {
     uint32_t struct_size;        /**< sizeof this struct in the library. */
@@ -215,12 +240,14 @@ typedef struct sonde_filter_element_t {
 /**
  * @brief Size of sonde_filter_element_t in version 1.1, which introduced it. A literal, valid
  * for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_FILTER_ELEMENT_SIZE_1_1 80u
 
 /**
  * @brief A group filter: returns true to be notified of the element's events. Asked once per
  * element and client; the answer is cached. Filters run one at a time (Sonde serialises them).
+ * @since 1.1
  */
 typedef bool (*sonde_filter_fn_t)(const sonde_filter_element_t *element, void *user_data);
 
@@ -228,6 +255,7 @@ typedef bool (*sonde_filter_fn_t)(const sonde_filter_element_t *element, void *u
  * @brief A string in the array protocol: the caller provides `entries` (room for `size` bytes);
  * Sonde writes at most `size` bytes, always NUL-terminated when `size > 0`, and sets
  * `actual_size` to the length plus one. Too small a `size` answers BUFFER_TOO_SHORT.
+ * @since 1.1
  */
 typedef struct sonde_string_t {
     char *entries;        /**< Caller's storage, may be NULL when size is 0. */
@@ -235,28 +263,28 @@ typedef struct sonde_string_t {
     uint32_t actual_size; /**< Set by Sonde: bytes needed, including the NUL. */
 } sonde_string_t;
 
-/** @brief An array of method ids in the array protocol (see ::sonde_string_t). */
+/** @brief An array of method ids in the array protocol (see ::sonde_string_t). @since 1.1 */
 typedef struct sonde_method_array_t {
     sonde_method_id_t *entries; /**< Caller's storage. */
     uint32_t size;              /**< Entries of storage. */
     uint32_t actual_size;       /**< Set by Sonde: entries that exist. */
 } sonde_method_array_t;
 
-/** @brief An array of thread ids in the array protocol. */
+/** @brief An array of thread ids in the array protocol. @since 1.1 */
 typedef struct sonde_thread_array_t {
     sonde_thread_id_t *entries; /**< Caller's storage. */
     uint32_t size;              /**< Entries of storage. */
     uint32_t actual_size;       /**< Set by Sonde: entries that exist. */
 } sonde_thread_array_t;
 
-/** @brief An array of module ids in the array protocol. */
+/** @brief An array of module ids in the array protocol. @since 1.1 */
 typedef struct sonde_module_array_t {
     sonde_module_id_t *entries; /**< Caller's storage. */
     uint32_t size;              /**< Entries of storage. */
     uint32_t actual_size;       /**< Set by Sonde: entries that exist. */
 } sonde_module_array_t;
 
-/** @brief An array of client ids in the array protocol. */
+/** @brief An array of client ids in the array protocol. @since 1.1 */
 typedef struct sonde_client_array_t {
     sonde_client_id_t *entries; /**< Caller's storage. */
     uint32_t size;              /**< Entries of storage. */
@@ -270,6 +298,7 @@ typedef struct sonde_client_array_t {
  * A `struct_size` smaller than ::SONDE_METHOD_INFO_SIZE_1_1 answers INCOMPATIBLE_ABI. Sonde
  * reads the string storage and writes the results only within `struct_size` bytes; the tail
  * of a larger struct than Sonde knows is neither checked nor written.
+ * @since 1.1
  */
 typedef struct sonde_method_info_t {
     uint32_t struct_size;        /**< sizeof(sonde_method_info_t) as the caller knows it. */
@@ -291,12 +320,14 @@ typedef struct sonde_method_info_t {
  * @brief Size of sonde_method_info_t in version 1.1, which introduced it: the smallest
  * struct_size the request accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_METHOD_INFO_SIZE_1_1 128u
 
 /**
  * @brief Module information; same rules as ::sonde_method_info_t, with
  * ::SONDE_MODULE_INFO_SIZE_1_1 as the smallest `struct_size`.
+ * @since 1.1
  */
 typedef struct sonde_module_info_t {
     uint32_t struct_size; /**< sizeof(sonde_module_info_t) as the caller knows it. */
@@ -312,12 +343,14 @@ typedef struct sonde_module_info_t {
  * @brief Size of sonde_module_info_t in version 1.1, which introduced it: the smallest
  * struct_size the request accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_MODULE_INFO_SIZE_1_1 64u
 
 /**
  * @brief Thread information; same rules as ::sonde_method_info_t, with
  * ::SONDE_THREAD_INFO_SIZE_1_1 as the smallest `struct_size`.
+ * @since 1.1
  */
 typedef struct sonde_thread_info_t {
     uint32_t struct_size;  /**< sizeof(sonde_thread_info_t) as the caller knows it. */
@@ -333,10 +366,11 @@ typedef struct sonde_thread_info_t {
  * @brief Size of sonde_thread_info_t in version 1.1, which introduced it: the smallest
  * struct_size the request accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_THREAD_INFO_SIZE_1_1 48u
 
-/** @brief Client states (::sonde_client_info_t::state). */
+/** @brief Client states (::sonde_client_info_t::state). @since 1.1 */
 enum sonde_client_state {
     SONDE_CLIENT_STATE_ACTIVE = 0, /**< Instantiated; receives events. */
     SONDE_CLIENT_STATE_FAILED = 1  /**< Loading or instantiation failed; the client was unloaded. */
@@ -346,6 +380,7 @@ enum sonde_client_state {
  * @brief What Sonde knows about a client: its state, the status of its loading, and why.
  * Same `struct_size` rules as ::sonde_method_info_t, with ::SONDE_CLIENT_INFO_SIZE_1_1 as the
  * smallest.
+ * @since 1.1
  */
 typedef struct sonde_client_info_t {
     uint32_t struct_size;   /**< sizeof(sonde_client_info_t) as the caller knows it. */
@@ -360,6 +395,7 @@ typedef struct sonde_client_info_t {
  * @brief Size of sonde_client_info_t in version 1.1, which introduced it: the smallest
  * struct_size ::sonde_get_client_info accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_CLIENT_INFO_SIZE_1_1 48u
 
@@ -370,6 +406,7 @@ typedef struct sonde_client_info_t {
  * after SHUTDOWN. The table grows at the end: `struct_size` is Sonde's own sizeof, never less
  * than ::SONDE_API_SIZE_1_1; check that it covers a function appended after that size before
  * using it.
+ * @since 1.1
  */
 typedef struct sonde_api_t {
     uint32_t struct_size; /**< sizeof this table in the library. */
@@ -453,6 +490,7 @@ typedef struct sonde_api_t {
  * @brief Size of sonde_api_t in version 1.1, which introduced it: every function above is
  * present when struct_size is at least this.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_API_SIZE_1_1 104u
 
@@ -460,17 +498,19 @@ typedef struct sonde_api_t {
  * @brief The entry point a client exports. Called once, on the thread that loads it, before or
  * after ::sonde_initialize. Register observers and filters here and return SUCCESS; any other
  * status (NOT_SUPPORTED when `api->abi_version` is too old) makes Sonde unload the client.
+ * @since 1.1
  */
 typedef sonde_status_t (*sonde_client_instantiate_fn)(const sonde_api_t *api, sonde_client_id_t client_id,
                                                      const char *options);
 
-/** @brief The entry point's name, looked up in the client's object only. */
+/** @brief The entry point's name, looked up in the client's object only. @since 1.1 */
 #define SONDE_CLIENT_ENTRY_NAME "sonde_client_instantiate"
 /**
  * @brief Optional: a client may export `const uint32_t sonde_client_required_abi_version` set
  * to the least client ABI version it needs; Sonde refuses it (INCOMPATIBLE_ABI) when it is
  * newer than the library's, without calling the entry point. Only a definition in the client's
  * own object counts: one that comes from a library the client links is ignored.
+ * @since 1.1
  */
 #define SONDE_CLIENT_REQUIRED_ABI_NAME "sonde_client_required_abi_version"
 

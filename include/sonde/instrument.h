@@ -43,6 +43,7 @@ SONDE_BEGIN_DECLS
  * returned; LIMIT (64 clients, failed ones included); IN_CALLBACK (called from a filter);
  * NOT_INITIALIZED (in a fork() child whose parent had another thread inside the client
  * registry at the fork: see docs/robustness.md).
+ * @since 1.1
  */
 SONDE_API sonde_status_t sonde_load_client(const char *path, const char *options, sonde_client_id_t *out);
 
@@ -53,6 +54,7 @@ SONDE_API sonde_status_t sonde_load_client(const char *path, const char *options
  * @param options Passed to it as given (NULL: "").
  * @param[out] out The client's id, also when instantiation fails.
  * @return As ::sonde_load_client, without LOAD_FAILED.
+ * @since 1.1
  */
 SONDE_API sonde_status_t sonde_register_client(sonde_client_instantiate_fn instantiate, const char *options,
                                                sonde_client_id_t *out);
@@ -64,6 +66,7 @@ SONDE_API sonde_status_t sonde_register_client(sonde_client_instantiate_fn insta
  * @return SUCCESS; NULL_POINTER; ILLEGAL_ID; INCOMPATIBLE_ABI (struct_size smaller than
  * ::SONDE_CLIENT_INFO_SIZE_1_1); BUFFER_TOO_SHORT (path or message); NOT_INITIALIZED (as for
  * ::sonde_load_client).
+ * @since 1.1
  */
 SONDE_API sonde_status_t sonde_get_client_info(sonde_client_id_t client, sonde_client_info_t *info);
 
@@ -71,6 +74,7 @@ SONDE_API sonde_status_t sonde_get_client_info(sonde_client_id_t client, sonde_c
  * @brief Ids of every client, active and failed, in order of loading (array protocol).
  * @param[in,out] clients The array to fill.
  * @return SUCCESS; NULL_POINTER; BUFFER_TOO_SHORT; NOT_INITIALIZED (as for ::sonde_load_client).
+ * @since 1.1
  */
 SONDE_API sonde_status_t sonde_get_client_list(sonde_client_array_t *clients);
 
@@ -78,6 +82,7 @@ SONDE_API sonde_status_t sonde_get_client_list(sonde_client_array_t *clients);
  * @brief The function table clients receive, for a program that wants to make data requests
  * on behalf of a client it registered. Never NULL. Thread-safe.
  * @return The process's api table (static storage).
+ * @since 1.1
  */
 SONDE_API const sonde_api_t *sonde_get_client_api(void);
 
@@ -89,6 +94,7 @@ SONDE_API const sonde_api_t *sonde_get_client_api(void);
  * ::sonde_initialize.
  * @param function Entry address of the function entered.
  * @param call_site Return address in its caller (may be NULL).
+ * @since 1.1
  */
 SONDE_API void sonde_method_enter(const void *function, const void *call_site);
 
@@ -98,6 +104,7 @@ SONDE_API void sonde_method_enter(const void *function, const void *call_site);
  * ::sonde_method_enter.
  * @param function Entry address of the function returning.
  * @param call_site Return address in its caller (may be NULL).
+ * @since 1.1
  */
 SONDE_API void sonde_method_leave(const void *function, const void *call_site);
 
@@ -107,6 +114,7 @@ SONDE_API void sonde_method_leave(const void *function, const void *call_site);
  * @param address The address referenced.
  * @param size Bytes referenced.
  * @param access_type A ::sonde_access_type value.
+ * @since 1.1
  */
 SONDE_API void sonde_memory_access(const void *address, uint64_t size, uint32_t access_type);
 
@@ -117,6 +125,7 @@ SONDE_API void sonde_memory_access(const void *address, uint64_t size, uint32_t 
  * @param payload Optional bytes for the observers (may be NULL).
  * @param payload_size Bytes at payload.
  * @return SUCCESS; NULL_POINTER (text); NOT_INITIALIZED; IN_CALLBACK.
+ * @since 1.1
  */
 SONDE_API sonde_status_t sonde_user_mark(const char *text, const void *payload, uint64_t payload_size);
 
@@ -124,12 +133,14 @@ SONDE_API sonde_status_t sonde_user_mark(const char *text, const void *payload, 
  * @brief Opens a named range on the calling thread (USER_RANGE_PUSH). Ranges nest up to 256 deep.
  * @param text The range's name (copied).
  * @return SUCCESS; NULL_POINTER; NOT_INITIALIZED; IN_CALLBACK; LIMIT (too deep: not pushed).
+ * @since 1.1
  */
 SONDE_API sonde_status_t sonde_user_range_push(const char *text);
 
 /**
  * @brief Closes the innermost range of the calling thread (USER_RANGE_POP, NAME = its text).
  * @return SUCCESS; NOT_INITIALIZED; IN_CALLBACK; PHASE_FAILURE (no open range).
+ * @since 1.1
  */
 SONDE_API sonde_status_t sonde_user_range_pop(void);
 
@@ -139,6 +150,7 @@ SONDE_API sonde_status_t sonde_user_range_pop(void);
  * created with pthread_create.
  * @param[out] out The thread's id, may be NULL.
  * @return SUCCESS; NOT_INITIALIZED; LIMIT (65,536 threads).
+ * @since 1.1
  */
 SONDE_API sonde_status_t sonde_register_thread(sonde_thread_id_t *out);
 
@@ -147,6 +159,7 @@ SONDE_API sonde_status_t sonde_register_thread(sonde_thread_id_t *out);
  * MODULE_UNLOAD for the differences. `libsonde-instrument.so` calls it after every
  * dlopen and dlclose.
  * @return SUCCESS; NOT_INITIALIZED.
+ * @since 1.1
  */
 SONDE_API sonde_status_t sonde_refresh_modules(void);
 

@@ -38,28 +38,37 @@
 
 SONDE_BEGIN_DECLS
 
-/** @brief A profile buffer: the memory profile arrays are allocated in. Opaque. */
+/** @brief A profile buffer: the memory profile arrays are allocated in. Opaque. @since 1.0 */
 typedef struct sonde_profile_buffer_t sonde_profile_buffer_t;
 
-/** @brief A profile array: geometry plus, once allocated, its offset in a buffer. Opaque. */
+/**
+ * @brief A profile array: geometry plus, once allocated, its offset in a buffer. Opaque.
+ * @since 1.0
+ */
 typedef struct sonde_profile_array_t sonde_profile_array_t;
 
-/** @brief The value ::sonde_profile_array_offset answers for an array that is not allocated. */
+/**
+ * @brief The value ::sonde_profile_array_offset answers for an array that is not allocated.
+ * @since 1.0
+ */
 #define SONDE_PROFILE_OFFSET_NONE UINT64_MAX
 
-/** @brief GTPin's default num_thread_buckets for ::sonde_profile_array_create: one bucket. */
+/**
+ * @brief GTPin's default num_thread_buckets for ::sonde_profile_array_create: one bucket.
+ * @since 1.0
+ */
 #define SONDE_PROFILE_DEFAULT_THREAD_BUCKETS 1u
 
-/** @brief GTPin's default alignment for ::sonde_profile_array_create: one cache line. */
+/** @brief GTPin's default alignment for ::sonde_profile_array_create: one cache line. @since 1.0 */
 #define SONDE_PROFILE_DEFAULT_ALIGNMENT 64u
 
-/** @brief Every chunk is aligned to at least this many bytes (one cache line). */
+/** @brief Every chunk is aligned to at least this many bytes (one cache line). @since 1.0 */
 #define SONDE_PROFILE_MIN_CHUNK_ALIGNMENT 64u
 
-/** @brief Largest num_thread_buckets accepted (after rounding up to a power of two). */
+/** @brief Largest num_thread_buckets accepted (after rounding up to a power of two). @since 1.0 */
 #define SONDE_PROFILE_MAX_THREAD_BUCKETS 65536u
 
-/** @brief Largest alignment accepted by ::sonde_profile_array_create. */
+/** @brief Largest alignment accepted by ::sonde_profile_array_create. @since 1.0 */
 #define SONDE_PROFILE_MAX_ALIGNMENT 4096u
 
 /**
@@ -67,6 +76,7 @@ typedef struct sonde_profile_array_t sonde_profile_array_t;
  * Sonde's bump allocator (the role of GTPin's IGtProfileBufferAllocator).
  *
  * Set struct_size to sizeof(sonde_profile_allocator_t). Sonde copies the struct.
+ * @since 1.0
  */
 typedef struct sonde_profile_allocator_t {
     uint32_t struct_size; /**< sizeof(sonde_profile_allocator_t) of the caller. */
@@ -85,6 +95,7 @@ typedef struct sonde_profile_allocator_t {
  * @brief Size of sonde_profile_allocator_t in ABI version 1.0, the smallest struct_size
  * ::sonde_profile_buffer_create_with_allocator accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_PROFILE_ALLOCATOR_SIZE_1_0 24u
 
@@ -94,6 +105,7 @@ typedef struct sonde_profile_allocator_t {
  * Filled by ::sonde_profile_array_view for the calling thread; keep one per thread (e.g. in a
  * local variable or a thread_local). Valid while the buffer exists. Set struct_size before the
  * call; the fields below are part of the 1.0 layout and never move.
+ * @since 1.0
  */
 typedef struct sonde_profile_view_t {
     uint32_t struct_size;   /**< sizeof(sonde_profile_view_t) of the caller. */
@@ -111,6 +123,7 @@ typedef struct sonde_profile_view_t {
  * @brief Size of sonde_profile_view_t in ABI version 1.0, the smallest struct_size
  * ::sonde_profile_array_view accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_PROFILE_VIEW_SIZE_1_0 48u
 
@@ -125,6 +138,7 @@ typedef struct sonde_profile_view_t {
  * @param view The calling thread's view.
  * @param record Record number, below num_records.
  * @return The record's address. Thread-safe (reads the view only).
+ * @since 1.0
  */
 static inline void *sonde_profile_view_record(const sonde_profile_view_t *view, uint32_t record) {
     return view->bucket_base + (size_t)record * view->record_size;
@@ -136,6 +150,7 @@ static inline void *sonde_profile_view_record(const sonde_profile_view_t *view, 
  * @param bucket Bucket (masked with bucket_mask).
  * @param record Record number, below num_records.
  * @return The record's address. Thread-safe (reads the view only).
+ * @since 1.0
  */
 static inline void *sonde_profile_view_bucket_record(const sonde_profile_view_t *view,
                                                      uint32_t bucket, uint32_t record) {
@@ -150,6 +165,7 @@ static inline void *sonde_profile_view_bucket_record(const sonde_profile_view_t 
  * adding to the same counter concurrently can lose updates (use ::sonde_profile_counter_add_shared).
  * @param counter An 8-byte-aligned counter written only by the calling thread.
  * @param delta Value to add (wrapping modulo 2^64).
+ * @since 1.0
  */
 static inline void sonde_profile_counter_add(uint64_t *counter, uint64_t delta) {
     __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + delta, __ATOMIC_RELAXED);
@@ -159,6 +175,7 @@ static inline void sonde_profile_counter_add(uint64_t *counter, uint64_t delta) 
  * @brief Adds to a counter that several threads may write (relaxed atomic fetch-add).
  * @param counter An 8-byte-aligned counter.
  * @param delta Value to add (wrapping modulo 2^64).
+ * @since 1.0
  */
 static inline void sonde_profile_counter_add_shared(uint64_t *counter, uint64_t delta) {
     (void)__atomic_fetch_add(counter, delta, __ATOMIC_RELAXED);
@@ -168,6 +185,7 @@ static inline void sonde_profile_counter_add_shared(uint64_t *counter, uint64_t 
  * @brief Reads a counter whole (relaxed atomic load), also while its writer is running.
  * @param counter An 8-byte-aligned counter.
  * @return Its value.
+ * @since 1.0
  */
 static inline uint64_t sonde_profile_counter_load(const uint64_t *counter) {
     return __atomic_load_n(counter, __ATOMIC_RELAXED);
@@ -181,6 +199,7 @@ static inline uint64_t sonde_profile_counter_load(const uint64_t *counter) {
  * @param record Record number, below num_records.
  * @param field_offset Byte offset of an 8-byte-aligned u64 field within the record.
  * @param delta Value to add.
+ * @since 1.0
  */
 static inline void sonde_profile_view_add_u64(const sonde_profile_view_t *view, uint32_t record,
                                               uint32_t field_offset, uint64_t delta) {
@@ -196,6 +215,7 @@ static inline void sonde_profile_view_add_u64(const sonde_profile_view_t *view, 
  * @param record Record number, below num_records.
  * @param field_offset Byte offset of an 8-byte-aligned u64 field within the record.
  * @param delta Value to add.
+ * @since 1.0
  */
 static inline void sonde_profile_view_add_u64_shared(const sonde_profile_view_t *view,
                                                      uint32_t record, uint32_t field_offset,
@@ -215,6 +235,7 @@ static inline void sonde_profile_view_add_u64_shared(const sonde_profile_view_t 
  * `index & (num_thread_buckets - 1)`. Indices are never reused within a process.
  * Thread-safe; lock-free.
  * @return The calling thread's index.
+ * @since 1.0
  */
 SONDE_API uint32_t sonde_profile_thread_index(void);
 
@@ -224,6 +245,7 @@ SONDE_API uint32_t sonde_profile_thread_index(void);
  * @param index Any value below UINT32_MAX.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_INVALID_ARGUMENT (UINT32_MAX).
  * Thread-safe: affects only the calling thread.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_set_thread_index(uint32_t index);
 
@@ -240,6 +262,7 @@ SONDE_API sonde_status_t sonde_profile_set_thread_index(uint32_t index);
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (size 0 or too large),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_buffer_create(uint64_t size, sonde_profile_buffer_t **out);
 
@@ -254,6 +277,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_create(uint64_t size, sonde_profil
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (size 0, memory not 64-byte aligned),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_buffer_create_from_memory(void *memory, uint64_t size,
                                                                  sonde_profile_buffer_t **out);
@@ -272,6 +296,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_from_memory(void *memory, u
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (size 0 or too large, memory misaligned,
  *         reserved non-zero), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_buffer_create_with_allocator(
     void *memory, uint64_t size, const sonde_profile_allocator_t *allocator,
@@ -295,6 +320,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_with_allocator(
  *         SONDE_STATUS_ERROR_IO (open, memfd_create, ftruncate, sealing or mmap failed),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_buffer_create_shared(const char *path, uint64_t size,
                                                             sonde_profile_buffer_t **out);
@@ -310,6 +336,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_create_shared(const char *path, ui
  *         sizes inconsistent with the file), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (unknown
  *         layout version), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_buffer_open_shared(const char *path,
                                                           sonde_profile_buffer_t **out);
@@ -319,6 +346,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_open_shared(const char *path,
  * left in place). Arrays allocated in it must not be used with it afterwards. NULL is ignored.
  * Not thread-safe with other calls on the same buffer.
  * @param pb The profile buffer.
+ * @since 1.0
  */
 SONDE_API void sonde_profile_buffer_destroy(sonde_profile_buffer_t *pb);
 
@@ -326,6 +354,7 @@ SONDE_API void sonde_profile_buffer_destroy(sonde_profile_buffer_t *pb);
  * Thread-safe.
  * @param pb The profile buffer.
  * @return The size in bytes.
+ * @since 1.0
  */
 SONDE_API uint64_t sonde_profile_buffer_size(const sonde_profile_buffer_t *pb);
 
@@ -333,6 +362,7 @@ SONDE_API uint64_t sonde_profile_buffer_size(const sonde_profile_buffer_t *pb);
  * Thread-safe.
  * @param pb The profile buffer.
  * @return The address.
+ * @since 1.0
  */
 SONDE_API void *sonde_profile_buffer_data(const sonde_profile_buffer_t *pb);
 
@@ -344,6 +374,7 @@ SONDE_API void *sonde_profile_buffer_data(const sonde_profile_buffer_t *pb);
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not a profile buffer),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (not a shared buffer).
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_buffer_fd(const sonde_profile_buffer_t *pb, int *fd);
 
@@ -358,6 +389,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_fd(const sonde_profile_buffer_t *p
  *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
  *         failed).
  * Thread-safe (reads the published count).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_buffer_num_arrays(const sonde_profile_buffer_t *pb,
                                                          uint32_t *count);
@@ -383,6 +415,7 @@ SONDE_API sonde_status_t sonde_profile_buffer_num_arrays(const sonde_profile_buf
  *         of two or too large, too many buckets, chunk size overflowing 32 bits),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_create(uint32_t record_size, uint32_t num_records,
                                                     uint32_t num_thread_buckets,
@@ -402,6 +435,7 @@ SONDE_API sonde_status_t sonde_profile_array_create(uint32_t record_size, uint32
  *         was cut below the mapped size or cut and grown back),
  *         SONDE_STATUS_ERROR_IO (fstat of the file failed), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_open(sonde_profile_buffer_t *pb, uint32_t index,
                                                   sonde_profile_array_t **out);
@@ -409,6 +443,7 @@ SONDE_API sonde_status_t sonde_profile_array_open(sonde_profile_buffer_t *pb, ui
 /** @brief Destroys an array object (the buffer space is not reclaimed). NULL is ignored.
  * Must not race other calls on the same array.
  * @param arr The array.
+ * @since 1.0
  */
 SONDE_API void sonde_profile_array_destroy(sonde_profile_array_t *arr);
 
@@ -428,6 +463,7 @@ SONDE_API void sonde_profile_array_destroy(sonde_profile_array_t *arr);
  *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
  *         failed).
  * Thread-safe for different arrays; do not allocate one array from two threads at once.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_allocate(sonde_profile_array_t *arr,
                                                       sonde_profile_buffer_t *pb);
@@ -443,6 +479,7 @@ SONDE_API sonde_status_t sonde_profile_array_allocate(sonde_profile_array_t *arr
  *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
  *         failed).
  * Races with writers of the array (their updates may survive or be lost).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_initialize(const sonde_profile_array_t *arr,
                                                         sonde_profile_buffer_t *pb);
@@ -464,6 +501,7 @@ SONDE_API sonde_status_t sonde_profile_array_initialize(const sonde_profile_arra
  *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
  *         failed).
  * Thread-safe; racing writers: see ::sonde_profile_array_snapshot.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_read(const sonde_profile_array_t *arr,
                                                   const sonde_profile_buffer_t *pb,
@@ -480,6 +518,7 @@ SONDE_API sonde_status_t sonde_profile_array_read(const sonde_profile_array_t *a
  * @param thread_bucket Bucket, below num_thread_buckets.
  * @return As ::sonde_profile_array_read.
  * Races with writers of the same bucket.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_write(const sonde_profile_array_t *arr,
                                                    sonde_profile_buffer_t *pb,
@@ -497,6 +536,7 @@ SONDE_API sonde_status_t sonde_profile_array_write(const sonde_profile_array_t *
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (not an array, record or bucket out of range),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE (not allocated).
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_record_offset(const sonde_profile_array_t *arr,
                                                            uint32_t record,
@@ -507,42 +547,49 @@ SONDE_API sonde_status_t sonde_profile_array_record_offset(const sonde_profile_a
  * @brief chunk_size * num_thread_buckets: the bytes the array occupies; 0 for NULL. Thread-safe.
  * @param arr The array.
  * @return The size in bytes.
+ * @since 1.0
  */
 SONDE_API uint64_t sonde_profile_array_size(const sonde_profile_array_t *arr);
 /** @brief The array's buffer offset, or SONDE_PROFILE_OFFSET_NONE (UINT64_MAX) until
  * allocated (and for NULL). Thread-safe.
  * @param arr The array.
  * @return The offset.
+ * @since 1.0
  */
 SONDE_API uint64_t sonde_profile_array_offset(const sonde_profile_array_t *arr);
 /**
  * @brief Whether the array is allocated; false for NULL. Thread-safe.
  * @param arr The array.
  * @return true when allocated.
+ * @since 1.0
  */
 SONDE_API bool sonde_profile_array_is_allocated(const sonde_profile_array_t *arr);
 /**
  * @brief Bytes per record; 0 for NULL. Thread-safe.
  * @param arr The array.
  * @return The record size in bytes.
+ * @since 1.0
  */
 SONDE_API uint32_t sonde_profile_array_record_size(const sonde_profile_array_t *arr);
 /**
  * @brief Records per bucket; 0 for NULL. Thread-safe.
  * @param arr The array.
  * @return The record count.
+ * @since 1.0
  */
 SONDE_API uint32_t sonde_profile_array_num_records(const sonde_profile_array_t *arr);
 /**
  * @brief Buckets after rounding up to a power of two; 0 for NULL. Thread-safe.
  * @param arr The array.
  * @return The bucket count (a power of two).
+ * @since 1.0
  */
 SONDE_API uint32_t sonde_profile_array_num_thread_buckets(const sonde_profile_array_t *arr);
 /**
  * @brief Bytes per bucket (a multiple of max(alignment, 64)); 0 for NULL. Thread-safe.
  * @param arr The array.
  * @return The bucket size in bytes.
+ * @since 1.0
  */
 SONDE_API uint32_t sonde_profile_array_chunk_size(const sonde_profile_array_t *arr);
 
@@ -550,6 +597,7 @@ SONDE_API uint32_t sonde_profile_array_chunk_size(const sonde_profile_array_t *a
  * @brief The calling thread's bucket of an array: sonde_profile_thread_index() & (buckets - 1).
  * @param arr The array.
  * @return The bucket, 0 for NULL. Thread-safe.
+ * @since 1.0
  */
 SONDE_API uint32_t sonde_profile_array_thread_bucket(const sonde_profile_array_t *arr);
 
@@ -567,6 +615,7 @@ SONDE_API uint32_t sonde_profile_array_thread_bucket(const sonde_profile_array_t
  *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
  *         failed).
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_thread_record(const sonde_profile_array_t *arr,
                                                            sonde_profile_buffer_t *pb,
@@ -588,6 +637,7 @@ SONDE_API sonde_status_t sonde_profile_array_thread_record(const sonde_profile_a
  * The inline helpers that use the view check nothing: a shared file cut after this call
  * makes them fault.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_view(const sonde_profile_array_t *arr,
                                                   sonde_profile_buffer_t *pb,
@@ -611,6 +661,7 @@ SONDE_API sonde_status_t sonde_profile_array_view(const sonde_profile_array_t *a
  *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
  *         failed).
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_sum_u64(const sonde_profile_array_t *arr,
                                                      const sonde_profile_buffer_t *pb,
@@ -637,6 +688,7 @@ SONDE_API sonde_status_t sonde_profile_array_sum_u64(const sonde_profile_array_t
  *         the mapped size, or cut and grew back), SONDE_STATUS_ERROR_IO (fstat of that file
  *         failed) (nothing written).
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_snapshot(const sonde_profile_array_t *arr,
                                                       const sonde_profile_buffer_t *pb,
@@ -647,25 +699,27 @@ SONDE_API sonde_status_t sonde_profile_array_snapshot(const sonde_profile_array_
 /* ---------------------------------------------------------------------------------------- */
 
 /** @brief ::sonde_profile_array_emit flag: emit one record per counter summed over buckets
- * (bucket field SONDE_PROFILE_COUNTER_ALL_BUCKETS) instead of one per counter and bucket. */
+ * (bucket field SONDE_PROFILE_COUNTER_ALL_BUCKETS) instead of one per counter and bucket.
+ * @since 1.0 */
 #define SONDE_PROFILE_EMIT_SUMMED 1u
 
-/** @brief Bucket value of a counter id whose value is summed over all buckets. */
+/** @brief Bucket value of a counter id whose value is summed over all buckets. @since 1.0 */
 #define SONDE_PROFILE_COUNTER_ALL_BUCKETS 0xFFFFu
 
 /**
  * @brief counter_id of an emitted PROFILER record: bits 63..48 the bucket (or
  * SONDE_PROFILE_COUNTER_ALL_BUCKETS), bits 47..16 the record number, bits 15..0 the index of
  * the u64 word within the record (field_offset / 8).
+ * @since 1.0
  */
 #define SONDE_PROFILE_COUNTER_ID(bucket, record, word)                                     \
     (((uint64_t)(bucket) << 48) | ((uint64_t)(uint32_t)(record) << 16) |                   \
      (uint64_t)((word) & 0xFFFFu))
-/** @brief The bucket of a counter id. */
+/** @brief The bucket of a counter id. @since 1.0 */
 #define SONDE_PROFILE_COUNTER_BUCKET(id) ((uint32_t)((uint64_t)(id) >> 48))
-/** @brief The record number of a counter id. */
+/** @brief The record number of a counter id. @since 1.0 */
 #define SONDE_PROFILE_COUNTER_RECORD(id) ((uint32_t)((uint64_t)(id) >> 16))
-/** @brief The u64 word index within the record of a counter id. */
+/** @brief The u64 word index within the record of a counter id. @since 1.0 */
 #define SONDE_PROFILE_COUNTER_WORD(id) ((uint32_t)((uint64_t)(id) & 0xFFFFu))
 
 /**
@@ -692,6 +746,7 @@ SONDE_API sonde_status_t sonde_profile_array_snapshot(const sonde_profile_array_
  *         SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE, SONDE_STATUS_ERROR_BUFFER_FULL), after which
  *         no more records are emitted.
  * Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_profile_array_emit(const sonde_profile_array_t *arr,
                                                   const sonde_profile_buffer_t *pb,

@@ -16,16 +16,22 @@
 
 #include <sonde/defs.h>
 
-/** @brief First 8 bytes of a shared profile buffer: "SONDEPRF" read as a little-endian u64. */
+/**
+ * @brief First 8 bytes of a shared profile buffer: "SONDEPRF" read as a little-endian u64.
+ * @since 1.0
+ */
 #define SONDE_PROFILE_SHARED_MAGIC 0x46525045444E4F53ull
-/** @brief Layout version of this header. */
+/** @brief Layout version of this header. @since 1.0 */
 #define SONDE_PROFILE_SHARED_VERSION 1u
-/** @brief Bytes of header plus directory; the first array starts at or after this offset. */
+/**
+ * @brief Bytes of header plus directory; the first array starts at or after this offset.
+ * @since 1.0
+ */
 #define SONDE_PROFILE_SHARED_HEADER_SIZE 4096u
-/** @brief Directory entries that fit in the header: (4096 - 64) / 64. */
+/** @brief Directory entries that fit in the header: (4096 - 64) / 64. @since 1.0 */
 #define SONDE_PROFILE_SHARED_MAX_ARRAYS 63u
 
-/** @brief The 64-byte header at offset 0 of a shared profile buffer. */
+/** @brief The 64-byte header at offset 0 of a shared profile buffer. @since 1.0 */
 typedef struct sonde_profile_shared_header_t {
     uint64_t magic;       /**< SONDE_PROFILE_SHARED_MAGIC. */
     uint32_t version;     /**< SONDE_PROFILE_SHARED_VERSION. */
@@ -38,7 +44,7 @@ typedef struct sonde_profile_shared_header_t {
     uint64_t reserved[2]; /**< 0. */
 } sonde_profile_shared_header_t;
 
-/** @brief One 64-byte directory entry; entry i sits at offset 64 + 64 * i. */
+/** @brief One 64-byte directory entry; entry i sits at offset 64 + 64 * i. @since 1.0 */
 typedef struct sonde_profile_shared_array_t {
     uint64_t offset;             /**< Offset of the array (bucket 0, record 0) in the region. */
     uint64_t size;               /**< chunk_size * num_thread_buckets. */

@@ -17,14 +17,14 @@
 
 SONDE_BEGIN_DECLS
 
-/** @brief The header of every record. 8 bytes, 8-byte aligned. */
+/** @brief The header of every record. 8 bytes, 8-byte aligned. @since 1.0 */
 typedef struct sonde_record_header_t {
     uint32_t size;  /**< Whole record in bytes: header, timestamp, payload and padding; a multiple of 8. */
     uint16_t kind;  /**< One of the SONDE_RECORD_KIND_* values, or >= SONDE_RECORD_KIND_USER. */
     uint16_t flags; /**< SONDE_RECORD_FLAG_* bits. */
 } sonde_record_header_t;
 
-/** @brief Record kinds. Kinds below SONDE_RECORD_KIND_USER are Sonde's. */
+/** @brief Record kinds. Kinds below SONDE_RECORD_KIND_USER are Sonde's. @since 1.0 */
 enum sonde_record_kind_value {
     SONDE_RECORD_KIND_NONE = 0,     /**< Never valid: a zero header is corruption. */
     SONDE_RECORD_KIND_THREAD = 1,   /**< sonde_thread_record_t; starts every delivered span. Sonde-only. */
@@ -37,21 +37,30 @@ enum sonde_record_kind_value {
     SONDE_RECORD_KIND_USER_MAX = 0xFFFF /**< Last custom kind. */
 };
 
-/** @brief Record header flags. */
+/** @brief Record header flags. @since 1.0 */
 enum sonde_record_flag_value {
     SONDE_RECORD_FLAG_TIMESTAMP = 1u << 0 /**< An 8-byte timestamp follows the header. */
 };
 
-/** @brief Largest payload a record can carry (further limited by the buffer's chunk size). */
+/**
+ * @brief Largest payload a record can carry (further limited by the buffer's chunk size).
+ * @since 1.0
+ */
 #define SONDE_RECORD_MAX_PAYLOAD (1u << 24)
 
-/** @brief Payload of SONDE_RECORD_KIND_THREAD: the thread that emitted the following records. */
+/**
+ * @brief Payload of SONDE_RECORD_KIND_THREAD: the thread that emitted the following records.
+ * @since 1.0
+ */
 typedef struct sonde_thread_record_t {
     uint64_t thread_id; /**< Sonde's dense thread number, from 1, never reused in a process. */
     uint64_t os_tid;    /**< The kernel thread id (gettid). */
 } sonde_thread_record_t;
 
-/** @brief Payload of SONDE_RECORD_KIND_LOSS: records of this thread dropped before the next one. */
+/**
+ * @brief Payload of SONDE_RECORD_KIND_LOSS: records of this thread dropped before the next one.
+ * @since 1.0
+ */
 typedef struct sonde_loss_record_t {
     uint64_t count;     /**< How many records were dropped. */
     uint64_t thread_id; /**< Sonde's thread number of the producer. */
@@ -59,7 +68,7 @@ typedef struct sonde_loss_record_t {
     uint64_t last_ns;   /**< Time of the last drop. */
 } sonde_loss_record_t;
 
-/** @brief Payload of SONDE_RECORD_KIND_TRACER: one traced operation. */
+/** @brief Payload of SONDE_RECORD_KIND_TRACER: one traced operation. @since 1.0 */
 typedef struct sonde_tracer_record_t {
     uint64_t begin_ns;       /**< Start time. */
     uint64_t end_ns;         /**< End time. */
@@ -68,14 +77,14 @@ typedef struct sonde_tracer_record_t {
     uint32_t operation;      /**< Operation within the domain, tool-defined. */
 } sonde_tracer_record_t;
 
-/** @brief Payload of SONDE_RECORD_KIND_PROFILER: one counter sample. */
+/** @brief Payload of SONDE_RECORD_KIND_PROFILER: one counter sample. @since 1.0 */
 typedef struct sonde_profiler_record_t {
     uint64_t counter_id;   /**< Counter number, tool-defined. */
     uint64_t value;        /**< Counter value. */
     uint64_t timestamp_ns; /**< Sample time. */
 } sonde_profiler_record_t;
 
-/** @brief Memory-reference access types (sonde_memref_record_t::type). */
+/** @brief Memory-reference access types (sonde_memref_record_t::type). @since 1.0 */
 enum sonde_memref_type_value {
     SONDE_MEMREF_READ = 0,   /**< Data load. */
     SONDE_MEMREF_WRITE = 1,  /**< Data store. */
@@ -83,7 +92,7 @@ enum sonde_memref_type_value {
     SONDE_MEMREF_IFETCH = 3  /**< Instruction fetch. */
 };
 
-/** @brief Payload of SONDE_RECORD_KIND_MEMREF: one memory reference. */
+/** @brief Payload of SONDE_RECORD_KIND_MEMREF: one memory reference. @since 1.0 */
 typedef struct sonde_memref_record_t {
     uint64_t address; /**< Accessed address. */
     uint64_t pc;      /**< Instruction address, 0 when unknown. */
@@ -91,13 +100,13 @@ typedef struct sonde_memref_record_t {
     uint32_t type;    /**< A sonde_memref_type_value. */
 } sonde_memref_record_t;
 
-/** @brief CALL events (sonde_call_record_t::event). */
+/** @brief CALL events (sonde_call_record_t::event). @since 1.0 */
 enum sonde_call_event_value {
     SONDE_CALL_ENTER = 0, /**< Method entered. */
     SONDE_CALL_LEAVE = 1  /**< Method left. */
 };
 
-/** @brief Payload of SONDE_RECORD_KIND_CALL: a method enter or leave. */
+/** @brief Payload of SONDE_RECORD_KIND_CALL: a method enter or leave. @since 1.0 */
 typedef struct sonde_call_record_t {
     uint64_t method_id;    /**< Method number (or address), producer-defined. */
     uint64_t timestamp_ns; /**< Event time. */
@@ -109,6 +118,7 @@ typedef struct sonde_call_record_t {
  * @brief The kind of a record.
  * @param record A record (its header), or NULL.
  * @return The header's kind, or SONDE_RECORD_KIND_NONE for a NULL record. Thread-safe.
+ * @since 1.0
  */
 SONDE_API uint32_t sonde_record_kind(const sonde_record_header_t *record);
 
@@ -119,6 +129,7 @@ SONDE_API uint32_t sonde_record_kind(const sonde_record_header_t *record);
  * @param[out] payload_size Bytes of payload including padding to 8 bytes; may be NULL.
  * @return The payload, or NULL (and size 0) for a NULL record or a header whose size is
  *         smaller than its own header. Thread-safe.
+ * @since 1.0
  */
 SONDE_API const void *sonde_record_payload(const sonde_record_header_t *record,
                                            uint32_t *payload_size);
@@ -129,6 +140,7 @@ SONDE_API const void *sonde_record_payload(const sonde_record_header_t *record,
  * @param[out] timestamp_ns Nanoseconds of CLOCK_MONOTONIC.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (the record carries no timestamp).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_record_timestamp(const sonde_record_header_t *record,
                                                 uint64_t *timestamp_ns);

@@ -36,6 +36,7 @@ SONDE_BEGIN_DECLS
  * Thread-safe (a call that races ::sonde_finalize waits for it to finish); may be called again
  * after ::sonde_finalize (old ids stay invalid), and in the child of a fork() (which starts not
  * initialised; the parent's ids stay invalid).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_initialize(void);
 
@@ -50,12 +51,14 @@ SONDE_API sonde_status_t sonde_initialize(void);
  *         SONDE_STATUS_ERROR_CALLBACK_FAILED (a callback threw while delivering; all else done),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (a client ran out of memory in its shutdown event;
  *         the runtime is finalised all the same).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_finalize(void);
 
 /** @brief Whether ::sonde_initialize has succeeded in this process and ::sonde_finalize has not
  * run since (false in the child of a fork() until the child initialises).
- * @return true when initialised. */
+ * @return true when initialised.
+ * @since 1.0 */
 SONDE_API bool sonde_is_initialized(void);
 
 /**
@@ -65,6 +68,7 @@ SONDE_API bool sonde_is_initialized(void);
  * ::SONDE_SESSION_PROPERTIES_SIZE_1_0 is refused with SONDE_STATUS_ERROR_INCOMPATIBLE_ABI; a
  * larger one than the library's is accepted only if the bytes Sonde does not know are zero
  * (else SONDE_STATUS_ERROR_NOT_SUPPORTED).
+ * @since 1.0
  */
 typedef struct sonde_session_properties_t {
     uint32_t struct_size; /**< sizeof(sonde_session_properties_t) of the caller. */
@@ -76,6 +80,7 @@ typedef struct sonde_session_properties_t {
  * @brief Size of sonde_session_properties_t in ABI version 1.0, the smallest struct_size
  * ::sonde_create_session accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_SESSION_PROPERTIES_SIZE_1_0 16u
 
@@ -88,6 +93,7 @@ typedef struct sonde_session_properties_t {
  *         SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_INCOMPATIBLE_ABI,
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED, SONDE_STATUS_ERROR_INVALID_ARGUMENT (flags),
  *         SONDE_STATUS_ERROR_LIMIT (too many sessions), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_create_session(const sonde_session_properties_t *props,
                                               sonde_session_id_t *out);
@@ -98,6 +104,7 @@ SONDE_API sonde_status_t sonde_create_session(const sonde_session_properties_t *
  * @param session The session.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_SESSION_ACTIVE (already started).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_start_session(sonde_session_id_t session);
 
@@ -111,6 +118,7 @@ SONDE_API sonde_status_t sonde_start_session(sonde_session_id_t session);
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_SESSION_NOT_ACTIVE,
  *         SONDE_STATUS_ERROR_IN_CALLBACK, SONDE_STATUS_ERROR_CALLBACK_FAILED,
  *         SONDE_STATUS_ERROR_CORRUPTED_SESSION_BUFFER.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_stop_session(sonde_session_id_t session);
 
@@ -122,6 +130,7 @@ SONDE_API sonde_status_t sonde_stop_session(sonde_session_id_t session);
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_IN_CALLBACK,
  *         SONDE_STATUS_ERROR_CALLBACK_FAILED.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_destroy_session(sonde_session_id_t session);
 
@@ -131,6 +140,7 @@ SONDE_API sonde_status_t sonde_destroy_session(sonde_session_id_t session);
  * @param[out] active true when started.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED,
  *         SONDE_STATUS_ERROR_SESSION_NOT_FOUND, SONDE_STATUS_ERROR_NULL_POINTER.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_session_is_active(sonde_session_id_t session, bool *active);
 
@@ -141,6 +151,7 @@ SONDE_API sonde_status_t sonde_session_is_active(sonde_session_id_t session, boo
  * clock_gettime. Callable at any time (before initialisation it uses clock_gettime).
  * Thread-safe, lock-free.
  * @return The time in nanoseconds.
+ * @since 1.0
  */
 SONDE_API uint64_t sonde_get_timestamp(void);
 

@@ -18,26 +18,32 @@
 
 SONDE_BEGIN_DECLS
 
-/** @brief The distance of a line never seen (or removed): a cold access. */
+/** @brief The distance of a line never seen (or removed): a cold access. @since 1.0 */
 #define SONDE_STACKDIST_INFINITY UINT64_MAX
 
-/** @brief A stack-distance calculator. Opaque. */
+/** @brief A stack-distance calculator. Opaque. @since 1.0 */
 typedef struct sonde_stackdist_t sonde_stackdist_t;
 
-/** @brief A reuse histogram filled by ::sonde_stackdist_batch. Opaque. */
+/** @brief A reuse histogram filled by ::sonde_stackdist_batch. Opaque. @since 1.0 */
 typedef struct sonde_histogram_t sonde_histogram_t;
 
-/** @brief sonde_stackdist_options_t::flags: check every answer against a naive stack. */
+/** @brief sonde_stackdist_options_t::flags: check every answer against a naive stack. @since 1.0 */
 #define SONDE_STACKDIST_FLAG_VERIFY 0x1u
 
-/** @brief Sampling modes (sonde_stackdist_options_t::sampling); cross the ABI as uint32_t. */
+/**
+ * @brief Sampling modes (sonde_stackdist_options_t::sampling); cross the ABI as uint32_t.
+ * @since 1.0 (the values; the tag `enum sonde_stackdist_sampling_value` since 1.1)
+ */
 enum sonde_stackdist_sampling_value {
     SONDE_STACKDIST_SAMPLING_NONE = 0,       /**< Exact distances. */
     SONDE_STACKDIST_SAMPLING_FIXED_RATE = 1, /**< SHARDS with a fixed rate (sample_rate). */
     SONDE_STACKDIST_SAMPLING_FIXED_SIZE = 2  /**< SHARDS keeping at most sample_size lines. */
 };
 
-/** @brief Bin layouts for ::sonde_histogram_get_bins; cross the ABI as uint32_t. */
+/**
+ * @brief Bin layouts for ::sonde_histogram_get_bins; cross the ABI as uint32_t.
+ * @since 1.0 (the values; the tag `enum sonde_histogram_bins_value` since 1.1)
+ */
 enum sonde_histogram_bins_value {
     SONDE_HISTOGRAM_BINS_EXACT = 0,  /**< One entry per distance with a non-zero count. */
     SONDE_HISTOGRAM_BINS_LINEAR = 1, /**< Bins [k*w, k*w+w-1] for every k up to the largest. */
@@ -47,6 +53,7 @@ enum sonde_histogram_bins_value {
 /**
  * @brief Options of ::sonde_stackdist_create. Zero-initialise, set struct_size to
  * sizeof(sonde_stackdist_options_t), then set the fields you need.
+ * @since 1.0
  */
 typedef struct sonde_stackdist_options_t {
     uint32_t struct_size;      /**< sizeof(sonde_stackdist_options_t). */
@@ -63,10 +70,11 @@ typedef struct sonde_stackdist_options_t {
  * @brief Size of sonde_stackdist_options_t in ABI version 1.0, the smallest struct_size
  * ::sonde_stackdist_create accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.0
  */
 #define SONDE_STACKDIST_OPTIONS_SIZE_1_0 48u
 
-/** @brief Totals of a histogram (::sonde_histogram_get_summary). */
+/** @brief Totals of a histogram (::sonde_histogram_get_summary). @since 1.0 */
 typedef struct sonde_histogram_summary_t {
     uint32_t struct_size;     /**< sizeof(sonde_histogram_summary_t), set by the caller. */
     uint32_t sampling;        /**< Non-zero when the counts are SHARDS estimates. */
@@ -85,10 +93,11 @@ typedef struct sonde_histogram_summary_t {
  * @brief Size of sonde_histogram_summary_t in ABI version 1.0, the smallest struct_size
  * ::sonde_histogram_get_summary accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.0
  */
 #define SONDE_HISTOGRAM_SUMMARY_SIZE_1_0 80u
 
-/** @brief One histogram bin: distances first..last inclusive. */
+/** @brief One histogram bin: distances first..last inclusive. @since 1.0 */
 typedef struct sonde_histogram_bin_t {
     uint64_t first;  /**< Smallest distance of the bin. */
     uint64_t last;   /**< Largest distance of the bin. */
@@ -97,7 +106,7 @@ typedef struct sonde_histogram_bin_t {
     uint64_t writes; /**< Write accesses in the bin. */
 } sonde_histogram_bin_t;
 
-/** @brief One point of a miss-ratio curve. */
+/** @brief One point of a miss-ratio curve. @since 1.0 */
 typedef struct sonde_mrc_point_t {
     uint64_t cache_lines; /**< Fully associative LRU cache size in lines. */
     double miss_ratio;    /**< Miss ratio of that cache on the trace (0..1). */
@@ -113,6 +122,7 @@ typedef struct sonde_mrc_point_t {
  * unknown sampling mode, a rate outside (0, 1], a zero sample_size, or workers > 256;
  * OUT_OF_MEMORY.
  * @note Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_stackdist_create(const sonde_stackdist_options_t *opts,
                                                 sonde_stackdist_t **out);
@@ -129,6 +139,7 @@ SONDE_API sonde_status_t sonde_stackdist_create(const sonde_stackdist_options_t 
  * calculator; VERIFY_FAILED in verify mode when the naive stack disagrees (the outputs hold the
  * fast answer; the calculator stays usable).
  * @note Not thread-safe for the same sd.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_stackdist_calc_and_update(sonde_stackdist_t *sd, uint64_t addr,
                                                          bool add_new_node, uint64_t *distance,
@@ -144,6 +155,7 @@ SONDE_API sonde_status_t sonde_stackdist_calc_and_update(sonde_stackdist_t *sd, 
  * @param[out] marked The previous mark (false when infinite). May be NULL.
  * @return SUCCESS; NULL_POINTER; NOT_SUPPORTED on a sampling calculator; VERIFY_FAILED.
  * @note Not thread-safe for the same sd.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_stackdist_calc(sonde_stackdist_t *sd, uint64_t addr, bool mark,
                                               uint64_t *distance, bool *marked);
@@ -162,6 +174,7 @@ SONDE_API sonde_status_t sonde_stackdist_calc(sonde_stackdist_t *sd, uint64_t ad
  * @note Not thread-safe for the same sd or hist; a parallel calculator starts its worker
  * threads at its first batch large enough to split, keeps them (asleep between batches) and
  * joins them in ::sonde_stackdist_destroy.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_stackdist_batch(sonde_stackdist_t *sd, const uint64_t *addrs,
                                                const uint8_t *is_write, size_t n,
@@ -173,12 +186,14 @@ SONDE_API sonde_status_t sonde_stackdist_batch(sonde_stackdist_t *sd, const uint
  * @param[out] lines The count.
  * @return SUCCESS; NULL_POINTER.
  * @note Not thread-safe for the same sd.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_stackdist_size(const sonde_stackdist_t *sd, uint64_t *lines);
 
 /**
  * @brief Destroys a calculator. NULL is ignored.
  * @param sd The calculator.
+ * @since 1.0
  */
 SONDE_API void sonde_stackdist_destroy(sonde_stackdist_t *sd);
 
@@ -187,12 +202,14 @@ SONDE_API void sonde_stackdist_destroy(sonde_stackdist_t *sd);
  * @param[out] out The histogram; destroy it with ::sonde_histogram_destroy.
  * @return SUCCESS; NULL_POINTER; OUT_OF_MEMORY.
  * @note Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_histogram_create(sonde_histogram_t **out);
 
 /**
  * @brief Destroys a histogram. NULL is ignored.
  * @param hist The histogram.
+ * @since 1.0
  */
 SONDE_API void sonde_histogram_destroy(sonde_histogram_t *hist);
 
@@ -200,6 +217,7 @@ SONDE_API void sonde_histogram_destroy(sonde_histogram_t *hist);
  * @brief Empties a histogram.
  * @param hist The histogram.
  * @return SUCCESS; NULL_POINTER.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_histogram_reset(sonde_histogram_t *hist);
 
@@ -209,6 +227,7 @@ SONDE_API sonde_status_t sonde_histogram_reset(sonde_histogram_t *hist);
  * @param[in,out] out Set out->struct_size first; at most that many bytes are written.
  * @return SUCCESS; NULL_POINTER; INCOMPATIBLE_ABI if out->struct_size is smaller than
  * SONDE_HISTOGRAM_SUMMARY_SIZE_1_0.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_histogram_get_summary(const sonde_histogram_t *hist,
                                                      sonde_histogram_summary_t *out);
@@ -226,6 +245,7 @@ SONDE_API sonde_status_t sonde_histogram_get_summary(const sonde_histogram_t *hi
  * NULL_POINTER if hist or actual_size is NULL or entries is NULL with size > 0;
  * INVALID_ARGUMENT for an unknown binning or a zero LINEAR width.
  * @note Counts of a sampled histogram are rounded estimates.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_histogram_get_bins(const sonde_histogram_t *hist, uint32_t binning,
                                                   uint64_t width, sonde_histogram_bin_t *entries,
@@ -240,6 +260,7 @@ SONDE_API sonde_status_t sonde_histogram_get_bins(const sonde_histogram_t *hist,
  * @param size Entries available.
  * @param[out] actual_size Points that exist.
  * @return SUCCESS; BUFFER_TOO_SHORT; NULL_POINTER.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_histogram_get_mrc(const sonde_histogram_t *hist,
                                                  sonde_mrc_point_t *entries, uint32_t size,
@@ -251,6 +272,7 @@ SONDE_API sonde_status_t sonde_histogram_get_mrc(const sonde_histogram_t *hist,
  * @param cache_lines Cache size in lines (0 gives 1 unless the histogram is empty).
  * @param[out] miss_ratio The ratio in [0, 1]; 0 for an empty histogram.
  * @return SUCCESS; NULL_POINTER.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_histogram_miss_ratio(const sonde_histogram_t *hist,
                                                     uint64_t cache_lines, double *miss_ratio);

@@ -14,10 +14,13 @@
 
 SONDE_BEGIN_DECLS
 
-/** @brief A status code; one of the `SONDE_STATUS_*` values. Crosses the ABI as uint32_t. */
+/**
+ * @brief A status code; one of the `SONDE_STATUS_*` values. Crosses the ABI as uint32_t.
+ * @since 1.0
+ */
 typedef uint32_t sonde_status_t;
 
-/** @brief The status values. */
+/** @brief The status values. @since 1.0 */
 enum sonde_status_value {
     SONDE_STATUS_SUCCESS = 0,                      /**< The call succeeded. */
     SONDE_STATUS_PARTIAL_INFO = 1,                 /**< Succeeded; some requested data is missing. */
@@ -59,6 +62,7 @@ enum sonde_status_value {
  * "SONDE_STATUS_UNKNOWN".
  * @param status Any value.
  * @return The name (static storage).
+ * @since 1.0
  */
 SONDE_API const char *sonde_status_name(sonde_status_t status);
 
@@ -68,6 +72,7 @@ SONDE_API const char *sonde_status_name(sonde_status_t status);
  * Callable at any time. Thread-safe. Never returns NULL.
  * @param status Any value.
  * @return The description (static storage).
+ * @since 1.0
  */
 SONDE_API const char *sonde_status_string(sonde_status_t status);
 

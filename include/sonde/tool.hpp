@@ -22,9 +22,10 @@
 
 namespace sonde {
 
-/** @brief Base class of a C++ analysis tool; see analysis.h for the call order. */
+/** @brief Base class of a C++ analysis tool; see analysis.h for the call order. @since 1.0 */
 class tool {
 public:
+    /** @brief Virtual, so that destroy() deletes the derived object. @since 1.0 */
     virtual ~tool() {}
     /** @brief The tool's name (the key of its results). @return A string that outlives the tool. */
     virtual const char *name() const = 0;

@@ -28,6 +28,7 @@ SONDE_BEGIN_DECLS
  * out, and everything else is delivered unchanged. So a tool written for 1.0 sees the loads,
  * stores and fetches of a drmemtrace trace and exactly what it saw before on every other input.
  * The trace reader (sonde_trace_reader_read_shard()) and the trace writer carry every kind.
+ * @since 1.0
  */
 enum sonde_memref_kind_value {
     /* SONDE_MEMREF_READ = 0, WRITE = 1, MODIFY = 2, IFETCH = 3 come from sonde/record.h */
@@ -80,6 +81,7 @@ enum sonde_memref_kind_value {
  * marker type n (trace_marker_type_t) with its value unchanged; the named ones below are those
  * with a meaning tools commonly need. drmemtrace's timestamp and cpu id markers are read as
  * ::SONDE_MARKER_TIMESTAMP (microseconds turned into nanoseconds) and ::SONDE_MARKER_CPU_ID.
+ * @since 1.0
  */
 enum sonde_marker_type_value {
     SONDE_MARKER_TIMESTAMP = 1,                          /**< value: timestamp in ns; starts a run of this shard. */
@@ -148,7 +150,7 @@ static inline bool sonde_memref_type_is_prefetch(uint32_t type) {
     return type >= SONDE_MEMREF_PREFETCH && type <= SONDE_MEMREF_PREFETCH_LAST;
 }
 
-/** @brief One memory reference or marker. 32 bytes, no padding. */
+/** @brief One memory reference or marker. 32 bytes, no padding. @since 1.0 */
 typedef struct sonde_memref_t {
     uint64_t address;   /**< Accessed address; for markers the marker value. */
     uint64_t pc;        /**< Instruction address, 0 when unknown. */
@@ -158,7 +160,7 @@ typedef struct sonde_memref_t {
     uint16_t size;      /**< Bytes accessed; for markers the sonde_marker_type_value. */
 } sonde_memref_t;
 
-/** @brief Input formats (crosses the ABI as uint32_t). */
+/** @brief Input formats (crosses the ABI as uint32_t). @since 1.0 */
 enum sonde_trace_format_value {
     SONDE_TRACE_FORMAT_AUTO = 0,   /**< A directory is a drmemtrace trace; a file goes by magic (Sonde trace, zstd frame), drmemtrace names and containers, then by file extension. */
     SONDE_TRACE_FORMAT_SONDE = 1,  /**< A Sonde trace file (docs/trace-format.md). */
@@ -167,9 +169,9 @@ enum sonde_trace_format_value {
     SONDE_TRACE_FORMAT_DRMEMTRACE = 4 /**< DynamoRIO drmemtrace offline trace: a directory of thread files or one file (.zip, .gz, .lz4, .zst or plain); docs/analysis.md. @since 1.2 */
 };
 
-/** @brief An open trace reader (opaque). */
+/** @brief An open trace reader (opaque). @since 1.0 */
 typedef struct sonde_trace_reader_t sonde_trace_reader_t;
-/** @brief An open trace writer (opaque). */
+/** @brief An open trace writer (opaque). @since 1.0 */
 typedef struct sonde_trace_writer_t sonde_trace_writer_t;
 
 /**
@@ -201,6 +203,7 @@ typedef struct sonde_trace_writer_t sonde_trace_writer_t;
  *         version, header or index; AUTO could not tell the format, or the input is empty),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  *         Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_trace_reader_open(const char *path, uint32_t format, char *error,
                                                  size_t error_size, sonde_trace_reader_t **out);
@@ -211,6 +214,7 @@ SONDE_API sonde_status_t sonde_trace_reader_open(const char *path, uint32_t form
  * @param reader An open reader.
  * @param[out] num_shards The count.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER. Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_trace_reader_num_shards(const sonde_trace_reader_t *reader,
                                                        uint32_t *num_shards);
@@ -220,6 +224,7 @@ SONDE_API sonde_status_t sonde_trace_reader_num_shards(const sonde_trace_reader_
  * @param reader An open reader.
  * @param[out] format A sonde_trace_format_value.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER. Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_trace_reader_format(const sonde_trace_reader_t *reader,
                                                    uint32_t *format);
@@ -239,6 +244,7 @@ SONDE_API sonde_status_t sonde_trace_reader_format(const sonde_trace_reader_t *r
  *         (corrupted or truncated data, a record type or marker type the format does not define;
  *         see sonde_trace_reader_error()), SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  *         Not thread-safe: one thread at a time per reader.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_trace_reader_read_shard(sonde_trace_reader_t *reader, uint32_t shard,
                                                        sonde_memref_t *memrefs, size_t max,
@@ -257,6 +263,7 @@ SONDE_API sonde_status_t sonde_trace_reader_read_shard(sonde_trace_reader_t *rea
  *         buffers at once would take more than 256 MiB plus 16 times the file's size (the message
  *         says how much; read such a trace shard by shard).
  *         Not thread-safe: one thread at a time per reader.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_trace_reader_read(sonde_trace_reader_t *reader, sonde_memref_t *memrefs,
                                                  size_t max, size_t *num_read);
@@ -266,6 +273,7 @@ SONDE_API sonde_status_t sonde_trace_reader_read(sonde_trace_reader_t *reader, s
  * @param reader An open reader.
  * @return A string owned by the reader, valid until its next call; "" for a NULL reader.
  *         Not thread-safe with concurrent reads of the same reader.
+ * @since 1.0
  */
 SONDE_API const char *sonde_trace_reader_error(const sonde_trace_reader_t *reader);
 
@@ -274,6 +282,7 @@ SONDE_API const char *sonde_trace_reader_error(const sonde_trace_reader_t *reade
  * one per line, or "" when there are none.
  * @param reader An open reader.
  * @return A string owned by the reader, valid until close; "" for a NULL reader. Thread-safe.
+ * @since 1.0
  */
 SONDE_API const char *sonde_trace_reader_warnings(const sonde_trace_reader_t *reader);
 
@@ -281,10 +290,11 @@ SONDE_API const char *sonde_trace_reader_warnings(const sonde_trace_reader_t *re
  * @brief Closes a reader and frees it. NULL is accepted.
  * @param reader The reader.
  * @return SONDE_STATUS_SUCCESS.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_trace_reader_close(sonde_trace_reader_t *reader);
 
-/** @brief Options of sonde_trace_writer_create(). Zero fields take the default. */
+/** @brief Options of sonde_trace_writer_create(). Zero fields take the default. @since 1.0 */
 typedef struct sonde_trace_writer_properties_t {
     uint32_t struct_size;      /**< sizeof(sonde_trace_writer_properties_t). */
     int32_t compression_level; /**< zstd level, 1..19; 0 = default (1, the fastest). */
@@ -296,6 +306,7 @@ typedef struct sonde_trace_writer_properties_t {
  * @brief Size of sonde_trace_writer_properties_t in ABI version 1.0, the smallest struct_size
  * sonde_trace_writer_create() accepts.
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
+ * @since 1.1
  */
 #define SONDE_TRACE_WRITER_PROPERTIES_SIZE_1_0 16u
 
@@ -311,6 +322,7 @@ typedef struct sonde_trace_writer_properties_t {
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (unknown trailing bytes set),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (level or chunk_records out of range, reserved != 0),
  *         SONDE_STATUS_ERROR_IO (cannot create), SONDE_STATUS_ERROR_OUT_OF_MEMORY. Thread-safe.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_trace_writer_create(const char *path,
                                                    const sonde_trace_writer_properties_t *properties,
@@ -332,6 +344,7 @@ SONDE_API sonde_status_t sonde_trace_writer_create(const char *path,
  *         (the writer then stops like after a write error: later writes answer PHASE_FAILURE and
  *         sonde_trace_writer_close() answers OUT_OF_MEMORY). Thread-safe (serialised by the
  *         writer's lock).
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_trace_writer_write(sonde_trace_writer_t *writer, uint32_t shard,
                                                   const sonde_memref_t *memrefs, size_t count);
@@ -342,6 +355,7 @@ SONDE_API sonde_status_t sonde_trace_writer_write(sonde_trace_writer_t *writer, 
  * it are not in the file, "(N memory references delivered to the writer are not in the file)".
  * @param writer An open writer.
  * @return A string owned by the writer, valid until close; "" for NULL. Thread-safe.
+ * @since 1.0
  */
 SONDE_API const char *sonde_trace_writer_error(const sonde_trace_writer_t *writer);
 
@@ -354,6 +368,7 @@ SONDE_API const char *sonde_trace_writer_error(const sonde_trace_writer_t *write
  *         SONDE_STATUS_ERROR_RECORD_CORRUPTED (sonde_trace_buffer_consumer() was given a bad
  *         record). After a failure the file is a truncated trace that readers recover by
  *         scanning. The file is closed and the writer freed in every case.
+ * @since 1.0
  */
 SONDE_API sonde_status_t sonde_trace_writer_close(sonde_trace_writer_t *writer);
 
@@ -374,6 +389,7 @@ SONDE_API sonde_status_t sonde_trace_writer_close(sonde_trace_writer_t *writer);
  * @param session The session that delivers it.
  * @param buffer The buffer that delivers it.
  * @param user_data The ::sonde_trace_writer_t to append to.
+ * @since 1.0
  */
 SONDE_API void sonde_trace_buffer_consumer(const sonde_record_header_t *begin,
                                            const sonde_record_header_t *end,

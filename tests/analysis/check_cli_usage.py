@@ -222,7 +222,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # 2. --version and --help everywhere.
     version = run("--version").stdout
     check(version.startswith("sonde ") and version.count(".") == 2, "sonde --version: %r" % version)
-    for cmd in ("analyze", "convert", "run"):
+    for cmd in ("analyze", "convert", "run", "record"):
         r = run(cmd, "--version")
         check(r.returncode == 0 and r.stdout == version, "sonde %s --version: %r" % (cmd, r.stdout))
         r = run(cmd, "--help")

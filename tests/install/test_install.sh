@@ -3,7 +3,8 @@
 # headers and library with nothing but `cc prog.c $(pkg-config --cflags --libs sonde)` and runs it;
 # then runs the installed `sonde` without LD_LIBRARY_PATH (RUNPATH) with an installed client
 # given by bare name, before and after moving the whole prefix elsewhere (everything is found
-# relative to the executable, nothing through the configured prefix).
+# relative to the executable, nothing through the configured prefix). The manual pages land in
+# share/man/man1 and man finds them there.
 set -euo pipefail
 build=$1 src=$2
 dest=$(mktemp -d)
@@ -23,6 +24,15 @@ libdir=$(pkg-config --define-variable=prefix="$dest$prefix" --variable=libdir so
 LD_LIBRARY_PATH="$libdir" "$dest/consumer"
 if command -v doxygen >/dev/null; then
   [ -f "$dest$prefix/share/doc/sonde/api/html/index.html" ] || { echo "the API reference is not installed"; exit 1; }
+fi
+for page in sonde sonde-analyze sonde-convert sonde-export sonde-record sonde-report sonde-run; do
+  [ -f "$dest$prefix/share/man/man1/$page.1" ] || { echo "the manual page $page(1) is not installed in share/man/man1"; exit 1; }
+done
+grep -q "^\.TH SONDE 1 .*Sonde $(sed -n "s/^ *version : '\(.*\)',/\1/p" "$src/meson.build" | head -n1)" \
+  "$dest$prefix/share/man/man1/sonde.1" || { echo "sonde.1 does not carry the project's version"; exit 1; }
+if command -v man >/dev/null; then
+  MANPATH="$dest$prefix/share/man" man -P cat sonde-analyze 2>/dev/null | grep -q -- "--reuse-model" \
+    || { echo "man sonde-analyze does not find the installed page"; exit 1; }
 fi
 for c in call_counter class_filter thread_module_logger; do
   [ -f "$libdir/sonde/clients/$c.so" ] || { echo "client $c not installed in $libdir/sonde/clients"; exit 1; }

@@ -38,9 +38,20 @@ def _use_numpy(numpy):
     return bool(numpy)
 
 
+def _check_ndarray(values, what, kinds):
+    # A NumPy array is read as is, so refuse what would be misread: more than one dimension, or
+    # a type whose values are not integers (a float address would be truncated in the cast).
+    if values.ndim != 1:
+        raise ValueError("%s must be one-dimensional, not of shape %s" % (what, values.shape))
+    if values.dtype.kind not in kinds:
+        raise TypeError("%s must hold integers, not %s" % (what, values.dtype))
+
+
 def _as_u64_array(values):
-    """(pointer, count, keepalive) of a contiguous uint64 array for ``values``."""
+    """(pointer, count, keepalive) of a contiguous uint64 array for ``values``: a NumPy array of
+    unsigned 64-bit integers is used in place, other integer arrays are converted."""
     if _np is not None and isinstance(values, _np.ndarray):
+        _check_ndarray(values, "addrs", "iu")
         arr = _np.ascontiguousarray(values, dtype=_np.uint64)
         return arr.ctypes.data, len(arr), arr
     arr = (ctypes.c_uint64 * len(values))(*values)
@@ -53,6 +64,7 @@ def _as_u8_array(values, n):
     if len(values) != n:
         raise ValueError("is_write has %d entries for %d addresses" % (len(values), n))
     if _np is not None and isinstance(values, _np.ndarray):
+        _check_ndarray(values, "is_write", "biu")
         arr = _np.ascontiguousarray(values != 0, dtype=_np.uint8)
         return arr.ctypes.data, arr
     arr = (ctypes.c_uint8 * n)(*[1 if v else 0 for v in values])
@@ -182,8 +194,10 @@ class StackDistance:
     def batch(self, addrs, is_write=None, histogram=None):
         """Updates the stack with every line address of ``addrs`` in order and adds each
         distance to ``histogram`` (a new :class:`Histogram` when None), which it returns.
-        ``addrs`` is a sequence of ints or a NumPy array; ``is_write`` an optional sequence of
-        the same length (true for a write)."""
+        ``addrs`` is a sequence of ints or a one-dimensional NumPy integer array (uint64 is read
+        in place); ``is_write`` an optional sequence or NumPy bool or integer array of the same
+        length (true or non-zero for a write). Other NumPy arrays raise ``ValueError`` (more than
+        one dimension) or ``TypeError`` (not integers)."""
         if histogram is None:
             histogram = Histogram()
         ptr, n, keep = _as_u64_array(addrs)
