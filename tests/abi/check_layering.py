@@ -15,6 +15,7 @@ ALLOWED = {
     "analysis": {"core", "trace", "stackdist"},
     "client": {"core"},
     "record": {"core", "client", "trace"},
+    "apitrace": {"core"},
     "instrument": set(),
     "report": set(),
     "cli": {"report"},

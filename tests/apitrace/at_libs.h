@@ -1,0 +1,14 @@
+/* The libraries that the API-tracing tests trace: libapitrace_a (at_ping, at_scale,
+ * at_set_errno), libapitrace_b (at_pong, which calls back into at_ping) and libapitrace_c
+ * (at_late, loaded with dlopen, which calls at_ping). */
+#pragma once
+
+struct at_point {
+    double x, y;
+};
+
+int at_ping(int n);
+int at_pong(int n);
+double at_scale(double k, const struct at_point *p);
+int at_set_errno(int code);
+int at_late(int n);
