@@ -1,7 +1,8 @@
 // The analyzer of the analysis concept: owns tools (built-in, external shared objects, or
 // caller tables) and inputs (trace files through source.h, or borrowed in-memory shards) and
 // runs the tools serially (one stream interleaved by timestamp, on the caller's thread) or in
-// parallel (shard s on worker s % workers; each shard's functions from exactly one worker).
+// parallel (workers take shards dynamically, largest first; each shard's functions from exactly one
+// worker).
 //
 // It keeps what it learned about each file input (completeness, reader warnings, records read)
 // for sonde_analyzer_input_warnings() and the "inputs" and "warnings" keys of the results JSON.
