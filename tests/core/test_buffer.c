@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "collect.h" /* tests/common */
+#include "gate.h"    /* tests/common */
 
 static sonde_session_id_t g_session;
 static collector_t g_col;
@@ -511,24 +512,6 @@ static void test_interval_flush(void **state) {
     print_message("interval flush delivered after %.1f ms (interval 20 ms)\n", waited / 1e6);
     sonde_stop_session(g_session);
     sonde_destroy_buffer(g_session, b);
-}
-
-/* A consumer that blocks until released, so that producers run out of chunks. */
-static pthread_mutex_t g_gate_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_gate_cv = PTHREAD_COND_INITIALIZER;
-static int g_gate_open = 1;
-static void gated_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
-                     sonde_buffer_id_t bu, void *u) {
-    pthread_mutex_lock(&g_gate_mu);
-    while (!g_gate_open) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
-    pthread_mutex_unlock(&g_gate_mu);
-    collector_cb(b, e, s, bu, u);
-}
-static void gate(int open) {
-    pthread_mutex_lock(&g_gate_mu);
-    g_gate_open = open;
-    pthread_cond_broadcast(&g_gate_cv);
-    pthread_mutex_unlock(&g_gate_mu);
 }
 
 static void run_policy_case(uint32_t policy, uint64_t timeout_ns) {

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "collect.h" /* tests/common */
+#include "gate.h"    /* tests/common */
 
 #define PRODUCERS 4
 
@@ -223,25 +224,6 @@ static void test_stress_discard(void **state) {
 
 #define OVERLOAD_PRODUCERS 8
 #define OVERLOAD_RECORDS 500000
-
-static pthread_mutex_t g_gate_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_gate_cv = PTHREAD_COND_INITIALIZER;
-static int g_gate_open;
-
-static void gated_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
-                     sonde_buffer_id_t bu, void *u) {
-    pthread_mutex_lock(&g_gate_mu);
-    while (!g_gate_open) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
-    pthread_mutex_unlock(&g_gate_mu);
-    collector_cb(b, e, s, bu, u);
-}
-
-static void gate(int open) {
-    pthread_mutex_lock(&g_gate_mu);
-    g_gate_open = open;
-    pthread_cond_broadcast(&g_gate_cv);
-    pthread_mutex_unlock(&g_gate_mu);
-}
 
 typedef struct {
     sonde_buffer_id_t b;
