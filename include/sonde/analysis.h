@@ -166,7 +166,8 @@ SONDE_API sonde_status_t sonde_analyzer_add_tool(sonde_analyzer_t *analyzer, con
  *         SONDE_TOOL_OPS_MIN_SIZE),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (reserved field set or ops larger with unknown parts),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name, a name already added or reserved:
- *         "inputs", "warnings"; or no memref function),
+ *         "inputs", "warnings", and since 1.2 "metadata", which sonde analyze --json
+ *         writes; or no memref function),
  *         SONDE_STATUS_ERROR_TOOL (sonde_tool_create failed), SONDE_STATUS_ERROR_PHASE_FAILURE,
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. sonde_analyzer_error() says why.
  * @since 1.0
@@ -183,7 +184,8 @@ SONDE_API sonde_status_t sonde_analyzer_load_tool(sonde_analyzer_t *analyzer, co
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
  *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI, SONDE_STATUS_ERROR_NOT_SUPPORTED,
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no name, a name already added or reserved:
- *         "inputs", "warnings"; or no memref function),
+ *         "inputs", "warnings", and since 1.2 "metadata", which sonde analyze --json
+ *         writes; or no memref function),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * @since 1.0
  */

@@ -90,7 +90,9 @@ const char *format_name(uint32_t format) {
 }
 
 // Keys of the results JSON that are not tools.
-bool reserved_name(const std::string &name) { return name == "inputs" || name == "warnings"; }
+bool reserved_name(const std::string &name) {
+    return name == "inputs" || name == "warnings" || name == "metadata";
+}
 
 std::string tool_message(const Tool &t, const char *what, const char *message) {
     std::string m = t.name + ": ";

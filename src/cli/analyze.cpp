@@ -25,6 +25,7 @@
 
 #include <sonde/analysis.h>
 
+#include "cli/metadata.h"
 #include "cli/options.h"
 
 namespace {
@@ -168,10 +169,10 @@ int sonde_cli_analyze(int argc, char **argv) {
         ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}))
         ->capture_default_str();
     app.add_option(
-           "--tool", tool_lists,
-           "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
-           "a tool shared object (default basic_counts, or cache_sim with --cache)")
-        ->check(cli::list_items());
+        "--tool", tool_lists,
+        "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
+        "a tool shared object, with its options after '=' (PATH=OPTIONS; they run to the end of the "
+        "value) (default basic_counts, or cache_sim with --cache)");
     auto *jobs_opt = app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")
                          ->check(cli::unsigned_range(1, 1024));
     app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
@@ -218,10 +219,34 @@ int sonde_cli_analyze(int argc, char **argv) {
                    "Also write the results as JSON to this file (its directory must exist; not an input)")
         ->check(cli::output_file());
     app.add_flag("--strict", strict, "Refuse an incomplete input (a truncated trace) instead of warning");
+    const std::string start_time = cli::utc_now();
     const int parsed = cli::parse(app, argc, argv);
     if (parsed >= 0) return parsed;
-    for (const std::string &list : tool_lists)
-        for (const std::string &t : cli::split_list(list)) {
+    std::vector<std::string> tool_options;  // an external tool's options, "" for the others
+    for (const std::string &list : tool_lists) {
+        // An external tool's options run to the end of the value: "a,./x.so=k=1,j=2" is a and
+        // ./x.so with "k=1,j=2".
+        std::string rest = list, options;
+        for (size_t pos = 0; pos < rest.size();) {
+            size_t comma = rest.find(',', pos);
+            if (comma == std::string::npos) comma = rest.size();
+            const size_t eq = rest.find('=', pos);
+            if (eq < comma) {
+                if (rest.substr(pos, eq - pos).find('/') == std::string::npos)
+                    return cli::usage_error(kCommand, "--tool: '" + rest.substr(pos, comma - pos) +
+                                                          "': only a tool shared object (a path) takes "
+                                                          "options after '='; the built-in tools take "
+                                                          "theirs from --cache, --line-size and the others");
+                options = rest.substr(eq + 1);
+                rest = rest.substr(0, eq);
+                break;
+            }
+            pos = comma + 1;
+        }
+        const std::vector<std::string> items = cli::split_list(rest);
+        for (size_t k = 0; k < items.size(); ++k) {
+            const std::string &t = items[k];
+            if (t.empty()) return cli::usage_error(kCommand, "--tool: '" + list + "' has an empty item");
             for (const std::string &seen : tools)
                 if (seen == t) return cli::usage_error(kCommand, "--tool: '" + t + "' is given twice");
             if (t.find('/') != std::string::npos) {
@@ -229,9 +254,14 @@ int sonde_cli_analyze(int argc, char **argv) {
                 if (!why.empty()) return cli::usage_error(kCommand, "--tool: " + why);
             }
             tools.push_back(t);
+            tool_options.push_back(k + 1 == items.size() ? options : std::string());
         }
+    }
     const bool dr_cache = cache_model == "drcachesim";
-    if (tools.empty()) tools.push_back(cache.empty() && !dr_cache ? "basic_counts" : "cache_sim");
+    if (tools.empty()) {
+        tools.push_back(cache.empty() && !dr_cache ? "basic_counts" : "cache_sim");
+        tool_options.emplace_back();
+    }
     // An option that no chosen tool reads would be ignored silently: refuse it.
     auto chosen = [&tools](const char *name) {
         for (const std::string &t : tools)
@@ -291,9 +321,12 @@ int sonde_cli_analyze(int argc, char **argv) {
         std::fprintf(stderr, "sonde analyze: %s\n", sonde_status_string(st));
         return 1;
     }
-    for (const std::string &t : tools) {
+    std::vector<std::string> analyzer_options;  // what each tool is given, for the metadata
+    for (size_t k = 0; k < tools.size(); ++k) {
+        const std::string &t = tools[k];
         if (t.find('/') != std::string::npos) {
-            st = sonde_analyzer_load_tool(a, t.c_str(), nullptr);
+            st = sonde_analyzer_load_tool(a, t.c_str(), tool_options[k].c_str());
+            analyzer_options.push_back(tool_options[k]);
         } else {
             std::string options;
             if (t == "cache_sim")
@@ -313,6 +346,7 @@ int sonde_cli_analyze(int argc, char **argv) {
                 if (per_shard) options += ",per_shard=1";
             }
             st = sonde_analyzer_add_tool(a, t.c_str(), options.c_str());
+            analyzer_options.push_back(options);
         }
         if (st == SONDE_STATUS_ERROR_OUT_OF_MEMORY) return fail(("tool " + t).c_str(), st, a);
         if (st != SONDE_STATUS_SUCCESS) {
@@ -369,6 +403,16 @@ int sonde_cli_analyze(int argc, char **argv) {
         st = sonde_analyzer_results_json(a, &text[0], text.size(), &need);
         if (st != SONDE_STATUS_SUCCESS) return fail("results", st, a);
         text.resize(need - 1);
+        nlohmann::ordered_json options;
+        options["format"] = format;
+        nlohmann::ordered_json tool_list = nlohmann::ordered_json::array();
+        for (size_t k = 0; k < tools.size(); ++k)
+            tool_list.push_back({{"name", tools[k]}, {"options", analyzer_options[k]}});
+        options["tools"] = tool_list;
+        options["serial"] = serial;
+        options["jobs"] = jobs;
+        options["strict"] = strict;
+        text = cli::with_metadata(cli::metadata("analyze", inputs, options, start_time), text);
         FILE *f = std::fopen(json_path.c_str(), "w");
         if (f == nullptr || std::fprintf(f, "%s\n", text.c_str()) < 0 || std::fclose(f) != 0) {
             std::fprintf(stderr, "sonde analyze: cannot write %s\n", json_path.c_str());

@@ -21,7 +21,8 @@ SONDE_EXPORT sonde_status_t fixture_forward(const char *options, const sonde_too
 
 typedef struct fixture_t {
     unsigned long long records;
-    char json[64];
+    char options[64]; /* the options it was made with, echoed in its results */
+    char json[160];
 } fixture_t;
 
 static bool fx_memrefs(void *tool, const sonde_memref_t *m, size_t n) {
@@ -32,7 +33,10 @@ static bool fx_memrefs(void *tool, const sonde_memref_t *m, size_t n) {
 static bool fx_memref(void *tool, const sonde_memref_t *m) { return fx_memrefs(tool, m, 1); }
 static const char *fx_json(void *tool) {
     fixture_t *f = (fixture_t *)tool;
-    snprintf(f->json, sizeof f->json, "{\"records\": %llu}", f->records);
+    if (f->options[0] != '\0')
+        snprintf(f->json, sizeof f->json, "{\"records\": %llu, \"options\": \"%s\"}", f->records, f->options);
+    else
+        snprintf(f->json, sizeof f->json, "{\"records\": %llu}", f->records);
     return f->json;
 }
 static void fx_destroy(void *tool) { free(tool); }
@@ -63,9 +67,14 @@ SONDE_EXPORT sonde_status_t ENTRY(const char *options, const sonde_tool_ops_t **
     *ops = NULL;
     return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
 #else
-    *data = calloc(1, sizeof(fixture_t));
+    fixture_t *f = (fixture_t *)calloc(1, sizeof(fixture_t));
+    if (f == NULL) return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+    /* Options without '"' or '\\' only: they are echoed into JSON as they are. */
+    if (options != NULL && strlen(options) < sizeof f->options && strpbrk(options, "\"\\") == NULL)
+        strcpy(f->options, options);
+    *data = f;
     *ops = &table;
-    return *data != NULL ? SONDE_STATUS_SUCCESS : SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+    return SONDE_STATUS_SUCCESS;
 #endif
 }
 #endif /* FIXTURE_FROM_DEPENDENCY */

@@ -39,7 +39,7 @@ with tempfile.TemporaryDirectory() as tmp:
         assert "basic_counts" in p.stdout and "cache_sim" in p.stdout, p.stdout
         with open(out) as f:
             j = json.load(f)
-        assert set(j) == {"basic_counts", "cache_sim", "inputs", "warnings"}, j.keys()
+        assert set(j) == {"metadata", "basic_counts", "cache_sim", "inputs", "warnings"}, j.keys()
         assert j["inputs"] == [{"path": trace, "format": "lackey", "complete": True, "warnings": []}], j["inputs"]
         assert j["warnings"] == [], j["warnings"]
         b = j["basic_counts"]

@@ -584,7 +584,8 @@ static void test_external_tools(void **state) {
     assert_int_equal(sonde_analyzer_add_memory_shard(a, s0, 3, NULL), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
     char *json = results(a);
-    assert_string_equal(json, "{\"fixture\":{\"records\":3},\"fixture_named\":{\"records\":3}}");
+    assert_string_equal(json,
+                        "{\"fixture\":{\"records\":3},\"fixture_named\":{\"options\":\"x\",\"records\":3}}");
     free(json);
     sonde_analyzer_destroy(a);
 }

@@ -157,6 +157,8 @@ static void test_reserved_tool_names(void **state) {
     expect_in(sonde_analyzer_error(a), "reserved");
     o.name = "warnings";
     assert_int_equal(sonde_analyzer_add_tool_ops(a, &o, NULL), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    o.name = "metadata"; /* sonde analyze --json writes its metadata block under this key */
+    assert_int_equal(sonde_analyzer_add_tool_ops(a, &o, NULL), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     o.name = "inputs2";
     assert_int_equal(sonde_analyzer_add_tool_ops(a, &o, NULL), SONDE_STATUS_SUCCESS);
     sonde_analyzer_destroy(a);

@@ -469,13 +469,20 @@ class AnalyzeTest(unittest.TestCase):
         ]
         for kwargs, args in cases:
             with self.subTest(args=args):
-                self.assertEqual(sonde.analyze(LACKEY, **kwargs), cli_json([LACKEY], *args))
+                got, want = sonde.analyze(LACKEY, **kwargs), cli_json([LACKEY], *args)
+                # The two runs may start in different seconds.
+                self.assertRegex(got["metadata"].pop("start_time"), r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+                want["metadata"].pop("start_time")
+                self.assertEqual(got, want)
+                self.assertEqual(got["metadata"]["sonde_version"], sonde.__version__)
         with tempfile.TemporaryDirectory() as tmp:
             traced = os.path.join(tmp, "t.sonde")
             write_trace(traced)
             got = sonde.analyze([traced, LACKEY], tools=["cache_sim", "basic_counts"], cache="D1:4K:4:64")
-            self.assertEqual(got, cli_json([traced, LACKEY], "--tool", "cache_sim,basic_counts",
-                                           "--cache", "D1:4K:4:64"))
+            want = cli_json([traced, LACKEY], "--tool", "cache_sim,basic_counts", "--cache", "D1:4K:4:64")
+            got["metadata"].pop("start_time")
+            want["metadata"].pop("start_time")
+            self.assertEqual(got, want)
             self.assertEqual([i["path"] for i in got["inputs"]], [traced, LACKEY])
 
     def test_analyze_errors(self):
@@ -488,6 +495,8 @@ class AnalyzeTest(unittest.TestCase):
         self.assertTrue(cm.exception.detail)
         with self.assertRaises(ValueError):
             sonde.analyze(LACKEY, tools=["basic_counts"], cache="L1:32K:8:64")
+        with self.assertRaises(ValueError):
+            sonde.analyze(LACKEY, tools=["basic_counts=line_size=8"])
 
     def test_analyzer_memory_shards(self):
         refs = [sonde.Memref(64 * (i % 10), 0, 0, 0, sonde.MEMREF_READ, 8) for i in range(100)]

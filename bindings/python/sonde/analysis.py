@@ -7,6 +7,7 @@ as dicts parsed from the analyzer's JSON.
 import ctypes
 import json
 import os
+import time
 
 from . import _lib
 from .trace import FORMATS, _memref_array
@@ -131,7 +132,7 @@ def _tool_options(tool, cache, line_size, jobs):
     if tool == "cache_sim":
         return cache or ""
     if tool == "basic_counts":
-        return "line_size=%d" % line_size
+        return "" if line_size is None else "line_size=%d" % line_size
     if tool == "reuse_distance":
         options = "line_size=%d" % (line_size or 64)
         if jobs is not None and jobs > 1:
@@ -140,41 +141,73 @@ def _tool_options(tool, cache, line_size, jobs):
     return ""
 
 
-def analyze(inputs, tools=None, format="auto", cache=None, line_size=64, jobs=None):
+def _library_version():
+    major, minor, patch = ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_uint32()
+    lib.sonde_get_version(ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch))
+    return "%d.%d.%d" % (major.value, minor.value, patch.value)
+
+
+def _split_tool(tool):
+    # "PATH=OPTIONS" for a tool shared object (a path, with a '/'), as ``--tool`` takes it.
+    path, eq, options = tool.partition("=")
+    if eq and "/" not in path:
+        raise ValueError("analyze: only a tool shared object (a path) takes options after '=': %r" % tool)
+    return (path, options) if eq else (tool, "")
+
+
+def analyze(inputs, tools=None, format="auto", cache=None, line_size=None, jobs=None):
     """Runs analysis tools over trace files and returns the dict that
-    ``sonde analyze INPUT... --json FILE`` writes for the same arguments.
+    ``sonde analyze INPUT... --json FILE`` writes for the same arguments, its ``"metadata"``
+    block included (``start_time`` is when this call started, to the second).
 
     ``inputs`` is a path or a list of paths; ``tools`` a list of built-in tool names
-    (``"basic_counts"``, ``"cache_sim"``, ``"reuse_distance"``) or paths of tool shared objects
-    (default ``["basic_counts"]``, or ``["cache_sim"]`` when ``cache`` is given); ``format`` as
-    ``--format``; ``cache`` the cache_sim levels as ``--cache`` (``"L1:32K:8:64,LL:1M:16:64"``);
-    ``line_size`` as ``--line-size`` (basic_counts and reuse_distance); ``jobs`` as ``--jobs``
-    (parallel workers; None: one per core). Raises :class:`sonde.SondeError` when a tool, an
-    input or the run fails, with the analyzer's message in ``detail``.
+    (``"basic_counts"``, ``"cache_sim"``, ``"reuse_distance"``) or paths of tool shared objects,
+    each with its options after ``=`` (``"./mytool.so=k=1,j=2"``) (default ``["basic_counts"]``,
+    or ``["cache_sim"]`` when ``cache`` is given); ``format`` as ``--format``; ``cache`` the
+    cache_sim levels as ``--cache`` (``"L1:32K:8:64,LL:1M:16:64"``); ``line_size`` as
+    ``--line-size`` (basic_counts and reuse_distance; None: their default, 64); ``jobs`` as
+    ``--jobs`` (parallel workers; None: one per core). Raises :class:`sonde.SondeError` when a
+    tool, an input or the run fails, with the analyzer's message in ``detail``.
     """
+    start_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
+    inputs = [os.fsdecode(p) for p in inputs]
     if not inputs:
         raise ValueError("analyze: no input")
     if isinstance(tools, str):
         tools = [t for t in tools.split(",") if t]
     if not tools:
         tools = ["cache_sim"] if cache else ["basic_counts"]
-    if len(set(tools)) != len(tools):
+    split = [_split_tool(t) for t in tools]
+    names = [name for name, _ in split]
+    if len(set(names)) != len(names):
         raise ValueError("analyze: a tool is given twice")
-    if cache and "cache_sim" not in tools:
+    if cache and "cache_sim" not in names:
         raise ValueError("analyze: only cache_sim reads cache, and it is not among the tools")
     if jobs is not None and not 1 <= jobs <= 1024:
         raise ValueError("analyze: jobs must be 1..1024")
+    given = []
     with Analyzer() as a:
-        for tool in tools:
-            if "/" in tool:
-                a.load_tool(tool)
+        for name, options in split:
+            if "/" in name:
+                a.load_tool(name, options)
             else:
-                a.add_tool(tool, _tool_options(tool, cache, line_size, jobs))
+                options = _tool_options(name, cache, line_size, jobs)
+                a.add_tool(name, options)
+            given.append({"name": name, "options": options})
         for path in inputs:
             a.add_input("/dev/stdin" if path == "-" else path, format)
         a.set_parallel(True)
         a.set_workers(jobs or 0)
         a.run()
-        return a.results()
+        results = a.results()
+    metadata = {
+        "sonde_version": _library_version(),
+        "command": "analyze",
+        "inputs": inputs,
+        "options": {"format": format, "tools": given, "serial": False, "jobs": jobs or 0,
+                    "strict": False},
+        "start_time": start_time,
+    }
+    return {"metadata": metadata, **results}
