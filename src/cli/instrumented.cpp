@@ -55,6 +55,29 @@ bool calls_instrument_hooks(const std::string &path) {
     return found || !is_elf;
 }
 
+std::string preload_obstacle(const std::string &path) {
+    if (path.empty() || elf_version(EV_CURRENT) == EV_NONE) return "";
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    std::string why;
+    GElf_Ehdr eh;
+    size_t phnum = 0;
+    if (elf != nullptr && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) != nullptr &&
+        eh.e_type == ET_EXEC && elf_getphdrnum(elf, &phnum) == 0) {
+        bool interp = false;
+        for (size_t i = 0; i < phnum && !interp; ++i) {
+            GElf_Phdr ph;
+            interp = gelf_getphdr(elf, static_cast<int>(i), &ph) != nullptr && ph.p_type == PT_INTERP;
+        }
+        if (!interp)
+            why = "is statically linked (no program interpreter), so LD_PRELOAD cannot load Sonde into it";
+    }
+    if (elf != nullptr) elf_end(elf);
+    close(fd);
+    return why;
+}
+
 void warn_uninstrumented(const char *verb, const std::string &program) {
     std::fprintf(stderr,
                  "%s: warning: %s has no instrumentation hooks (it never calls __cyg_profile_func_enter), "

@@ -62,15 +62,20 @@ int sonde_cli_run(int argc, char **argv) {
         "directory (<libdir>/sonde/clients).\n"
         "A client given as a path (with a '/') must be a readable ELF shared object that defines\n"
         "sonde_client_instantiate itself, else the program does not run (exit 2).\n"
-        "Exit status: the program's; 127 when it cannot be started; 2 on bad usage.",
+        "Exit status: the program's; 127 when it cannot be started; 2 on bad usage; 125 with\n"
+        "--strict when a client fails to load inside the program (which then does not run).",
         kCommand};
     std::vector<std::string> clients;
+    bool strict = false;
     cli::add_version(app);
     app.add_option("--client", clients,
                    "Client plugin and its options, PATH[=OPTIONS] or NAME[=OPTIONS] (an installed client, "
                    "e.g. call_counter); repeatable; no ';'")
         ->required()
         ->allow_extra_args(false);
+    app.add_flag("--strict", strict,
+                 "Run the program only with every client loaded: a client that fails to load inside it "
+                 "ends it before main (exit 125), and a program Sonde cannot be loaded into is refused");
     const int parsed = cli::parse(app, split, argv);
     if (parsed >= 0) return parsed;
     if (split + 1 >= argc) return cli::usage_error(kCommand, "no program given (put it after --)");
@@ -105,9 +110,18 @@ int sonde_cli_run(int argc, char **argv) {
     if (old != nullptr && *old != '\0') preload += std::string(":") + old;
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("SONDE_CLIENTS", list.c_str(), 1);
+    if (strict) setenv("SONDE_CLIENTS_STRICT", "1", 1);
     const std::string program = find_program(argv[split + 1]);
-    if (!program.empty() && !calls_instrument_hooks(program))
+    // A program the dynamic loader does not load Sonde into would run without any client.
+    const std::string obstacle = preload_obstacle(program);
+    if (!obstacle.empty()) {
+        if (strict)
+            return cli::usage_error(kCommand, std::string(argv[split + 1]) + " " + obstacle + " (--strict)");
+        std::fprintf(stderr, "%s: warning: %s %s; no client runs\n", kCommand, argv[split + 1],
+                     obstacle.c_str());
+    } else if (!program.empty() && !calls_instrument_hooks(program)) {
         warn_uninstrumented("sonde run", argv[split + 1]);
+    }
     execvp(argv[split + 1], argv + split + 1);
     std::fprintf(stderr, "%s: cannot run '%s': %s\n", kCommand, argv[split + 1], std::strerror(errno));
     return 127;

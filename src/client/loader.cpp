@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "core/plugin.h"
 
 namespace sonde::client {
@@ -56,10 +58,15 @@ const sonde_api_t *api_table() {
 }
 
 // Parses SONDE_CLIENTS ("path[=options][;path[=options]]") and loads each; failures are
-// reported on stderr and do not stop the others.
+// reported on stderr and do not stop the others. With SONDE_CLIENTS_STRICT=1 (`sonde run
+// --strict`) a failure ends the process with status 125 once every client was tried: the
+// program must not run without a client it was asked to run with.
 void load_env_clients() {
     const char *env = secure_getenv("SONDE_CLIENTS");
     if (env == nullptr || *env == '\0') return;
+    const char *strict_env = secure_getenv("SONDE_CLIENTS_STRICT");
+    const bool strict = strict_env != nullptr && std::strcmp(strict_env, "1") == 0;
+    size_t failed = 0;
     std::string all(env);
     size_t pos = 0;
     while (pos <= all.size()) {
@@ -81,7 +88,16 @@ void load_env_clients() {
             Client *c = find_client(id.handle);
             std::fprintf(stderr, "sonde: client '%s' failed: %s: %s\n", path.c_str(), sonde_status_name(st),
                          c != nullptr ? c->message.c_str() : sonde_status_string(st));
+            ++failed;
         }
+    }
+    if (strict && failed > 0) {
+        std::fprintf(
+            stderr,
+            "sonde: %zu client(s) failed to load (SONDE_CLIENTS_STRICT=1); the program does not run\n",
+            failed);
+        std::fflush(stderr);
+        _exit(125);
     }
 }
 

@@ -15,6 +15,9 @@
 6. A client whose entry point fails inside the program (it refuses, it throws) is reported on
    stderr with its status and message, and the program still runs with the others; so is a
    client that fails to load when SONDE_CLIENTS is set by hand.
+   With --strict, a client that fails inside the program ends it before main with status 125;
+   a statically linked program (where LD_PRELOAD cannot bring Sonde in) gets a warning, and
+   under --strict is refused (exit 2).
 7. The exit status of `sonde run` is the program's; 127 when the program cannot be started.
 """
 import os
@@ -169,6 +172,31 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 0 and "missing.so' failed: SONDE_STATUS_ERROR_LOAD_FAILED" in r.stderr
           and "no entry point" in r.stderr, "with SONDE_CLIENTS, failing clients are reported by name and reason")
     check(os.path.exists(out6) and read_counts(out6).get("fib") == 177, "and the working client still counts")
+
+    # 6b. --strict: a client that fails inside the program ends it before main, status 125.
+    out6b = os.path.join(tmp, "calls6b.txt")
+    r = run([sonde, "run", "--strict", "--client", os.path.join(plugins, "plugin_refuses.so"),
+             "--client", counter.replace(out5, out6b), "--", calls, "10"])
+    check(r.returncode == 125 and "fib(10)" not in r.stdout and "plugin_refuses.so' failed" in r.stderr
+          and "the program does not run" in r.stderr and not os.path.exists(out6b),
+          "--strict: a failing client stops the program before main (exit 125): %d %r" % (r.returncode, r.stderr))
+    r = run([sonde, "run", "--strict", "--client", counter.replace(out5, out6b), "--", calls, "10"])
+    check(r.returncode == 0 and "fib(10) = 55" in r.stdout and read_counts(out6b).get("fib") == 177,
+          "--strict with clients that load runs as without it: %d %r" % (r.returncode, r.stderr))
+    # A statically linked program: the loader never brings Sonde in, so no client could run.
+    static_src = os.path.join(tmp, "static.c")
+    with open(static_src, "w") as f:
+        f.write("#include <stdio.h>\nint main(void) { puts(\"static ran\"); return 3; }\n")
+    static_prog = os.path.join(tmp, "static_prog")
+    if subprocess.run(["cc", "-static", "-o", static_prog, static_src], capture_output=True).returncode == 0:
+        r = run([sonde, "run", "--client", counter, "--", static_prog])
+        check(r.returncode == 3 and "static ran" in r.stdout and "statically linked" in r.stderr
+              and "no client runs" in r.stderr, "a static program runs with a warning: %d %r" % (r.returncode, r.stderr))
+        r = run([sonde, "run", "--strict", "--client", counter, "--", static_prog])
+        check(r.returncode == 2 and "static ran" not in r.stdout and "statically linked" in r.stderr,
+              "--strict refuses a static program before it runs: %d %r" % (r.returncode, r.stderr))
+    else:
+        print("skip static program checks: cc -static failed")
 
     # 7. Exit statuses.
     r = run([sonde, "run", "--client", counter, "--", "/bin/sh", "-c", "exit 7"])
