@@ -307,6 +307,27 @@ SONDE_API sonde_status_t sonde_analyzer_run_info(const sonde_analyzer_t *analyze
                                                  uint32_t *workers);
 
 /**
+ * @brief How far a run has read its file inputs, for a progress display: may be called from
+ * any thread while sonde_analyzer_run() runs on another (and before or after it), as long as no
+ * input is being added at the same time.
+ *
+ * Both figures are bytes as the inputs are stored (compressed where they are): @p done counts
+ * the bytes the readers have consumed so far (a Sonde trace: the chunks of its memory-reference
+ * shards; lackey and raw64: the file, plain or zstd; drmemtrace: each thread file, a zip
+ * member at a time), @p total the bytes they will consume in a run that reads everything.
+ * Memory shards are not counted. A serial run reads each shard once, so done reaches total at
+ * the end; a run that stops early (an error) leaves it short.
+ * @param analyzer The analyzer.
+ * @param[out] done Bytes consumed so far.
+ * @param[out] total Bytes to consume; 0 when it cannot be known (an input is a pipe or a FIFO),
+ *             then only @p done is meaningful.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_analyzer_progress(const sonde_analyzer_t *analyzer, uint64_t *done,
+                                                 uint64_t *total);
+
+/**
  * @brief Calls every tool's print_results() on @p stream after a successful run.
  * @param analyzer The analyzer.
  * @param stream A FILE *.

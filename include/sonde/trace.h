@@ -287,6 +287,18 @@ SONDE_API const char *sonde_trace_reader_error(const sonde_trace_reader_t *reade
 SONDE_API const char *sonde_trace_reader_warnings(const sonde_trace_reader_t *reader);
 
 /**
+ * @brief How far the reader has read its input, in bytes as stored (compressed where it is),
+ * for a progress display. May be called from any thread while another thread reads.
+ * @param reader An open reader.
+ * @param[out] done Bytes consumed so far (see sonde_analyzer_progress() for what counts).
+ * @param[out] total Bytes that reading every shard consumes; 0 when it cannot be known (a pipe).
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_progress(const sonde_trace_reader_t *reader, uint64_t *done,
+                                                     uint64_t *total);
+
+/**
  * @brief Closes a reader and frees it. NULL is accepted.
  * @param reader The reader.
  * @return SONDE_STATUS_SUCCESS.

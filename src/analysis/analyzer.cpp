@@ -289,6 +289,19 @@ uint32_t Analyzer::add_memory(const sonde_memref_t *memrefs, size_t count) {
     return static_cast<uint32_t>(shards_.size() - 1);
 }
 
+void Analyzer::progress(uint64_t *done, uint64_t *total) const {
+    // inputs_ does not change during run(); each input's count is an atomic its readers add to.
+    uint64_t d = 0, t = 0;
+    bool known = true;
+    for (const std::unique_ptr<Input> &in : inputs_) {
+        d += in->consumed_bytes();
+        known = known && in->size_known();
+        t += in->stored_bytes();
+    }
+    *done = d;
+    *total = known ? t : 0;
+}
+
 sonde_status_t Analyzer::input_warnings(uint32_t input, bool *complete, const char **warnings) {
     if (input >= inputs_.size()) {
         error = "no input " + std::to_string(input) + " (" + std::to_string(inputs_.size()) + " added)";

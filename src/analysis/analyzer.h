@@ -85,6 +85,8 @@ public:
     // is no such input; the warnings string lives until the next call that adds or runs.
     sonde_status_t input_warnings(uint32_t input, bool *complete, const char **warnings);
     sonde_status_t run();
+    // Bytes of the file inputs consumed so far and in all (0: unknown); any thread, during run().
+    void progress(uint64_t *done, uint64_t *total) const;
     sonde_status_t print_results(void *stream);
     sonde_status_t results_json(std::string *out);
 

@@ -126,6 +126,13 @@ SONDE_API sonde_status_t sonde_analyzer_run_info(const sonde_analyzer_t *analyze
     return SONDE_STATUS_SUCCESS;
 }
 
+SONDE_API sonde_status_t sonde_analyzer_progress(const sonde_analyzer_t *analyzer, uint64_t *done,
+                                                 uint64_t *total) {
+    if (analyzer == nullptr || done == nullptr || total == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    analyzer->impl.progress(done, total);
+    return SONDE_STATUS_SUCCESS;
+}
+
 SONDE_API sonde_status_t sonde_analyzer_print_results(sonde_analyzer_t *analyzer, void *stream) {
     if (analyzer == nullptr || stream == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     return sonde::guarded([&] { return analyzer->impl.print_results(stream); });

@@ -12,13 +12,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +23,7 @@
 
 #include "cli/metadata.h"
 #include "cli/options.h"
+#include "cli/progress.h"
 
 namespace {
 
@@ -63,44 +60,6 @@ sonde_tool_ops_t progress_ops() {
     o.memref_model = progress_model;
     return o;
 }
-
-// Prints "\r... N records" to stderr every half second once a second has passed.
-class ProgressLine {
-public:
-    explicit ProgressLine(const Progress *p) : progress_(p), thread_([this] { loop(); }) {}
-    ~ProgressLine() {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            done_ = true;
-        }
-        cv_.notify_one();
-        thread_.join();
-        if (printed_) std::fprintf(stderr, "\n");
-    }
-
-private:
-    void loop() {
-        const auto start = std::chrono::steady_clock::now();
-        std::unique_lock<std::mutex> lock(mutex_);
-        if (cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) return;
-        do {
-            const double secs =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            const double n = static_cast<double>(progress_->records.load(std::memory_order_relaxed));
-            std::fprintf(stderr, "\rsonde analyze: %.1f M records, %.1f s, %.1f M records/s   ", n / 1e6,
-                         secs, n / 1e6 / secs);
-            std::fflush(stderr);
-            printed_ = true;
-        } while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; }));
-    }
-
-    const Progress *progress_;
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    bool done_ = false;
-    bool printed_ = false;
-    std::thread thread_;
-};
 
 uint32_t format_value(const std::string &f) {
     if (f == "sonde") return SONDE_TRACE_FORMAT_SONDE;
@@ -382,8 +341,12 @@ int sonde_cli_analyze(int argc, char **argv) {
         if (st != SONDE_STATUS_SUCCESS) return fail("progress", st, a);
     }
     {
-        std::unique_ptr<ProgressLine> line;
-        if (isatty(STDERR_FILENO)) line.reset(new ProgressLine(&progress));
+        cli::ProgressLine line(kCommand, [a, &progress] {
+            cli::ProgressSample s;
+            sonde_analyzer_progress(a, &s.done, &s.total);
+            s.records = progress.records.load(std::memory_order_relaxed);
+            return s;
+        });
         st = sonde_analyzer_run(a);
     }
     if (st != SONDE_STATUS_SUCCESS) return fail("run", st, a);

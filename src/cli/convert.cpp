@@ -5,6 +5,8 @@
 // replaced (with --force) only by a complete one.
 #include "cli/convert.h"
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include <sonde/trace.h>
 
 #include "cli/options.h"
+#include "cli/progress.h"
 #include "cli/output.h"
 
 namespace {
@@ -131,6 +134,13 @@ extern "C" int sonde_cli_convert(int argc, char **argv) {
     std::vector<sonde_memref_t> batch(65536);
     unsigned long long total = 0;
     std::string message;
+    std::atomic<uint64_t> converted{0};  // records, read by the progress line's thread
+    cli::ProgressLine line(kCommand, [reader, &converted] {
+        cli::ProgressSample p;
+        sonde_trace_reader_progress(reader, &p.done, &p.total);
+        p.records = converted.load(std::memory_order_relaxed);
+        return p;
+    });
     for (uint32_t shard = 0; shard < shards && message.empty(); ++shard) {
         for (;;) {
             size_t n = 0;
@@ -146,8 +156,10 @@ extern "C" int sonde_cli_convert(int argc, char **argv) {
                 break;
             }
             total += n;
+            converted.store(total, std::memory_order_relaxed);
         }
     }
+    line.finish();
     // A failure inside close (the last chunks, the index, the footer) has no message of its own
     // once the writer is freed: report the status against the output.
     const std::string before_close = sonde_trace_writer_error(writer);

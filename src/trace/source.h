@@ -17,6 +17,7 @@
 // message names the file and the byte offset. std::bad_alloc may propagate from any call.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -131,6 +132,22 @@ public:
     bool complete() const { return complete_; }
     // Size of the input on disk, 0 for a pipe.
     uint64_t stored_size() const { return source_ != nullptr ? source_->size() : 0; }
+    // Progress of the readers of this input, in bytes as stored (compressed where they are):
+    // consumed_bytes() of the memref shards read so far (every reader adds its reads; any
+    // thread may ask while they run), against stored_bytes(), the sum of shard_bytes(), or 0
+    // when the input's size cannot be known (a pipe).
+    uint64_t consumed_bytes() const {
+        return consumed_.load(std::memory_order_relaxed) + (source_ != nullptr ? source_->consumed() : 0);
+    }
+    bool size_known() const { return source_ == nullptr || source_->seekable(); }
+    uint64_t stored_bytes() const {
+        if (!size_known()) return 0;
+        uint64_t n = 0;
+        for (size_t s = 0; s < num_shards(); ++s) n += shard_bytes(s);
+        return n;
+    }
+    // For readers that read the input's files themselves (not through a ByteStream).
+    void count_consumed(uint64_t n) const { consumed_.fetch_add(n, std::memory_order_relaxed); }
 
 protected:
     std::string path_;
@@ -138,6 +155,7 @@ protected:
     std::vector<std::string> warnings_;
     bool complete_ = true;
     std::unique_ptr<Source> source_;  // the one open file of the input
+    mutable std::atomic<uint64_t> consumed_{0};
     Tables tables_;
 };
 

@@ -94,6 +94,14 @@ SONDE_API sonde_status_t sonde_trace_reader_num_shards(const sonde_trace_reader_
     return SONDE_STATUS_SUCCESS;
 }
 
+SONDE_API sonde_status_t sonde_trace_reader_progress(const sonde_trace_reader_t *reader, uint64_t *done,
+                                                     uint64_t *total) {
+    if (reader == nullptr || done == nullptr || total == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    *done = reader->input->consumed_bytes();
+    *total = reader->input->stored_bytes();
+    return SONDE_STATUS_SUCCESS;
+}
+
 SONDE_API sonde_status_t sonde_trace_reader_format(const sonde_trace_reader_t *reader, uint32_t *format) {
     if (reader == nullptr || format == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     *format = reader->input->format();

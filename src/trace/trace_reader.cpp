@@ -622,6 +622,7 @@ private:
         pos_ = 0;
         count_ = h.records;
         state_[0] = state_[1] = state_[2] = 0;
+        in_->count_consumed(c.end - c.offset);  // as shard_bytes() counts it
         return true;
     }
 

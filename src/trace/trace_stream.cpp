@@ -144,6 +144,7 @@ bool ByteStream::refill_input() {
         std::memcpy(in_.get(), source_->head() + file_offset_, n);
         in_len_ = n;
         file_offset_ += n;
+        source_->count_consumed(n);
         return true;
     }
     for (;;) {
@@ -159,6 +160,7 @@ bool ByteStream::refill_input() {
         }
         in_len_ = static_cast<size_t>(n);
         file_offset_ += static_cast<uint64_t>(n);
+        source_->count_consumed(static_cast<uint64_t>(n));
         if (n == 0) eof_ = true;
         return n > 0;
     }

@@ -50,6 +50,11 @@ public:
     // For a stream: hands it to the caller, once; false (with *error set) when another reader
     // has it already. Always true for a seekable input.
     bool take(std::string *error) const;
+    // Bytes of the input its readers have consumed so far, for progress: every reader adds
+    // what it reads (readers of one input on several threads add to the same count). Any
+    // thread may read it while they run.
+    void count_consumed(uint64_t n) const { consumed_.fetch_add(n, std::memory_order_relaxed); }
+    uint64_t consumed() const { return consumed_.load(std::memory_order_relaxed); }
 
 private:
     std::string path_;
@@ -61,6 +66,7 @@ private:
     size_t head_cap_ = 0;
     bool stream_end_ = false;  // a stream ended within the peeked bytes
     mutable std::atomic<bool> taken_{false};
+    mutable std::atomic<uint64_t> consumed_{0};
 };
 
 class ByteStream {

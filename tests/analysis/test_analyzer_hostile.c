@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -111,6 +112,92 @@ static void test_truncated_input_is_reported(void **state) {
     expect_in(json, "\"basic_counts\":{");
     free(json);
     sonde_analyzer_destroy(a);
+}
+
+/* ---- progress: bytes consumed against bytes stored ---- */
+
+static void test_progress(void **state) {
+    (void)state;
+    const char *trace = tmp_path("progress.sonde");
+    const char *text = tmp_path("progress.lackey");
+    write_trace(trace, 3, 1000, 0);
+    FILE *f = fopen(text, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 2000; ++i) fprintf(f, " L %08x,8\n", 0x1000 + 64 * i);
+    assert_int_equal(fclose(f), 0);
+    struct stat st;
+    assert_int_equal(stat(text, &st), 0);
+
+    for (int parallel = 0; parallel < 2; ++parallel) {
+        sonde_analyzer_t *a = NULL;
+        assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
+        uint64_t done = 1, total = 1;
+        assert_int_equal(sonde_analyzer_progress(a, &done, &total), SONDE_STATUS_SUCCESS);
+        assert_int_equal(done, 0); /* no input yet */
+        assert_int_equal(total, 0);
+        assert_int_equal(sonde_analyzer_add_tool(a, "basic_counts", NULL), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_add_input(a, trace, SONDE_TRACE_FORMAT_AUTO), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_add_input(a, text, SONDE_TRACE_FORMAT_LACKEY), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_progress(a, &done, &total), SONDE_STATUS_SUCCESS);
+        assert_int_equal(done, 0);
+        /* The trace's chunks (headers and payloads, not the file header, tables, index and
+         * footer) and the whole text file. */
+        struct stat tst;
+        assert_int_equal(stat(trace, &tst), 0);
+        assert_true(total > (uint64_t)st.st_size && total < (uint64_t)(st.st_size + tst.st_size));
+        assert_int_equal(sonde_analyzer_set_parallel(a, parallel != 0), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
+        uint64_t after = 0;
+        assert_int_equal(sonde_analyzer_progress(a, &done, &after), SONDE_STATUS_SUCCESS);
+        assert_int_equal(after, total);
+        assert_int_equal(done, total); /* every byte read once */
+        assert_int_equal(sonde_analyzer_progress(NULL, &done, &total), SONDE_STATUS_ERROR_NULL_POINTER);
+        assert_int_equal(sonde_analyzer_progress(a, NULL, &total), SONDE_STATUS_ERROR_NULL_POINTER);
+        assert_int_equal(sonde_analyzer_progress(a, &done, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
+        sonde_analyzer_destroy(a);
+    }
+
+    /* The reader: the same count as it reads, shard by shard. */
+    char err[256];
+    sonde_trace_reader_t *r = NULL;
+    assert_int_equal(sonde_trace_reader_open(trace, SONDE_TRACE_FORMAT_AUTO, err, sizeof err, &r),
+                     SONDE_STATUS_SUCCESS);
+    uint64_t done = 1, total = 0, last = 0;
+    assert_int_equal(sonde_trace_reader_progress(r, &done, &total), SONDE_STATUS_SUCCESS);
+    assert_int_equal(done, 0);
+    assert_true(total > 0);
+    sonde_memref_t buf[100];
+    for (uint32_t shard = 0; shard < 3; ++shard) {
+        size_t n = 0;
+        while (sonde_trace_reader_read_shard(r, shard, buf, 100, &n) == SONDE_STATUS_SUCCESS && n > 0) {
+            assert_int_equal(sonde_trace_reader_progress(r, &done, &total), SONDE_STATUS_SUCCESS);
+            assert_true(done > last && done <= total); /* one chunk of 100 per read */
+            last = done;
+        }
+    }
+    assert_int_equal(done, total);
+    assert_int_equal(sonde_trace_reader_progress(NULL, &done, &total), SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(sonde_trace_reader_progress(r, NULL, &total), SONDE_STATUS_ERROR_NULL_POINTER);
+    sonde_trace_reader_close(r);
+
+    /* A pipe: the total cannot be known. */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], " L 00001000,8\n", 14), 14);
+    assert_int_equal(close(fds[1]), 0);
+    char path[64];
+    snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+    sonde_analyzer_t *a = NULL;
+    assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_tool(a, "basic_counts", NULL), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_input(a, text, SONDE_TRACE_FORMAT_LACKEY), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_input(a, path, SONDE_TRACE_FORMAT_LACKEY), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_progress(a, &done, &total), SONDE_STATUS_SUCCESS);
+    assert_int_equal(total, 0);
+    assert_int_equal(done, (uint64_t)st.st_size + 14);
+    sonde_analyzer_destroy(a);
+    close(fds[0]);
 }
 
 static void test_input_without_records(void **state) {
@@ -367,6 +454,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_truncated_input_is_reported),
         cmocka_unit_test(test_input_without_records),
+        cmocka_unit_test(test_progress),
         cmocka_unit_test(test_reserved_tool_names),
         cmocka_unit_test(test_duplicate_index_entries),
         cmocka_unit_test(test_declared_shards_are_not_allocated),
