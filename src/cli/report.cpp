@@ -14,6 +14,7 @@
 #include <sonde/defs.h>
 
 #include "cli/event_source.h"
+#include "cli/metadata.h"
 #include "cli/options.h"
 #include "cli/output_file.h"
 #include "report/html.h"
@@ -69,6 +70,7 @@ int sonde_cli_report(int argc, char **argv) {
                    "With --html: show these results of sonde analyze --json in the page")
         ->check(CLI::ExistingFile);
     app.add_flag("--quiet,-q", quiet, "Print nothing on stdout (with --json or --html)");
+    const std::string start_time = sonde::cli::utc_now();
     const int parsed = sonde::cli::parse(app, argc, argv);
     if (parsed >= 0) return parsed;
     if (!analysis_path.empty() && html_path.empty()) {
@@ -124,8 +126,17 @@ int sonde_cli_report(int argc, char **argv) {
             return 1;
         }
     }
-    if (!json_path.empty() && !write_file(json_path, "--json", sonde::report::report_json(profile, options)))
-        return 1;
+    if (!json_path.empty()) {
+        nlohmann::ordered_json used;
+        used["sort"] = sort;
+        used["tree"] = tree;
+        used["depth"] = depth;
+        used["threads"] = per_thread;
+        const std::string text =
+            sonde::cli::with_metadata(sonde::cli::metadata("report", {input}, used, start_time),
+                                      sonde::report::report_json(profile, options));
+        if (!write_file(json_path, "--json", text)) return 1;
+    }
     if (!html_path.empty()) {
         sonde::report::HtmlOptions html;
         html.title = base_name(input);

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -100,6 +101,12 @@ with tempfile.TemporaryDirectory() as tmp:
           "fibo has the most self time: %r" % lines[2])
     rep = json.load(open(out_json))
     check(isinstance(rep["sonde_version"], str) and rep["sonde_version"].count(".") == 2, "sonde_version")
+    meta = rep.get("metadata", {})
+    check(list(rep)[0] == "metadata" and meta.get("sonde_version") == rep["sonde_version"]
+          and meta.get("command") == "report" and meta.get("inputs") == [events]
+          and meta.get("options") == {"sort": "self", "tree": False, "depth": 0, "threads": False}
+          and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", meta.get("start_time", "")),
+          "the metadata block: %r" % meta)
     got = {f["name"]: [f["calls"], f["total_ns"], f["self_ns"]] for f in rep["functions"]}
     check(got == want, "functions equal the independent computation:\n%s\n%s" % (got, want))
     selfs = [f["self_ns"] for f in rep["functions"]]
