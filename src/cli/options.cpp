@@ -102,6 +102,21 @@ std::string version_string() {
     return "sonde " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
+namespace {
+class UsageFormatter : public CLI::Formatter {
+public:
+    explicit UsageFormatter(std::string usage) : usage_(std::move(usage)) {}
+    std::string make_usage(const CLI::App *, std::string) const override { return "Usage: " + usage_ + "\n"; }
+
+private:
+    std::string usage_;
+};
+}  // namespace
+
+void set_usage(CLI::App &app, const std::string &usage) {
+    app.formatter(std::make_shared<UsageFormatter>(usage));
+}
+
 void add_version(CLI::App &app) {
     app.set_version_flag("--version", version_string(), "Print the version and exit");
 }

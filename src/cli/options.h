@@ -29,6 +29,10 @@ std::string version_string();
 // Adds --version (prints version_string() on stdout, exit 0) to a command.
 void add_version(CLI::App &app);
 
+// Replaces the "Usage:" line of --help with "Usage: " + `usage` (for commands whose program
+// comes after "--", which the parser does not list).
+void set_usage(CLI::App &app, const std::string &usage);
+
 // Parses argv with CLI11. Returns -1 when the command should go on, else the exit status:
 // kExitOk after --help or --version, kExitUsage after a usage error (message on stderr).
 int parse(CLI::App &app, int argc, char **argv);

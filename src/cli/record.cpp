@@ -84,13 +84,13 @@ int sonde_cli_record(int argc, char **argv) {
         "Run a program built with -finstrument-functions and record its call graph (every function\n"
         "enter and leave with its time, threads, marks and ranges, and the symbol table that names\n"
         "the functions) into a Sonde trace.\n"
-        "usage: sonde record [-o FILE] [--force] -- PROGRAM [ARGS...]\n"
         "Exit status: the program's (128 + N when signal N ended it); 127 when it cannot be started;\n"
         "1 when FILE cannot be written; 2 on bad usage or when FILE exists without --force.",
         "sonde record"};
     std::string output = "sonde.trace";
     bool force = false;
     sonde::cli::add_version(app);
+    sonde::cli::set_usage(app, "sonde record [OPTIONS] -- PROGRAM [ARGS...]");
     app.add_option("-o,--output", output, "trace file to write (default: sonde.trace)");
     app.add_flag("--force", force, "overwrite FILE if it exists");
     try {

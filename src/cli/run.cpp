@@ -57,7 +57,6 @@ int sonde_cli_run(int argc, char **argv) {
         }
     CLI::App app{
         "Run a program built with -finstrument-functions under Sonde clients.\n"
-        "usage: sonde run --client PATH|NAME[=OPTIONS] ... -- PROGRAM [ARGS...]\n"
         "A client given by NAME is looked up in $SONDE_CLIENT_PATH, then in Sonde's clients\n"
         "directory (<libdir>/sonde/clients).\n"
         "A client given as a path (with a '/') must be a readable ELF shared object that defines\n"
@@ -68,6 +67,7 @@ int sonde_cli_run(int argc, char **argv) {
     std::vector<std::string> clients;
     bool strict = false;
     cli::add_version(app);
+    cli::set_usage(app, "sonde run [OPTIONS] --client PATH|NAME[=OPTIONS] ... -- PROGRAM [ARGS...]");
     app.add_option("--client", clients,
                    "Client plugin and its options, PATH[=OPTIONS] or NAME[=OPTIONS] (an installed client, "
                    "e.g. call_counter); repeatable; no ';'")

@@ -222,11 +222,18 @@ with tempfile.TemporaryDirectory() as tmp:
     # 2. --version and --help everywhere.
     version = run("--version").stdout
     check(version.startswith("sonde ") and version.count(".") == 2, "sonde --version: %r" % version)
-    for cmd in ("analyze", "convert", "run", "record"):
+    for cmd in ("analyze", "convert", "run", "record", "report", "export"):
         r = run(cmd, "--version")
         check(r.returncode == 0 and r.stdout == version, "sonde %s --version: %r" % (cmd, r.stdout))
         r = run(cmd, "--help")
-        check(r.returncode == 0 and "--version" in r.stdout and "Exit status" in r.stdout, "sonde %s --help" % cmd)
+        check(r.returncode == 0 and "--version" in r.stdout, "sonde %s --help" % cmd)
+        if cmd not in ("report", "export"):
+            check("Exit status" in r.stdout, "sonde %s --help gives the exit statuses" % cmd)
+        usage = [line for line in r.stdout.splitlines() if line.lower().startswith("usage:")]
+        check(len(usage) == 1 and usage[0].startswith("Usage: sonde " + cmd + " "),
+              "sonde %s --help has one usage line: %r" % (cmd, usage))
+    usage = [line for line in run("--help").stdout.splitlines() if line.lower().startswith("usage:")]
+    check(len(usage) == 1, "sonde --help has one usage line: %r" % usage)
     h = run("analyze", "--help").stdout
     check(all(s in h for s in ("1..1024", "power of two, 1..1048576", "1e-09..1", "NAME:SIZE:WAYS:LINE")),
           "analyze --help shows the ranges")
