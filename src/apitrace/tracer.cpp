@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "apitrace/dwarf.h"
 #include "apitrace/elf_slots.h"
 
 namespace sonde::apitrace {
@@ -35,8 +36,11 @@ struct State {
     std::vector<Target> targets;
     Prototypes prototypes;
     std::vector<TracedFunction> functions;
-    // Every wrapper ever made; never freed (a thread may still run in one after stop).
+    // The wrappers of this tracing run, which patching points slots at; at stop they move to
+    // `retired`, never freed (a thread may still run in one) and never installed again: a
+    // later run makes its own, so a slot never leads to a wrapper of an earlier run.
     std::vector<Wrapper *> wrappers;
+    std::vector<Wrapper *> retired;
     std::set<std::string> matched;   // the spec's library patterns that matched a loaded library
     std::set<std::string> resolved;  // paths of the libraries whose functions were looked up
     std::vector<Patch> patches;
@@ -115,14 +119,34 @@ bool resolve(State &s, const LoadedModule &m, const Target &t, bool strict, uint
         }
     }
     void *handle = s.real_dlopen(m.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    // Signatures: the prototypes file, then the library's debug information (read once, when
+    // the file leaves a function undeclared), then the built-in table.
+    DwarfSignatures dwarf;
+    bool dwarf_opened = false;
     for (const std::string &name : names) {
         const Signature *sig = s.prototypes.find(name);
-        if (sig == nullptr) sig = builtin_prototypes().find(name);
+        std::string refused;
+        if (sig == nullptr) {
+            if (!dwarf_opened) {
+                std::string ignored;  // a library the loader loaded is ELF; no DWARF is no error
+                dwarf.open(m.path, ignored);
+                dwarf_opened = true;
+            }
+            sig = dwarf.find(name, refused);
+        }
+        if (sig == nullptr && refused.empty()) sig = builtin_prototypes().find(name);
         std::string what;
         void *original = handle != nullptr ? dlsym(handle, name.c_str()) : nullptr;
         Wrapper *w = nullptr;
-        if (sig == nullptr) {
-            what = lib + ": " + name + ": no signature known (declare it in an --api-prototypes file)";
+        if (!refused.empty()) {
+            what = lib + ": " + refused +
+                   " (its debug information says so; declare it otherwise in an "
+                   "--api-prototypes file)";
+        } else if (sig == nullptr) {
+            what =
+                lib + ": " + name +
+                ": no signature known (no debug information declares it; declare it in an --api-prototypes "
+                "file)";
         } else if (original == nullptr) {
             what = lib + ": " + name + ": not found by dlsym";
         } else {
@@ -344,6 +368,8 @@ void stop_tracing() {
         if (s.matched.count(t.library) == 0)
             s.warnings.push_back(t.library + ": never loaded; nothing of it was traced");
     }
+    s.retired.insert(s.retired.end(), s.wrappers.begin(), s.wrappers.end());
+    s.wrappers.clear();
     s.running = false;
 }
 

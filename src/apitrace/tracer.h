@@ -1,6 +1,7 @@
 // API tracing: the tracer. Given `LIB:FUNC[,FUNC...][;LIB:...]` (glob patterns in FUNC), it
 // finds each named function in the loaded libraries, makes a Wrapper for it from its signature
-// (a --api-prototypes file first, then the built-in libc table; none known: refused by name),
+// (a --api-prototypes file first, then the library's DWARF debug information, then the built-in
+// libc table; none known: refused by name),
 // and points the import slots (GOT entries: JUMP_SLOT and GLOB_DAT) through which every other
 // loaded module calls it at the wrapper. It also takes over the dlopen and dlclose slots, so
 // that modules loaded later are patched (and libraries named in the spec that were not loaded

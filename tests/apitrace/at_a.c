@@ -8,6 +8,8 @@ int at_ping(int n) { return n <= 0 ? 0 : 1 + at_pong(n - 1); }
 
 double at_scale(double k, const struct at_point *p) { return k * (p->x + p->y); }
 
+int at_sum_point(struct at_point p) { return (int)(p.x + p.y); }
+
 int at_set_errno(int code) {
     const int seen = errno;
     errno = code;

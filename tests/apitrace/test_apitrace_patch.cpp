@@ -109,10 +109,18 @@ static void test_errors(void **) {
     assert_true(error.rfind("libapitrace_a.so: no function 'at_nope' (", 0) == 0);
     assert_false(start("apitrace_a:zz_*", protos, error));
     assert_string_equal(error.c_str(), "libapitrace_a.so: no function matches 'zz_*'");
-    assert_false(start("libapitrace_a:at_ping", "", error));
+    // No prototype file: libapitrace_b has no debug information and at_pong is not a libc
+    // function; libapitrace_a's debug information refuses a struct passed by value.
+    assert_false(start("libapitrace_b:at_pong", "", error));
+    assert_string_equal(error.c_str(),
+                        "libapitrace_b.so: at_pong: no signature known (no debug information declares it; "
+                        "declare it in an --api-prototypes file)");
+    assert_false(start("libapitrace_a:at_sum_point", "", error));
     assert_string_equal(
         error.c_str(),
-        "libapitrace_a.so: at_ping: no signature known (declare it in an --api-prototypes file)");
+        "libapitrace_a.so: at_sum_point: parameter 1 'p': 'at_point', a struct or union passed by "
+        "value, cannot be passed on (its debug information says so; declare it otherwise in an "
+        "--api-prototypes file)");
 
     const std::string bad = write_file("int at_ping(int n);\nint at_pong(struct at_point p);\n");
     assert_false(start("libapitrace_a:at_ping", bad, error));
@@ -144,7 +152,7 @@ static void *pinger(void *) {
 static void test_trace_libraries(void **) {
     const std::string protos = write_file(kGoodPrototypes);
     std::string error;
-    if (!start("apitrace_a:at_*;libapitrace_b:at_pong;libapitrace_c:at_late", protos, error))
+    if (!start("apitrace_a:at_p*,at_sc*,at_set_*;libapitrace_b:at_pong;libapitrace_c:at_late", protos, error))
         fail_msg("%s", error.c_str());
     assert_true(sonde::apitrace::patched_slot_count() >= 3);
     take();
@@ -212,10 +220,44 @@ static void test_trace_libraries(void **) {
     unlink(protos.c_str());
 }
 
+// No prototype file: libapitrace_a's signatures come from its debug information, with the
+// parameter names the source gives them.
+static void test_signatures_from_debug_information(void **) {
+    std::string error;
+    if (!start("libapitrace_a:at_ping,at_scale", "", error)) fail_msg("%s", error.c_str());
+    bool ping = false, scale = false;
+    for (const auto &f : sonde::apitrace::traced_functions()) {
+        if (f.signature.name == "at_ping") {
+            ping = f.signature.args.size() == 1 && f.signature.args[0] == sonde::apitrace::Type::S32 &&
+                   f.signature.arg_names[0] == "n" && f.signature.ret == sonde::apitrace::Type::S32;
+        }
+        if (f.signature.name == "at_scale") {
+            scale = f.signature.args.size() == 2 && f.signature.args[0] == sonde::apitrace::Type::Double &&
+                    f.signature.args[1] == sonde::apitrace::Type::Pointer &&
+                    f.signature.arg_names[1] == "p" && f.signature.ret == sonde::apitrace::Type::Double;
+        }
+    }
+    assert_true(ping && scale);
+    take();
+    const at_point pt = {1.0, 2.0};
+    assert_true(at_scale(3.0, &pt) == 9.0);
+    assert_int_equal(at_ping(1), 1);
+    std::vector<CallRecord> r = take();
+    assert_int_equal(r.size(), 2);  // at_pong is not traced (an earlier run traced it)
+    assert_string_equal(name_of(r[0].function).c_str(), "at_scale");
+    assert_true(r[0].args[0] == bits(3.0) && r[0].ret == bits(9.0));
+    assert_string_equal(name_of(r[1].function).c_str(), "at_ping");
+    assert_int_equal(r[1].args[0], 1);
+    sonde::apitrace::stop_tracing();
+    assert_int_equal(sonde::apitrace::patched_slot_count(), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_trace_libraries),
+        // After a run that traced at_pong: a new run must not reinstall that run's wrappers.
+        cmocka_unit_test(test_signatures_from_debug_information),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
