@@ -1,0 +1,453 @@
+// bench/scale: how Sonde's paths scale with the cores of the machine it runs on. For every
+// count N in 1, 2, 4, ... up to the number of online CPUs (and that number itself), it prints
+// one line per case: records (or references) per second, the speed-up over N = 1, the
+// efficiency (speed-up / N), the CPU time per record, and, where there is one, the floor's
+// speed-up beside it. Every case checks that its answer does not depend on N.
+//
+// Cases (medians of REPS repetitions; wall time for rates, getrusage for CPU):
+//   1. producers, one LOSSLESS buffer: N threads each emit the same number of 32-byte
+//      timestamped records (16-byte payload) into one buffer whose callback reads every record
+//      (sums a payload word). Floor: N threads doing rdtsc and a 32-byte store into a private
+//      ring. Check: delivered = emitted, dropped = 0, the callback's sum is the expected one.
+//   2. producers, one buffer per thread, LOSSLESS, the same callback. Same checks.
+//   3. DISCARD under overload: N threads emit into a small DISCARD buffer whose callback blocks
+//      until they are done; CPU per record (dropped or kept) beside case 1's at the same N (the
+//      target is at most 1.2x). Check: delivered + dropped = emitted.
+//   4. the analyzer over 16 equal in-memory shards, parallel with N workers: basic_counts and
+//      cache_sim (one line each). Check: the results JSON is the same for every N.
+//   5. reuse_distance over a real trace (tests/data/gzip-gpl3.lackey.zst, about 2 M data
+//      references): the analyzer with the tool's exact parallel mode (jobs=N), as
+//      `sonde analyze --tool reuse_distance --jobs N` runs it, and the stack-distance calculator
+//      alone on the same lines in memory (sonde_stackdist_batch, N workers). Check: the JSON
+//      (histogram) and the calculator's bins are the same for every N.
+// The machine (CPU model, online CPUs) is printed first. It prints and never fails; a failed
+// check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4.
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sonde/sonde.h>
+
+namespace {
+
+constexpr int kReps = 3;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double cpu_seconds() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    return "unknown CPU";
+}
+
+struct Figure {
+    double rate = 0;    // records (or references) per second, median
+    double cpu_ns = 0;  // CPU ns per record, median
+};
+
+// Runs `body` (which returns the records it handled) kReps times.
+Figure measure(const std::function<uint64_t()> &body) {
+    std::vector<double> rates, cpu;
+    for (int r = 0; r < kReps; ++r) {
+        const double c0 = cpu_seconds();
+        const auto t0 = Clock::now();
+        const uint64_t n = body();
+        const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+        rates.push_back(n / wall);
+        cpu.push_back((cpu_seconds() - c0) * 1e9 / n);
+    }
+    return {median(rates), median(cpu)};
+}
+
+void header(const char *title, const char *unit) {
+    std::printf("\n%s\n  %4s %14s %9s %11s %12s %s\n", title, "N", unit, "speed-up", "efficiency",
+                "CPU ns/rec", "floor speed-up");
+}
+
+void row(unsigned n, const Figure &f, const Figure &one, double floor_speedup, bool ok) {
+    const double s = f.rate / one.rate;
+    std::printf("  %4u %14.3e %8.2fx %10.0f%% %12.2f", n, f.rate, s, 100 * s / n, f.cpu_ns);
+    if (floor_speedup > 0) std::printf(" %13.2fx", floor_speedup);
+    std::printf("%s\n", ok ? "" : "   MISMATCH");
+}
+
+// Runs `fn(i)` on `n` threads started together; returns when all are done.
+void on_threads(unsigned n, const std::function<void(unsigned)> &fn) {
+    std::vector<std::thread> threads;
+    std::atomic<unsigned> ready{0};
+    std::atomic<bool> go{false};
+    for (unsigned i = 0; i < n; ++i)
+        threads.emplace_back([&, i] {
+            ready.fetch_add(1);
+            while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+            fn(i);
+        });
+    while (ready.load() < n) std::this_thread::yield();
+    go.store(true, std::memory_order_release);
+    for (std::thread &t : threads) t.join();
+}
+
+// ---- producers ----------------------------------------------------------------------------
+
+std::atomic<uint64_t> g_sum{0};      // what the callbacks read
+std::atomic<bool> g_release{false};  // the blocking callback waits for it
+
+void read_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t,
+             sonde_buffer_id_t, void *) {
+    uint64_t sum = 0;
+    for (const char *p = reinterpret_cast<const char *>(b); p < reinterpret_cast<const char *>(e);) {
+        const auto *h = reinterpret_cast<const sonde_record_header_t *>(p);
+        if (h->kind == SONDE_RECORD_KIND_USER) {
+            uint64_t v;
+            std::memcpy(&v, p + 16, 8);  // after the header and the timestamp
+            sum += v;
+        }
+        p += h->size;
+    }
+    g_sum.fetch_add(sum, std::memory_order_relaxed);
+}
+
+void blocking_cb(const sonde_record_header_t *b, const sonde_record_header_t *e, sonde_session_id_t s,
+                 sonde_buffer_id_t bu, void *u) {
+    while (!g_release.load(std::memory_order_acquire))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    read_cb(b, e, s, bu, u);
+}
+
+sonde_buffer_id_t make_buffer(sonde_session_id_t s, uint64_t size, uint64_t chunk, uint64_t policy,
+                              sonde_buffer_callback_t cb) {
+    const sonde_buffer_property_t props[2] = {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, chunk},
+                                              {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, policy}};
+    sonde_buffer_id_t b{};
+    if (sonde_create_buffer(s, size, cb, nullptr, props, 2, &b) != SONDE_STATUS_SUCCESS) {
+        std::printf("cannot create a buffer\n");
+        std::exit(0);
+    }
+    return b;
+}
+
+struct Stats {
+    uint64_t emitted = 0, delivered = 0, dropped = 0;
+};
+
+Stats stats(sonde_session_id_t s, sonde_buffer_id_t b) {
+    sonde_buffer_stats_t st{};
+    st.struct_size = sizeof st;
+    sonde_get_buffer_stats(s, b, &st);
+    return {st.records_emitted, st.records_delivered, st.records_dropped};
+}
+
+void emit_loop(sonde_buffer_id_t b, uint64_t n) {
+    uint64_t p[2] = {1, 0};
+    for (uint64_t i = 0; i < n; ++i) {
+        p[1] = i;
+        sonde_emit_timestamped(b, SONDE_RECORD_KIND_USER, p, 16);
+    }
+}
+
+// One run of case 1 (shared = one buffer) or 2 (one buffer per thread); false in *ok when a
+// record is lost or misread.
+uint64_t producers_run(unsigned n, uint64_t per_thread, bool shared, bool *ok) {
+    sonde_session_id_t s{};
+    sonde_create_session(nullptr, &s);
+    std::vector<sonde_buffer_id_t> buffers(shared ? 1 : n);
+    for (sonde_buffer_id_t &b : buffers)
+        b = make_buffer(s, 64u << 20, 1u << 20, SONDE_BUFFER_POLICY_LOSSLESS, read_cb);
+    g_sum = 0;
+    sonde_start_session(s);
+    on_threads(n, [&](unsigned i) { emit_loop(buffers[shared ? 0 : i], per_thread); });
+    sonde_stop_session(s);  // delivers everything emitted before it
+    uint64_t emitted = 0, delivered = 0, dropped = 0;
+    for (sonde_buffer_id_t b : buffers) {
+        const Stats st = stats(s, b);
+        emitted += st.emitted;
+        delivered += st.delivered;
+        dropped += st.dropped;
+    }
+    const uint64_t total = per_thread * n;
+    if (emitted != total || delivered != total || dropped != 0 || g_sum.load() != total) *ok = false;
+    sonde_destroy_session(s);
+    return total;
+}
+
+uint64_t discard_run(unsigned n, uint64_t per_thread, bool *ok) {
+    sonde_session_id_t s{};
+    sonde_create_session(nullptr, &s);
+    const sonde_buffer_id_t b = make_buffer(s, 1u << 20, 64u << 10, SONDE_BUFFER_POLICY_DISCARD, blocking_cb);
+    g_release = false;
+    g_sum = 0;
+    sonde_start_session(s);
+    // The consumer stays blocked until every producer has emitted all its records; the last
+    // one to finish releases it (a thread's exit waits for its records to be delivered).
+    std::atomic<unsigned> done{0};
+    on_threads(n, [&](unsigned) {
+        emit_loop(b, per_thread);
+        if (done.fetch_add(1) + 1 == n) g_release = true;
+    });
+    sonde_stop_session(s);
+    const Stats st = stats(s, b);
+    const uint64_t total = per_thread * n;
+    if (st.emitted + st.dropped != total && st.emitted != total) *ok = false;
+    if (st.delivered + st.dropped != total || g_sum.load() != st.delivered) *ok = false;
+    sonde_destroy_session(s);
+    return total;
+}
+
+thread_local uint64_t (*tl_ring)[4];
+
+uint64_t floor_run(unsigned n, uint64_t per_thread) {
+    on_threads(n, [&](unsigned) {
+        if (tl_ring == nullptr) tl_ring = static_cast<uint64_t(*)[4]>(aligned_alloc(64, 1u << 20));
+        std::memset(tl_ring, 0, 1u << 20);
+        const uint64_t mask = (1u << 20) / 32 - 1;
+        for (uint64_t i = 0; i < per_thread; ++i) {
+            uint64_t *q = tl_ring[i & mask];
+            q[0] = __rdtsc();
+            q[1] = 1;
+            q[2] = i;
+            q[3] = 0;
+            __asm__ volatile("" ::"r"(q) : "memory");
+        }
+    });
+    return per_thread * n;
+}
+
+// ---- analysis -----------------------------------------------------------------------------
+
+std::string results_json(sonde_analyzer_t *a) {
+    size_t need = 0;
+    sonde_analyzer_results_json(a, nullptr, 0, &need);
+    std::string text(need, '\0');
+    sonde_analyzer_results_json(a, &text[0], text.size(), &need);
+    return text;
+}
+
+// The analyzer over the shards with `tool`; returns the records handled, the JSON in *json.
+uint64_t analyzer_run(const std::vector<std::vector<sonde_memref_t>> &shards, const char *tool,
+                      const char *options, unsigned workers, std::string *json) {
+    sonde_analyzer_t *a = nullptr;
+    sonde_analyzer_create(&a);
+    sonde_analyzer_add_tool(a, tool, options);
+    uint64_t n = 0;
+    for (const auto &s : shards) {
+        sonde_analyzer_add_memory_shard(a, s.data(), s.size(), nullptr);
+        n += s.size();
+    }
+    sonde_analyzer_set_parallel(a, true);
+    sonde_analyzer_set_workers(a, workers);
+    if (sonde_analyzer_run(a) != SONDE_STATUS_SUCCESS) std::printf("analyzer: %s\n", sonde_analyzer_error(a));
+    *json = results_json(a);
+    sonde_analyzer_destroy(a);
+    return n;
+}
+
+// The data references of the lackey trace, as memrefs and as 64-byte lines.
+bool load_trace(const std::string &path, std::vector<sonde_memref_t> *refs) {
+    char err[512];
+    sonde_trace_reader_t *r = nullptr;
+    if (sonde_trace_reader_open(path.c_str(), SONDE_TRACE_FORMAT_LACKEY, err, sizeof err, &r) !=
+        SONDE_STATUS_SUCCESS)
+        return false;
+    std::vector<sonde_memref_t> buf(65536);
+    size_t got = 0;
+    while (sonde_trace_reader_read_shard(r, 0, buf.data(), buf.size(), &got) == SONDE_STATUS_SUCCESS &&
+           got > 0)
+        for (size_t i = 0; i < got; ++i)
+            if (buf[i].type != SONDE_MEMREF_IFETCH && buf[i].type != SONDE_MEMREF_MARKER)
+                refs->push_back(buf[i]);
+    sonde_trace_reader_close(r);
+    return !refs->empty();
+}
+
+std::vector<uint64_t> histogram_bins(sonde_histogram_t *h) {
+    uint32_t n = 0;
+    sonde_histogram_get_bins(h, SONDE_HISTOGRAM_BINS_EXACT, 0, nullptr, 0, &n);
+    std::vector<sonde_histogram_bin_t> bins(n);
+    sonde_histogram_get_bins(h, SONDE_HISTOGRAM_BINS_EXACT, 0, bins.data(), n, &n);
+    std::vector<uint64_t> out;
+    for (const sonde_histogram_bin_t &b : bins) {
+        out.push_back(b.first);
+        out.push_back(b.reads);
+        out.push_back(b.writes);
+    }
+    return out;
+}
+
+}  // namespace
+
+int main() {
+    const bool quick =
+        getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "quick") == 0;
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<unsigned> counts;
+    for (unsigned n = 1; n < cpus; n *= 2) counts.push_back(n);
+    counts.push_back(cpus);
+    std::printf("bench/scale: %s, %u online CPU(s); medians of %d repetitions\n", cpu_model().c_str(), cpus,
+                kReps);
+    if (sonde_initialize() != SONDE_STATUS_SUCCESS) return 0;
+
+    // 1-3. Producers.
+    const uint64_t per_thread = quick ? 2500000 : 10000000;
+    for (int shared = 1; shared >= 0; --shared) {
+        header(shared ? "1. producers, one LOSSLESS buffer, callback reads every record (32-byte records)"
+                      : "2. producers, one LOSSLESS buffer per thread, callback reads every record",
+               "records/s");
+        Figure one{}, floor_one{};
+        for (unsigned n : counts) {
+            bool ok = true;
+            const Figure f = measure([&] { return producers_run(n, per_thread, shared != 0, &ok); });
+            const Figure fl = measure([&] { return floor_run(n, per_thread); });
+            if (n == 1) {
+                one = f;
+                floor_one = fl;
+            }
+            row(n, f, one, fl.rate / floor_one.rate, ok);
+        }
+    }
+    header("3. DISCARD overloaded (consumer blocked), CPU per record beside case 1's (target <= 1.2x)",
+           "records/s");
+    {
+        Figure one{};
+        for (unsigned n : counts) {
+            bool ok = true, ok1 = true;
+            const Figure d = measure([&] { return discard_run(n, per_thread / 2, &ok); });
+            const Figure l = measure([&] { return producers_run(n, per_thread / 2, true, &ok1); });
+            if (n == 1) one = d;
+            row(n, d, one, 0, ok && ok1);
+            std::printf("       CPU per record %.2f ns overloaded, %.2f ns recording: %.2fx\n", d.cpu_ns,
+                        l.cpu_ns, d.cpu_ns / l.cpu_ns);
+        }
+    }
+
+    // 4. The analyzer over 16 equal in-memory shards.
+    const size_t per_shard = quick ? 250000 : 1000000;
+    std::vector<std::vector<sonde_memref_t>> shards(16);
+    uint64_t x = 88172645463325252ull;
+    for (auto &s : shards) {
+        s.resize(per_shard);
+        for (sonde_memref_t &m : s) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            std::memset(&m, 0, sizeof m);
+            m.address = (x % (1u << 22)) * 8;  // 32 MiB of data: every cache level misses sometimes
+            m.size = 8;
+            m.type = x & 1 ? SONDE_MEMREF_READ : SONDE_MEMREF_WRITE;
+        }
+    }
+    for (const char *tool : {"basic_counts", "cache_sim"}) {
+        std::string title = std::string("4. analyzer, 16 equal shards of ") + std::to_string(per_shard) +
+                            " references, " + tool + ", N workers";
+        header(title.c_str(), "refs/s");
+        Figure one{};
+        std::string first;
+        for (unsigned n : counts) {
+            std::string json;
+            const Figure f = measure([&] { return analyzer_run(shards, tool, "", n, &json); });
+            if (n == 1) {
+                one = f;
+                first = json;
+            }
+            row(n, f, one, 0, json == first);
+        }
+    }
+    shards.clear();
+    shards.shrink_to_fit();
+
+    // 5. reuse_distance over a real trace.
+    const char *data = getenv("SONDE_SHARED_DATA");
+    const std::string path =
+        std::string(data != nullptr ? data : SONDE_TEST_DATA_DIR) + "/gzip-gpl3.lackey.zst";
+    std::vector<sonde_memref_t> refs;
+    if (!load_trace(path, &refs)) {
+        std::printf("\n5. reuse_distance: %s cannot be read; skipped\n", path.c_str());
+        return 0;
+    }
+    if (quick) refs.resize(refs.size() / 4);
+    {
+        const std::string title =
+            "5a. reuse_distance (exact, gem5's histogram) over " + std::to_string(refs.size()) +
+            " data references of gzip-gpl3, analyzer with jobs=N (sonde analyze --jobs N)";
+        header(title.c_str(), "refs/s");
+        const std::vector<std::vector<sonde_memref_t>> one_shard{refs};
+        Figure one{};
+        std::string first;
+        for (unsigned n : counts) {
+            std::string json;
+            const std::string options =
+                "line_size=64" + (n > 1 ? ",jobs=" + std::to_string(n) : std::string());
+            const Figure f =
+                measure([&] { return analyzer_run(one_shard, "reuse_distance", options.c_str(), 1, &json); });
+            if (n == 1) {
+                one = f;
+                first = json;
+            }
+            row(n, f, one, 0, json == first);
+        }
+    }
+    {
+        header("5b. the stack-distance calculator alone, the same lines in memory, N workers", "refs/s");
+        std::vector<uint64_t> lines(refs.size());
+        std::vector<uint8_t> writes(refs.size());
+        for (size_t i = 0; i < refs.size(); ++i) {
+            lines[i] = refs[i].address / 64;
+            writes[i] = refs[i].type != SONDE_MEMREF_READ;
+        }
+        refs.clear();
+        refs.shrink_to_fit();
+        Figure one{};
+        std::vector<uint64_t> first;
+        for (unsigned n : counts) {
+            std::vector<uint64_t> bins;
+            const Figure f = measure([&] {
+                sonde_stackdist_options_t o{};
+                o.struct_size = sizeof o;
+                o.workers = n;
+                sonde_stackdist_t *sd = nullptr;
+                sonde_histogram_t *h = nullptr;
+                sonde_stackdist_create(&o, &sd);
+                sonde_histogram_create(&h);
+                sonde_stackdist_batch(sd, lines.data(), writes.data(), lines.size(), h);
+                bins = histogram_bins(h);
+                sonde_histogram_destroy(h);
+                sonde_stackdist_destroy(sd);
+                return static_cast<uint64_t>(lines.size());
+            });
+            if (n == 1) {
+                one = f;
+                first = bins;
+            }
+            row(n, f, one, 0, bins == first && !bins.empty());
+        }
+    }
+    sonde_finalize();
+    return 0;
+}
