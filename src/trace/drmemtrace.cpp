@@ -55,7 +55,7 @@ enum : uint16_t {
 constexpr uint64_t kMaxVersion = 7;             // TRACE_ENTRY_VERSION_RETIRED_INSTRUCTIONS_ONLY
 constexpr uint64_t kFiletypeRegdeps = 0x20000;  // OFFLINE_FILE_TYPE_ARCH_REGDEPS
 constexpr size_t kRec = 12;                     // sizeof(trace_entry_t) in 64-bit traces
-constexpr size_t kBlock = 1u << 16;             // decompressed bytes decoded per refill
+constexpr size_t kBlock = kDrReadBlock;         // decompressed bytes decoded per refill
 
 // What a drmemtrace type becomes: kData/kFetch kinds carry their Sonde type; kSlow types go
 // through the slow path; kBad types are errors.
