@@ -4,7 +4,11 @@
 // from argv[1], default 16), as a zip of K chunk members (what DynamoRIO writes) and as one
 // gzip stream. For each container it prints
 //   - the floor: decompressing the same files alone (libzip's zip_fread, zlib's gzread) into
-//     a buffer, in trace records (12 bytes) per second;
+//     a buffer, in trace records (12 bytes) per second. The floor makes the reader's calls with
+//     the reader's sizes: reads of 64 KiB + 12 bytes (the reader's block, kDrReadBlock, plus
+//     one record), and for gzip an input buffer of 32 KiB (gzbuffer), with which zlib inflates
+//     straight into the caller's buffer, as it does for the reader. If the reader's sizes
+//     change, kBlock and kGzInput below change with them;
 //   - the reader: sonde_trace_reader_read_shard() over every thread file in turn, in trace
 //     records per second (and the memrefs it delivers), and its ratio to the floor
 //     (target >= 0.8);
@@ -12,7 +16,7 @@
 //     and `sonde analyze`'s parallel mode (the analyzer with a counting tool, one shard per
 //     thread file), and their ratio.
 // One-thread figures are in the thread's CPU time (this machine may be shared: wall time would
-// count other programs), parallel ones in wall time. Medians of 3 repetitions. Prints figures,
+// count other programs), parallel ones in wall time. Medians of 5 repetitions. Prints figures,
 // anchors and ratios; never fails.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,9 +41,12 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kReps = 3;
+constexpr int kReps = 5;
 constexpr size_t kRec = 12;
-constexpr size_t kBuf = 1u << 18;
+// The reader's sizes (src/trace/drmemtrace_container.h, drmemtrace_container.cpp).
+constexpr size_t kBlock = 1u << 16;      // kDrReadBlock
+constexpr size_t kBuf = kBlock + kRec;   // what each of the reader's reads asks for at most
+constexpr size_t kGzInput = kBlock / 2;  // the gzip container's gzbuffer()
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -195,7 +202,7 @@ uint64_t inflate_zip(const std::string &path, unsigned char *buf) {
 uint64_t inflate_gz(const std::string &path, unsigned char *buf) {
     gzFile g = gzopen(path.c_str(), "rb");
     if (g == nullptr) return 0;
-    gzbuffer(g, kBuf);
+    gzbuffer(g, kGzInput);
     uint64_t bytes = 0;
     int got;
     while ((got = gzread(g, buf, kBuf)) > 0) bytes += static_cast<uint64_t>(got);

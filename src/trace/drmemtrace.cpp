@@ -55,7 +55,7 @@ enum : uint16_t {
 constexpr uint64_t kMaxVersion = 7;             // TRACE_ENTRY_VERSION_RETIRED_INSTRUCTIONS_ONLY
 constexpr uint64_t kFiletypeRegdeps = 0x20000;  // OFFLINE_FILE_TYPE_ARCH_REGDEPS
 constexpr size_t kRec = 12;                     // sizeof(trace_entry_t) in 64-bit traces
-constexpr size_t kBlock = 1u << 16;             // decompressed bytes decoded per refill
+constexpr size_t kBlock = kDrReadBlock;         // decompressed bytes decoded per refill
 
 // What a drmemtrace type becomes: kData/kFetch kinds carry their Sonde type; kSlow types go
 // through the slow path; kBad types are errors.
@@ -63,11 +63,12 @@ enum Class : uint8_t { kBad, kData, kFetch, kSlow };
 struct Mapping {
     uint8_t cls[kLastType + 1];
     uint16_t type[kLastType + 1];
-    // For the hot loop, by min(type, 63) (63 is no type: the slow path): bit 0 for a load,
-    // store or prefetch, bit 1 for a fetched instruction, 0 for the slow path; in the high 32
-    // bits, the Sonde type minus the drmemtrace type (mod 2^32), so that adding it to the
-    // record's first 32 bits (type | size << 16) gives the memref's type | size << 16.
-    uint64_t fast[64];
+    // For the hot loop, by min(type, 63) (63 is no type: the slow path): kFastData for a load,
+    // store or prefetch, kFastFetch for a fetched instruction, 0 for the slow path.
+    uint8_t fast[64];
+    // By the same index: the Sonde type minus the drmemtrace type (mod 2^32), so that adding it
+    // to the record's first 32 bits (type | size << 16) gives the memref's type | size << 16.
+    uint32_t delta[64];
     Mapping() {
         for (int t = 0; t <= kLastType; ++t) {
             cls[t] = kSlow;
@@ -99,11 +100,11 @@ struct Mapping {
         fetch(49, SONDE_MEMREF_INSTR_UNTAKEN_JUMP);
         for (int t = 0; t < 64; ++t) {
             const uint8_t c = t <= kLastType ? cls[t] : uint8_t{kBad};
-            const uint64_t delta = c == kData || c == kFetch ? static_cast<uint32_t>(type[t] - t) : 0;
-            fast[t] = c == kData ? kFastData | delta << 32 : c == kFetch ? kFastFetch | delta << 32 : 0;
+            delta[t] = c == kData || c == kFetch ? static_cast<uint32_t>(type[t] - t) : 0;
+            fast[t] = c == kData ? kFastData : c == kFetch ? kFastFetch : 0;
         }
     }
-    static constexpr uint64_t kFastData = 1, kFastFetch = 2;
+    static constexpr uint8_t kFastData = 1, kFastFetch = 2;
 };
 const Mapping kMap;
 static_assert(offsetof(sonde_memref_t, shard) == 24 && offsetof(sonde_memref_t, type) == 28 &&
@@ -162,7 +163,9 @@ bool is_dir(const std::string &path) {
 
 class DrShardReader final : public ShardReader {
 public:
-    DrShardReader(const std::string &path, uint32_t shard_id) : path_(path), shard_id_(shard_id) {}
+    DrShardReader(const std::string &path, uint32_t shard_id) : path_(path), shard_id_(shard_id) {
+        for (int t = 0; t < 64; ++t) hi_[t] = shard_id | uint64_t{kMap.delta[t]} << 32;
+    }
 
     // Opens the file and checks its header; false (status() set) on failure.
     bool start() {
@@ -304,9 +307,15 @@ private:
     }
 
     // Hot path: the whole records of the block from pos_, until the caller's room is full or a
-    // record expands beyond it. Loads, stores, prefetches and plain fetched instructions are
-    // decoded here with the state in locals (the output cannot alias it for the compiler
-    // otherwise); every other record goes through slow() with the state written back first.
+    // record expands beyond it. Loads, stores, prefetches, fetched instructions and an encoding
+    // record with the instruction it belongs to are decoded here with the state in locals (the
+    // output cannot alias it for the compiler otherwise); every other record goes through
+    // slow() with the state written back first.
+    //
+    // A memref's last word (shard | type << 32 | size << 48) is the record's first 8 bytes
+    // (type | size << 16 | the address's low half << 32) shifted left by 32, plus hi_[index]
+    // (the shard, and the Sonde type minus the drmemtrace type in the high half): one shift and
+    // one add, no masking.
     void decode_block() {
         const unsigned char *const b = buf_.get();
         const unsigned char *const start = b + pos_;
@@ -318,86 +327,90 @@ private:
         uint16_t last_size = last_size_;
         uint64_t ts = ts_;
         const uint64_t shard = shard_id_;
+        const uint64_t *const hi = hi_;
         // The fast path's table, or one that sends every record to the slow path while a header,
         // a chunk start or an encoding is pending.
-        static const uint64_t kNone[64] = {};
-        const uint64_t *tab = !special_ && enc_len_ == 0 ? kMap.fast : kNone;
+        static const uint8_t kNone[64] = {};
+        const uint8_t *fast = !special_ && enc_len_ == 0 ? kMap.fast : kNone;
         // The fast loop runs to `stop`: the block's end or the caller's room, whichever is first.
         auto stop_at = [&] {
             return p + std::min(static_cast<size_t>(end - p) / kRec, static_cast<size_t>(limit - o)) * kRec;
         };
         const unsigned char *stop = stop_at();
         while (p < stop) {
-            uint32_t head;  // type | size << 16
-            std::memcpy(&head, p, 4);
+            const uint64_t w = fmt::load64(p);  // type | size << 16 | the address's low half << 32
+            const uint64_t a = fmt::load64(p + 4);
+            const uint32_t head = static_cast<uint32_t>(w);
             const uint16_t t = static_cast<uint16_t>(head);
             const uint16_t size = static_cast<uint16_t>(head >> 16);
-            const uint64_t a = fmt::load64(p + 4);
-            const uint64_t e = tab[t < 63 ? t : 63];
-            // A load, store or prefetch (bit 0), or a fetched instruction (bit 1) with a size;
-            // tested with one branch, the kind selected without branching (loads and fetches
+            const unsigned idx = t < 63 ? t : 63;
+            const uint8_t k = fast[idx];
+            // A load, store or prefetch, or a fetched instruction, with a size (the rare size 0
+            // goes to the slow path: a fetch of size 0 only sets the pc); tested with two
+            // predictable branches, the kind selected without branching (loads and fetches
             // interleave without a pattern).
-            const bool fetch = (e & kMap.kFastFetch) != 0;
-            if (__builtin_expect((e & (kMap.kFastData | (size != 0 ? kMap.kFastFetch : 0))) != 0, 1)) {
+            if (__builtin_expect(k != 0 && size != 0, 1)) {
+                const bool fetch = k == kMap.kFastFetch;
                 const uint64_t pc = fetch ? a : last_pc;
-                o->address = a;
-                o->pc = pc;
-                o->timestamp = ts;
-                const uint64_t hi = shard | uint64_t(static_cast<uint32_t>(head + (e >> 32))) << 32;
-                std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &hi, 8);
+                put(o, a, pc, ts, (w << 32) + hi[idx]);
                 ++o;
                 last_pc = pc;
                 last_size = fetch ? size : last_size;
                 p += kRec;
                 continue;
             }
-            // Encodings, the instruction after them and plain markers are common enough (about
-            // one record in ten in an x86-64 trace) to be decoded here too, when no header, chunk
-            // start or flush is pending and the caller has room for two memrefs.
+            // An encoding of up to 8 bytes followed by its instruction (about one record in
+            // eight in an x86-64 trace): both at once, when nothing is pending and the caller has
+            // room for both (stop - p counts records and room alike).
+            if (t == kEncoding && fast == kMap.fast && size - 1u < 8u &&
+                stop - p >= static_cast<ptrdiff_t>(2 * kRec)) {
+                const uint64_t nw = fmt::load64(p + kRec);
+                const uint32_t nhead = static_cast<uint32_t>(nw);
+                const uint16_t nt = static_cast<uint16_t>(nhead);
+                if (nt < 63 && kMap.fast[nt] == kMap.kFastFetch && (nhead >> 16) == size) {
+                    const uint64_t na = fmt::load64(p + kRec + 4);
+                    put(o, a & (~uint64_t{0} >> (64 - 8 * size)), 0, ts,
+                        shard | uint64_t(SONDE_MEMREF_INSTR_ENCODING) << 32 | uint64_t(size) << 48);
+                    put(o + 1, na, na, ts, (nw << 32) + hi[nt]);
+                    o += 2;
+                    last_pc = na;
+                    last_size = size;
+                    p += 2 * kRec;
+                    continue;
+                }
+            }
+            // Longer encodings, the instruction after them and plain markers are decoded here
+            // too, when no header, chunk start or flush is pending and the caller has room for
+            // two memrefs.
             if (!special_ && limit - o >= 2) {
                 if (t == kEncoding && size - 1u < 8u && enc_len_ + size <= sizeof enc_) {
                     std::memcpy(enc_ + enc_len_, p + 4, size);
                     enc_len_ = static_cast<uint16_t>(enc_len_ + size);
-                    tab = kNone;
+                    fast = kNone;
                     p += kRec;
                     continue;
                 }
-                if (enc_len_ != 0 && t < 63 && (kMap.fast[t] & kMap.kFastFetch) != 0 && size != 0 &&
+                if (enc_len_ != 0 && t < 63 && kMap.fast[t] == kMap.kFastFetch && size != 0 &&
                     (enc_len_ == size || (filetype_ & kFiletypeRegdeps) != 0)) {
-                    const uint64_t ehi =
-                        shard | uint64_t(SONDE_MEMREF_INSTR_ENCODING) << 32 | uint64_t(enc_len_) << 48;
-                    o->address = fmt::load64(enc_);
-                    o->pc = fmt::load64(enc_ + 8);
-                    o->timestamp = ts;
-                    std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &ehi,
-                                8);
+                    put(o, fmt::load64(enc_), fmt::load64(enc_ + 8), ts,
+                        shard | uint64_t(SONDE_MEMREF_INSTR_ENCODING) << 32 | uint64_t(enc_len_) << 48);
                     ++o;
                     std::memset(enc_, 0, sizeof enc_);
                     enc_len_ = 0;
-                    const uint64_t hi = shard | uint64_t(static_cast<uint32_t>(head + (kMap.fast[t] >> 32)))
-                                                    << 32;
-                    o->address = a;
-                    o->pc = a;
-                    o->timestamp = ts;
-                    std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &hi,
-                                8);
+                    put(o, a, a, ts, (w << 32) + hi[t]);
                     ++o;
                     last_pc = a;
                     last_size = size;
-                    tab = kMap.fast;
+                    fast = kMap.fast;
                     p += kRec;
                     stop = stop_at();
                     continue;
                 }
-                if (t == kMarker && tab == kMap.fast && size <= kMarkerMax && size != kMarkerTimestamp &&
+                if (t == kMarker && fast == kMap.fast && size <= kMarkerMax && size != kMarkerTimestamp &&
                     size != kMarkerCpuId && size != kMarkerRecordOrdinal && size != kMarkerFiletype) {
-                    const uint64_t mhi = shard | uint64_t(SONDE_MEMREF_MARKER) << 32 |
-                                         uint64_t(SONDE_MARKER_DRMEMTRACE + size) << 48;
-                    o->address = a;
-                    o->pc = 0;
-                    o->timestamp = ts;
-                    std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &mhi,
-                                8);
+                    put(o, a, 0, ts,
+                        shard | uint64_t(SONDE_MEMREF_MARKER) << 32 |
+                            uint64_t(SONDE_MARKER_DRMEMTRACE + size) << 48);
                     ++o;
                     last_marker_ = size;
                     p += kRec;
@@ -420,7 +433,7 @@ private:
             last_pc = last_pc_;
             last_size = last_size_;
             ts = ts_;
-            tab = !special_ && enc_len_ == 0 ? kMap.fast : kNone;
+            fast = !special_ && enc_len_ == 0 ? kMap.fast : kNone;
             p += kRec;
             if (!pend_.empty()) break;  // the caller's room is full
             stop = stop_at();
@@ -430,6 +443,14 @@ private:
         last_pc_ = last_pc;
         last_size_ = last_size;
         if (p != start) last_type_ = load16(p - kRec);  // the type of the last record decoded
+    }
+
+    // Stores one memref; `hi` is its last word (shard | type << 32 | size << 48).
+    static void put(sonde_memref_t *o, uint64_t address, uint64_t pc, uint64_t ts, uint64_t hi) {
+        o->address = address;
+        o->pc = pc;
+        o->timestamp = ts;
+        std::memcpy(reinterpret_cast<unsigned char *>(o) + offsetof(sonde_memref_t, shard), &hi, 8);
     }
 
     void slow(uint16_t t, uint16_t size, uint64_t a, const unsigned char *r) {
@@ -588,6 +609,7 @@ private:
 
     std::string path_;
     uint32_t shard_id_;
+    uint64_t hi_[64];  // by the fast table's index: shard | (Sonde type - drmemtrace type) << 32
     std::unique_ptr<DrContainer> c_;
     std::unique_ptr<unsigned char[]> buf_;  // kBlock + kRec bytes, not zero-filled
     size_t pos_ = 0;

@@ -20,6 +20,10 @@ namespace sonde::trace {
 namespace {
 
 constexpr size_t kInputBlock = 1u << 18;
+// zlib's gzip input buffer. gzread() inflates straight into the caller's buffer when it asks for
+// at least twice this (and through zlib's own output buffer, then a copy, otherwise): half the
+// reader's block, so that every read of the block is a direct one.
+constexpr size_t kGzInput = kDrReadBlock / 2;
 
 // A zip archive: members in archive order, each inflated by libzip straight into the caller's
 // buffer (libzip checks each member's CRC at its end).
@@ -125,7 +129,8 @@ private:
     bool started_ = false;
 };
 
-// One gzip stream (or several concatenated), inflated by zlib straight into the caller's buffer.
+// One gzip stream (or several concatenated), inflated by zlib straight into the caller's buffer
+// (reads of kDrReadBlock bytes or more; smaller ones go through zlib's output buffer).
 class GzipContainer final : public SingleMember {
 public:
     ~GzipContainer() override {
@@ -144,7 +149,7 @@ public:
             ::close(fd);
             throw std::bad_alloc();
         }
-        gzbuffer(gz_, kInputBlock);
+        gzbuffer(gz_, kGzInput);
         return SONDE_STATUS_SUCCESS;
     }
 
@@ -165,8 +170,8 @@ public:
         return static_cast<size_t>(got);
     }
 
-    // zlib's input buffer (kInputBlock), its output buffer (twice that) and the inflate window.
-    uint64_t memory() const override { return 3 * kInputBlock + (64u << 10); }
+    // zlib's input buffer (kGzInput), its output buffer (twice that) and the inflate window.
+    uint64_t memory() const override { return 3 * kGzInput + (64u << 10); }
 
 private:
     gzFile gz_ = nullptr;

@@ -16,6 +16,10 @@
 
 namespace sonde::trace {
 
+// The decompressed bytes the shard reader asks for per read (its block): reads of at least this
+// size let zlib inflate a gzip stream straight into the caller's buffer (see GzipContainer).
+constexpr size_t kDrReadBlock = 1u << 16;
+
 class DrContainer {
 public:
     virtual ~DrContainer() = default;
@@ -30,8 +34,9 @@ public:
     // Moves to the next member (the first on the first call); false when there is none.
     virtual bool next_member() = 0;
     // Copies up to `cap` decompressed bytes of the current member; 0 at its end or on an error
-    // (then status() != SUCCESS). Cost: the library's decompression straight into dst (zip,
-    // gzip) or through one input block (lz4, zstd, plain); no allocation.
+    // (then status() != SUCCESS). Cost: the library's decompression straight into dst (zip, and
+    // gzip when cap >= kDrReadBlock) or through one input block (lz4, zstd, plain); no
+    // allocation.
     virtual size_t read(unsigned char *dst, size_t cap) = 0;
     // Members in the file (1 for a stream).
     virtual size_t num_members() const = 0;
