@@ -163,7 +163,11 @@ bool is_dir(const std::string &path) {
 
 class DrShardReader final : public ShardReader {
 public:
-    DrShardReader(const std::string &path, uint32_t shard_id) : path_(path), shard_id_(shard_id) {
+    // `input` counts the bytes of the file this reader consumes (`file_bytes` in all) for
+    // progress; nullptr counts nothing.
+    DrShardReader(const std::string &path, uint32_t shard_id, const Input *input = nullptr,
+                  uint64_t file_bytes = 0)
+        : path_(path), shard_id_(shard_id), input_(input), file_bytes_(file_bytes) {
         for (int t = 0; t < 64; ++t) hi_[t] = shard_id | uint64_t{kMap.delta[t]} << 32;
     }
 
@@ -240,6 +244,18 @@ private:
             }
             len_ += got;
         }
+        report(c_->consumed());
+    }
+
+    // Adds the file bytes consumed since the last report to the input's count (at most the
+    // file's size; the end of the shard reports the rest, so a whole read counts the file once).
+    void report(uint64_t consumed) {
+        if (input_ == nullptr) return;
+        if (consumed > file_bytes_) consumed = file_bytes_;
+        if (consumed > reported_) {
+            input_->count_consumed(consumed - reported_);
+            reported_ = consumed;
+        }
     }
 
     // Refills the block; at the end of a member checks how it ends and moves to the next one.
@@ -260,6 +276,7 @@ private:
             if (enc_len_ != 0)
                 return fail(base_, "the trace ends with an encoding that no instruction follows");
             done_ = true;
+            report(file_bytes_);
             return false;
         }
         if (!c_->next_member()) return fail_container();
@@ -609,7 +626,10 @@ private:
 
     std::string path_;
     uint32_t shard_id_;
-    uint64_t hi_[64];  // by the fast table's index: shard | (Sonde type - drmemtrace type) << 32
+    const Input *input_;
+    uint64_t file_bytes_;
+    uint64_t reported_ = 0;  // file bytes added to input_'s count so far
+    uint64_t hi_[64];        // by the fast table's index: shard | (Sonde type - drmemtrace type) << 32
     std::unique_ptr<DrContainer> c_;
     std::unique_ptr<unsigned char[]> buf_;  // kBlock + kRec bytes, not zero-filled
     size_t pos_ = 0;
@@ -663,7 +683,7 @@ public:
     uint64_t shard_bytes(size_t shard) const override { return shard < bytes_.size() ? bytes_[shard] : 0; }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override {
         if (shard >= files_.size()) return nullptr;
-        auto r = std::make_unique<DrShardReader>(files_[shard], shard_id);
+        auto r = std::make_unique<DrShardReader>(files_[shard], shard_id, this, bytes_[shard]);
         r->start();
         return r;
     }

@@ -83,6 +83,12 @@ public:
         member_index_ = i;
         member_offset_ = 0;
         member_name_ = zip_get_name(zip_, i, 0);
+        done_comp_ += member_comp_;
+        zip_stat_t st;
+        zip_stat_init(&st);
+        const bool have = zip_stat_index(zip_, i, 0, &st) == 0;
+        member_comp_ = have && (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size : 0;
+        member_size_ = have && (st.valid & ZIP_STAT_SIZE) ? st.size : 0;
         file_ = zip_fopen_index(zip_, i, 0);
         if (file_ == nullptr) {
             fail(SONDE_STATUS_ERROR_FORMAT, std::string("cannot open member: ") + zip_strerror(zip_));
@@ -103,6 +109,11 @@ public:
     }
 
     size_t num_members() const override { return count_; }
+    uint64_t consumed() const override {
+        if (member_size_ == 0) return done_comp_;
+        const uint64_t read = member_offset_ < member_size_ ? member_offset_ : member_size_;
+        return done_comp_ + static_cast<uint64_t>(static_cast<double>(member_comp_) * read / member_size_);
+    }
     bool chunked() const override { return true; }
     // libzip's read buffer and zlib's inflate state with its 32 KiB window, rounded up.
     uint64_t memory() const override { return 256u << 10; }
@@ -112,6 +123,9 @@ private:
     zip_file_t *file_ = nullptr;
     size_t count_ = 0;
     bool started_ = false;
+    uint64_t done_comp_ = 0;    // compressed bytes of the members before the current one
+    uint64_t member_comp_ = 0;  // the current member's compressed and decompressed sizes
+    uint64_t member_size_ = 0;
 };
 
 // A container that is one member: a gzip, lz4, zstd or plain file.
@@ -170,12 +184,19 @@ public:
         return static_cast<size_t>(got);
     }
 
+    uint64_t consumed() const override {
+        const z_off_t off = gz_ != nullptr ? gzoffset(gz_) : -1;
+        if (off > 0 && static_cast<uint64_t>(off) > consumed_) consumed_ = static_cast<uint64_t>(off);
+        return consumed_;
+    }
+
     // zlib's input buffer (kGzInput), its output buffer (twice that) and the inflate window.
     uint64_t memory() const override { return 3 * kGzInput + (64u << 10); }
 
 private:
     gzFile gz_ = nullptr;
     bool done_ = false;
+    mutable uint64_t consumed_ = 0;  // the largest offset gzoffset() gave
 };
 
 // One lz4 frame (or several concatenated), decoded by liblz4's frame API.
@@ -218,6 +239,7 @@ public:
                 }
                 in_pos_ = 0;
                 in_len_ = static_cast<size_t>(n);
+                raw_ += static_cast<uint64_t>(n);
                 if (n == 0) {
                     eof_ = true;
                     continue;
@@ -239,9 +261,11 @@ public:
 
     // The input block and liblz4's block buffers: two of the largest lz4 block size (4 MiB).
     uint64_t memory() const override { return kInputBlock + (8u << 20) + (64u << 10); }
+    uint64_t consumed() const override { return raw_; }
 
 private:
     int fd_ = -1;
+    uint64_t raw_ = 0;  // bytes read from the file
     LZ4F_dctx *ctx_ = nullptr;
     std::unique_ptr<unsigned char[]> in_;
     size_t in_pos_ = 0;
@@ -273,6 +297,7 @@ public:
     }
 
     uint64_t memory() const override { return ByteWindow::memory(source_, 0, 0); }
+    uint64_t consumed() const override { return source_.consumed(); }
 
 private:
     static constexpr size_t kZstdHead = 18;  // a zstd frame header, for its window size

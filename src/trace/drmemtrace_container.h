@@ -40,6 +40,10 @@ public:
     virtual size_t read(unsigned char *dst, size_t cap) = 0;
     // Members in the file (1 for a stream).
     virtual size_t num_members() const = 0;
+    // Bytes of the file consumed so far, for progress (Input::consumed_bytes): what was read
+    // from it (lz4, zstd, plain), zlib's offset in it (gzip), or the compressed size of the
+    // members read and the read share of the current one's (zip). Never decreases.
+    virtual uint64_t consumed() const = 0;
     // Whether the file is a zip archive (chunked) rather than one stream.
     virtual bool chunked() const = 0;
     // Bytes the container holds at most while it is read (its libraries' buffers and

@@ -61,6 +61,14 @@ with tempfile.TemporaryDirectory() as tmp:
         assert shown[-1].startswith(command + ": 100% of ") and "0.5 M records" in shown[-1], shown
         assert "left" not in shown[-1], shown
 
+    # A drmemtrace directory (zip thread files): the same line, ending at 100% of its files.
+    tracedir = os.path.join(os.environ["SONDE_SHARED_DATA"], "drmemtrace", "core_serial",
+                            "drmemtrace.threadsig.x64.tracedir")
+    status, text = on_terminal(["analyze", tracedir])
+    assert status == 0, (status, text)
+    shown = lines_of(text, "sonde analyze")
+    assert shown[-1].startswith("sonde analyze: 100% of ") and " kB, " in shown[-1], shown
+
     # An input of unknown size (a pipe): records and their rate.
     cat = subprocess.Popen(["cat", raw], stdout=subprocess.PIPE)
     status, text = on_terminal(["analyze", "-", "--format", "raw64"], stdin=cat.stdout)

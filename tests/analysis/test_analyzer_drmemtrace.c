@@ -106,6 +106,11 @@ static void run(const char *input, bool parallel, tool_t *old_tool, tool_t *plai
     bool ran_parallel = !parallel;
     assert_int_equal(sonde_analyzer_run_info(a, &ran_parallel, NULL), SONDE_STATUS_SUCCESS);
     assert_int_equal(ran_parallel, parallel);
+    /* Progress: every thread file read once, as stored (zip members by compressed size). */
+    uint64_t done = 0, total = 0;
+    assert_int_equal(sonde_analyzer_progress(a, &done, &total), SONDE_STATUS_SUCCESS);
+    assert_true(total > 0);
+    assert_int_equal(done, total);
     sonde_analyzer_destroy(a);
 }
 
