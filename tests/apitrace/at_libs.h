@@ -1,6 +1,7 @@
 /* The libraries that the API-tracing tests trace: libapitrace_a (at_ping, at_scale,
  * at_set_errno), libapitrace_b (at_pong, which calls back into at_ping) and libapitrace_c
- * (at_late, loaded with dlopen, which calls at_ping). */
+ * (at_late, loaded with dlopen, which calls at_ping); libapitrace_d (at_outer, loaded with
+ * dlopen by api_prog, which calls at_late). */
 #pragma once
 
 struct at_point {
@@ -12,3 +13,4 @@ int at_pong(int n);
 double at_scale(double k, const struct at_point *p);
 int at_set_errno(int code);
 int at_late(int n);
+int at_outer(int n);
