@@ -103,6 +103,15 @@ bool excluded(const LoadedModule &m) {
     return false;
 }
 
+// The signature of `name`, defined by `m`, from the first source that declares it: the
+// prototype file (the user's word), then what the library's own debug information says (no
+// such source yet: `m` is passed for it), then the built-in table of common libc functions.
+const Signature *find_signature(const State &s, const LoadedModule &m, const std::string &name) {
+    (void)m;
+    if (const Signature *sig = s.prototypes.find(name)) return sig;
+    return builtin_prototypes().find(name);
+}
+
 // Looks up the functions `t` names in the loaded library `m` and makes their wrappers. With
 // `strict`, a missing function or signature fails; otherwise it becomes a warning.
 bool resolve(State &s, const LoadedModule &m, const Target &t, bool strict, uint32_t first_id,
@@ -132,8 +141,7 @@ bool resolve(State &s, const LoadedModule &m, const Target &t, bool strict, uint
     }
     void *handle = s.real_dlopen(m.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
     for (const std::string &name : names) {
-        const Signature *sig = s.prototypes.find(name);
-        if (sig == nullptr) sig = builtin_prototypes().find(name);
+        const Signature *sig = find_signature(s, m, name);
         std::string what;
         void *original = handle != nullptr ? dlsym(handle, name.c_str()) : nullptr;
         Wrapper *w = nullptr;
