@@ -7,7 +7,8 @@
 #      drmemtrace test traces through drcachesim's categories, reuse distances and cache model;
 #   3. client plugins on an instrumented program (installed clients given by name), then its
 #      call graph recorded with `sonde record`, read back with Python ctypes, reported as text,
-#      a call tree and an HTML page, and exported for Perfetto UI.
+#      a call tree and an HTML page, and exported for Perfetto UI;
+#   4. library calls of an uninstrumented program (zlib) traced with `sonde record --api`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -86,3 +87,20 @@ echo "== 9. Report it: functions by self time, the call tree, an HTML page and a
 "$sonde" report "$tmp/shapes.trace" --tree --depth 3 | head -n 8
 "$sonde" export "$tmp/shapes.trace" --format chrome -o "$tmp/shapes.chrome.json"
 echo "(open $tmp/shapes.html in a browser; load $tmp/shapes.chrome.json in Perfetto UI or speedscope)"
+
+echo
+echo "== 10. Trace zlib's functions in a program that is not instrumented (docs/api-tracing.md)"
+cat > "$tmp/zlib.h" <<'EOF2'
+typedef unsigned long uLong;
+typedef unsigned int uInt;
+typedef unsigned char Bytef;
+uLong crc32(uLong crc, const Bytef *buf, uInt len);
+int compress2(Bytef *dest, uLong *destLen, const Bytef *source, uLong sourceLen, int level);
+int uncompress(Bytef *dest, uLong *destLen, const Bytef *source, uLong sourceLen);
+EOF2
+"$sonde" record -o "$tmp/zlib.trace" --api 'libz:crc32,compress2,uncompress' --api-prototypes "$tmp/zlib.h" \
+  -- build/tests/apitrace/api_prog zlib 1000
+"$sonde" report "$tmp/zlib.trace" | head -n 6
+"$sonde" export "$tmp/zlib.trace" --format chrome -o "$tmp/zlib.chrome.json"
+echo "the first two calls in the chrome export, with their arguments by name:"
+grep -m 2 '"cat":"api:' "$tmp/zlib.chrome.json"

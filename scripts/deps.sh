@@ -6,7 +6,7 @@ SONDE_PACKAGES=(
   libcmocka-dev libzstd-dev zstd libffi-dev libcli11-dev nlohmann-json3-dev
   libzip-dev zlib1g-dev liblz4-dev
   libdw-dev libelf-dev doxygen abigail-tools clang-format groff-base man-db
-  liblttng-ust-dev lttng-tools uftrace valgrind
+  liblttng-ust-dev lttng-tools uftrace ltrace valgrind
   chromium nodejs
 )
 

@@ -41,7 +41,46 @@ enum sonde_trace_event_kind {
     SONDE_TRACE_EVENT_MARK = 6,         /**< id: string id of the mark's text (its payload is not kept). */
     SONDE_TRACE_EVENT_RANGE_PUSH = 7,   /**< id: string id of the range's text; aux: its depth (0 outermost). */
     SONDE_TRACE_EVENT_RANGE_POP = 8,    /**< id: string id of the range's text; aux: its depth. */
-    SONDE_TRACE_EVENT_LOSS = 9          /**< value: events of this shard lost just before this point (a full buffer). */
+    SONDE_TRACE_EVENT_LOSS = 9,         /**< value: events of this shard lost just before this point (a full buffer). */
+    /** A call into a shared library traced through libffi (`sonde record --api`) opens: id: its
+     * API function index (::sonde_trace_reader_get_api_function); value: the call's begin
+     * timestamp (ns); aux: its argument count. Followed, in this order and with the same
+     * timestamp, by aux ::SONDE_TRACE_EVENT_API_ARG events, one ::SONDE_TRACE_EVENT_API_RETURN
+     * and one ::SONDE_TRACE_EVENT_API_END. The four kinds carry the call's end timestamp, so
+     * that a shard stays in time order. Since trace format minor version 3. @since 1.2 */
+    SONDE_TRACE_EVENT_API_CALL = 10,
+    /** An argument of the open API call: value: its 64 bits (::sonde_trace_api_value_class);
+     * aux: its position (bits 0-15) and the ::SONDE_TRACE_API_TEXT and
+     * ::SONDE_TRACE_API_TRUNCATED flags; id: with ::SONDE_TRACE_API_TEXT, the string id of the
+     * copied text of a `const char *`. @since 1.2 */
+    SONDE_TRACE_EVENT_API_ARG = 11,
+    /** The return value of the open API call: value, aux flags and id as for
+     * ::SONDE_TRACE_EVENT_API_ARG (position 0; value 0 for void). @since 1.2 */
+    SONDE_TRACE_EVENT_API_RETURN = 12,
+    /** The open API call ends: id: its API function index; value: its correlation id, unique in
+     * the recorded process; aux: the traced calls of this thread open around it (0 outermost).
+     * @since 1.2 */
+    SONDE_TRACE_EVENT_API_END = 13
+};
+
+/** @brief ::SONDE_TRACE_EVENT_API_ARG and _RETURN aux flag: id names a copied text. @since 1.2 */
+#define SONDE_TRACE_API_TEXT 0x10000u
+/** @brief aux flag: the copied text is the string's first bytes only (it is longer). @since 1.2 */
+#define SONDE_TRACE_API_TRUNCATED 0x20000u
+/** @brief aux mask of an argument's position. @since 1.2 */
+#define SONDE_TRACE_API_POSITION_MASK 0xFFFFu
+
+/**
+ * @brief How the 64 bits of an API argument or return value read. Values are pinned.
+ * @since 1.2
+ */
+enum sonde_trace_api_value_class {
+    SONDE_TRACE_API_VOID = 0,     /**< No value (a void return). */
+    SONDE_TRACE_API_SIGNED = 1,   /**< A signed integer, sign-extended to 64 bits. */
+    SONDE_TRACE_API_UNSIGNED = 2, /**< An unsigned integer (or bool, enum), zero-extended. */
+    SONDE_TRACE_API_DOUBLE = 3,   /**< The bits of an IEEE double (a float is converted exactly). */
+    SONDE_TRACE_API_POINTER = 4,  /**< An address. */
+    SONDE_TRACE_API_STRING = 5    /**< A `const char *`: its address; the text is copied up to a bound. */
 };
 
 /**
@@ -234,6 +273,55 @@ SONDE_API sonde_status_t sonde_trace_reader_get_thread(const sonde_trace_reader_
  */
 SONDE_API sonde_status_t sonde_trace_reader_get_string(const sonde_trace_reader_t *reader, uint32_t id,
                                                        const char **text);
+
+/**
+ * @brief A function traced by `sonde record --api`: where it is and its signature. Strings and
+ * arrays are never NULL (an empty string when unknown) and belong to the reader.
+ * @since 1.2
+ */
+typedef struct sonde_trace_api_function_t {
+    uint32_t struct_size;             /**< sizeof(sonde_trace_api_function_t) as the caller knows it. */
+    uint32_t index;                   /**< API function index: ::SONDE_TRACE_EVENT_API_CALL's id. */
+    const char *library;              /**< File name of the library that defines it ("libz.so.1"). */
+    const char *name;                 /**< Function name ("crc32"). */
+    const char *return_type;          /**< Return type as C spells it ("unsigned long"). */
+    uint32_t return_class;            /**< A ::sonde_trace_api_value_class. */
+    uint32_t num_args;                /**< Arguments (at most 16). */
+    const char *const *arg_names;     /**< num_args names, as declared, or "argN". */
+    const char *const *arg_types;     /**< num_args types as C spells them. */
+    const uint32_t *arg_classes;      /**< num_args ::sonde_trace_api_value_class values. */
+} sonde_trace_api_function_t;
+
+/** @brief Size of sonde_trace_api_function_t in version 1.2 (smallest struct_size accepted). @since 1.2 */
+#define SONDE_TRACE_API_FUNCTION_SIZE_1_2 64u
+
+/**
+ * @brief Number of entries of the trace's API function table (0 for a trace without API calls,
+ * and for every trace of format minor version 2 or older).
+ * @param reader An open reader.
+ * @param[out] count The count.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_ILLEGAL_ID.
+ *         Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_num_api_functions(const sonde_trace_reader_t *reader,
+                                                              uint32_t *count);
+
+/**
+ * @brief One entry of the API function table. An index below the count that no table entry
+ * names (a trace cut before its tables were written) answers PARTIAL_INFO with empty strings
+ * and no arguments.
+ * @param reader An open reader.
+ * @param index API function index, below ::sonde_trace_reader_num_api_functions.
+ * @param[in,out] function Set struct_size; the rest is filled (owned by the reader).
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_PARTIAL_INFO, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_ILLEGAL_ID, SONDE_STATUS_ERROR_INVALID_ARGUMENT (index out of
+ *         range), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size smaller than
+ *         ::SONDE_TRACE_API_FUNCTION_SIZE_1_2). Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_get_api_function(const sonde_trace_reader_t *reader, uint32_t index,
+                                                             sonde_trace_api_function_t *function);
 
 /**
  * @brief Appends events to an event shard of a trace being written. sonde_trace_event_t::shard

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <fnmatch.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -50,6 +51,11 @@ struct State {
     dlclose_fn real_dlclose = nullptr;
 };
 
+// traced_function(): the entries of State::functions, copied once and published in order.
+constexpr uint32_t kMaxPublished = 1u << 16;
+std::atomic<const TracedFunction *> g_published[kMaxPublished];
+std::atomic<uint32_t> g_num_published{0};
+
 State &state() {
     static State *s = new State();  // outlives static destructors: hooks may run during exit
     return *s;
@@ -57,6 +63,16 @@ State &state() {
 
 void *hook_dlopen(const char *file, int mode);
 int hook_dlclose(void *handle);
+
+// Publishes the functions added to s.functions since the last call (the lock held), before
+// any slot is pointed at their wrappers.
+void publish(State &s) {
+    for (uint32_t i = g_num_published.load(std::memory_order_relaxed);
+         i < s.functions.size() && i < kMaxPublished; ++i) {
+        g_published[i].store(new TracedFunction(s.functions[i]), std::memory_order_release);
+        g_num_published.store(i + 1, std::memory_order_release);
+    }
+}
 
 std::string trim(const std::string &s) {
     const size_t b = s.find_first_not_of(" \t");
@@ -231,6 +247,7 @@ void rescan(State &s) {
         }
         if (named) s.resolved.insert(m.path);
     }
+    publish(s);
     for (const LoadedModule &m : modules) patch_module(s, m);
 }
 
@@ -372,6 +389,13 @@ void stop_tracing() {
     s.wrappers.clear();
     s.running = false;
 }
+
+const TracedFunction *traced_function(uint32_t id) {
+    if (id >= g_num_published.load(std::memory_order_acquire)) return nullptr;
+    return g_published[id].load(std::memory_order_acquire);
+}
+
+uint32_t traced_function_count() { return g_num_published.load(std::memory_order_acquire); }
 
 std::vector<TracedFunction> traced_functions() {
     State &s = state();

@@ -54,6 +54,13 @@ bool start_tracing(const TracerOptions &options, Sink sink, std::string &error);
 // Puts back every patched slot. Idempotent.
 void stop_tracing();
 
+// The traced function of id `id` once its wrapper exists (before any slot points at it), or
+// nullptr. Lock-free (an append-only table published with release stores), so that a recorder
+// may name functions under its own locks; the entry lives until the process ends.
+const TracedFunction *traced_function(uint32_t id);
+// How many traced_function() entries exist (ids below it). Lock-free.
+uint32_t traced_function_count();
+
 // The functions traced so far (ids are indices), and what went wrong after start (a library
 // loaded later that lacks a named function) or never happened (a library never loaded).
 std::vector<TracedFunction> traced_functions();

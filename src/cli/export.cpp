@@ -24,7 +24,8 @@ class Count : public sonde::report::Sink {
 public:
     void leave(const sonde::report::Call &) override { ++calls; }
     void end_thread(const sonde::report::ThreadSummary &) override { ++threads; }
-    unsigned long long calls = 0, threads = 0;
+    void api_call(const sonde::report::ApiCall &) override { ++api_calls; }
+    unsigned long long calls = 0, threads = 0, api_calls = 0;
 };
 
 }  // namespace
@@ -96,8 +97,14 @@ int sonde_cli_export(int argc, char **argv) {
         std::fprintf(stderr, "sonde export: %s\n", error.c_str());
         return 1;
     }
-    if (output != "-")
-        std::printf("exported %llu call(s) of %llu thread(s) from %s to %s (%s)\n", count.calls,
-                    count.threads, input.c_str(), output.c_str(), format.c_str());
+    if (output != "-") {
+        // API calls (sonde record --api) are named when there are any; only chrome shows them.
+        std::string api;
+        if (count.api_calls != 0)
+            api = " and " + std::to_string(count.api_calls) + " API call(s)" +
+                  (fmt == sonde::report::ExportFormat::chrome ? "" : " (not in this format)");
+        std::printf("exported %llu call(s)%s of %llu thread(s) from %s to %s (%s)\n", count.calls,
+                    api.c_str(), count.threads, input.c_str(), output.c_str(), format.c_str());
+    }
     return 0;
 }

@@ -1,9 +1,13 @@
-// `sonde record [-o FILE] [--force] -- PROGRAM ARGS`: runs PROGRAM with libsonde-instrument.so
-// preloaded and SONDE_RECORD set to FILE (absolute), so that libsonde records its call graph
-// (src/record, docs/recording.md), waits for it, then prints one summary line read back from
-// the trace. The exit status is the program's (128 + N when signal N ended it), 127 when it
-// cannot be started, 2 on bad usage or when FILE exists without --force, 1 when FILE cannot be
-// written. Uses only the public API.
+// `sonde record [-o FILE] [--force] [--api SPEC [--api-prototypes FILE]] -- PROGRAM ARGS`: runs
+// PROGRAM with libsonde-instrument.so preloaded and SONDE_RECORD set to FILE (absolute), so that
+// libsonde records its call graph (src/record, docs/recording.md) and, with --api, the calls
+// into the named library functions (SONDE_API, SONDE_API_PROTOTYPES; docs/api-tracing.md),
+// waits for it, then prints one summary line read back from the trace. API tracing that cannot
+// start (a bad spec or prototype file, a missing function, no signature) ends the program
+// before it runs; the recorder says why on a pipe (SONDE_RECORD_STATUS_FD) and this command
+// prints it and exits 2. The exit status is otherwise the program's (128 + N when signal N ended
+// it), 127 when it cannot be started, 2 on bad usage or when FILE exists without --force, 1 when
+// FILE cannot be written. Uses only the public API.
 #include "cli/record.h"
 
 #include <fcntl.h>
@@ -49,7 +53,7 @@ std::string human_size(uint64_t bytes) {
 
 // Reads the trace back: the summary line, the reader's warnings, and the warning for a program
 // that reported no call.
-void summarise(const std::string &path, const std::string &program) {
+void summarise(const std::string &path, const std::string &program, bool api) {
     char error[512];
     sonde_trace_reader_t *r = nullptr;
     if (sonde_trace_reader_open(path.c_str(), SONDE_TRACE_FORMAT_SONDE, error, sizeof error, &r) !=
@@ -62,13 +66,18 @@ void summarise(const std::string &path, const std::string &program) {
     sonde_trace_event_info_t info{};
     info.struct_size = sizeof info;
     sonde_trace_reader_event_info(r, &info);
+    uint32_t api_functions = 0;
+    sonde_trace_reader_num_api_functions(r, &api_functions);
     sonde_trace_reader_close(r);
     struct stat st {};
     stat(path.c_str(), &st);
-    if (info.num_methods == 0) warn_uninstrumented("sonde record", program);
-    std::fprintf(stderr, "sonde record: %llu events, %u threads, %u methods, %s in %s\n",
+    // With --api an uninstrumented program is expected: its library calls are what is recorded.
+    if (info.num_methods == 0 && !api) warn_uninstrumented("sonde record", program);
+    std::string api_part;
+    if (api) api_part = ", " + std::to_string(api_functions) + " API functions";
+    std::fprintf(stderr, "sonde record: %llu events, %u threads, %u methods%s, %s in %s\n",
                  static_cast<unsigned long long>(info.num_events), info.num_threads, info.num_methods,
-                 human_size(static_cast<uint64_t>(st.st_size)).c_str(), path.c_str());
+                 api_part.c_str(), human_size(static_cast<uint64_t>(st.st_size)).c_str(), path.c_str());
 }
 
 }  // namespace
@@ -83,20 +92,35 @@ int sonde_cli_record(int argc, char **argv) {
     CLI::App app{
         "Run a program built with -finstrument-functions and record its call graph (every function\n"
         "enter and leave with its time, threads, marks and ranges, and the symbol table that names\n"
-        "the functions) into a Sonde trace.\n"
+        "the functions) into a Sonde trace. With --api, also (or only: the program need not be\n"
+        "instrumented) record every call into the named shared-library functions, with its\n"
+        "arguments and return value.\n"
         "Exit status: the program's (128 + N when signal N ended it); 127 when it cannot be started;\n"
-        "1 when FILE cannot be written; 2 on bad usage or when FILE exists without --force.",
+        "1 when FILE cannot be written; 2 on bad usage, when FILE exists without --force, or when\n"
+        "API tracing cannot start (the program does not run then).",
         "sonde record"};
     std::string output = "sonde.trace";
     bool force = false;
     sonde::cli::add_version(app);
-    sonde::cli::set_usage(app, "sonde record [OPTIONS] -- PROGRAM [ARGS...]");
+    sonde::cli::set_usage(app,
+                          "sonde record [OPTIONS] [--api SPEC [--api-prototypes FILE]] -- PROGRAM [ARGS...]");
     app.add_option("-o,--output", output, "trace file to write (default: sonde.trace)");
     app.add_flag("--force", force, "overwrite FILE if it exists");
+    std::string api, prototypes;
+    app.add_option("--api", api,
+                   "trace calls into shared-library functions: 'LIB:FUNC[,FUNC...][;LIB:...]' (fnmatch "
+                   "patterns in FUNC), e.g. 'libz:crc32,compress2'");
+    app.add_option("--api-prototypes", prototypes,
+                   "C declarations of the traced functions, one per line (typedef lines allowed)")
+        ->check(CLI::ExistingFile);
     try {
         app.parse(split, argv);
     } catch (const CLI::ParseError &e) {
         return app.exit(e) == 0 ? 0 : 2;
+    }
+    if (!prototypes.empty() && api.empty()) {
+        std::fprintf(stderr, "sonde record: --api-prototypes: needs --api\n");
+        return 2;
     }
     if (split + 1 >= argc) {
         std::fprintf(stderr, "sonde record: no program given (put it after --)\n");
@@ -132,6 +156,13 @@ int sonde_cli_record(int argc, char **argv) {
         std::fprintf(stderr, "sonde record: pipe: %s\n", std::strerror(errno));
         return 1;
     }
+    // The recorder's report on starting API tracing: an error message, or nothing.
+    int statusfd[2] = {-1, -1};
+    if (!api.empty() && pipe2(statusfd, O_CLOEXEC | O_NONBLOCK) != 0) {
+        std::fprintf(stderr, "sonde record: pipe: %s\n", std::strerror(errno));
+        return 1;
+    }
+    const std::string api_prototypes = prototypes.empty() ? std::string() : absolute(prototypes);
     const pid_t pid = fork();
     if (pid < 0) {
         std::fprintf(stderr, "sonde record: fork: %s\n", std::strerror(errno));
@@ -141,12 +172,21 @@ int sonde_cli_record(int argc, char **argv) {
         close(pipefd[0]);
         setenv("LD_PRELOAD", preload.c_str(), 1);
         setenv("SONDE_RECORD", path.c_str(), 1);
+        if (!api.empty()) {
+            setenv("SONDE_API", api.c_str(), 1);
+            if (!api_prototypes.empty()) setenv("SONDE_API_PROTOTYPES", api_prototypes.c_str(), 1);
+            // The write end stays open across exec (blocking, so that the message is whole).
+            fcntl(statusfd[1], F_SETFD, 0);
+            fcntl(statusfd[1], F_SETFL, 0);
+            setenv("SONDE_RECORD_STATUS_FD", std::to_string(statusfd[1]).c_str(), 1);
+        }
         execvp(argv[split + 1], argv + split + 1);
         const int err = errno;
         if (write(pipefd[1], &err, sizeof err) != static_cast<ssize_t>(sizeof err)) _exit(127);
         _exit(127);
     }
     close(pipefd[1]);
+    if (statusfd[1] >= 0) close(statusfd[1]);
     // Like system(): an interrupt from the terminal goes to the program; this process waits for
     // it and still writes the summary.
     struct sigaction ignore {
@@ -171,7 +211,19 @@ int sonde_cli_record(int argc, char **argv) {
         unlink(path.c_str());
         return 127;
     }
-    summarise(path, argv[split + 1]);
+    if (statusfd[0] >= 0) {
+        std::string message;
+        char buf[512];
+        ssize_t n;
+        while ((n = read(statusfd[0], buf, sizeof buf)) > 0) message.append(buf, static_cast<size_t>(n));
+        close(statusfd[0]);
+        if (!message.empty()) {
+            std::fprintf(stderr, "sonde record: --api: %s\n", message.c_str());
+            unlink(path.c_str());
+            return 2;
+        }
+    }
+    summarise(path, argv[split + 1], !api.empty());
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) {
         std::fprintf(stderr, "sonde record: %s was killed by signal %d (%s)\n", argv[split + 1],

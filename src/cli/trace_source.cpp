@@ -57,6 +57,7 @@ bool SondeTraceEventSource::next_thread(ThreadInfo *thread) {
     if (shard_ + 1 >= static_cast<int64_t>(info_.num_shards)) return false;
     ++shard_;
     lost_this_thread_ = false;
+    in_call_ = false;
     sonde_trace_thread_t t;
     std::memset(&t, 0, sizeof t);
     t.struct_size = sizeof t;
@@ -76,6 +77,10 @@ bool SondeTraceEventSource::next_thread(ThreadInfo *thread) {
 size_t SondeTraceEventSource::read(Event *out, size_t max) {
     if (shard_ < 0 || max == 0) return 0;
     const uint32_t shard = static_cast<uint32_t>(shard_);
+    // Each api_call event points into calls_: room for one per output event, so that it never
+    // moves during this call.
+    calls_.clear();
+    calls_.reserve(max);
     for (;;) {
         if (batch_.size() < max) batch_.resize(max);
         size_t got = 0;
@@ -89,6 +94,7 @@ size_t SondeTraceEventSource::read(Event *out, size_t max) {
             o.ts = e.timestamp;
             o.method = 0;
             o.text = {};
+            o.api = nullptr;
             switch (e.kind) {
                 case SONDE_TRACE_EVENT_METHOD_ENTER:
                 case SONDE_TRACE_EVENT_METHOD_LEAVE:
@@ -113,6 +119,16 @@ size_t SondeTraceEventSource::read(Event *out, size_t max) {
                     ++n;
                     break;
                 }
+                case SONDE_TRACE_EVENT_API_CALL:
+                case SONDE_TRACE_EVENT_API_ARG:
+                case SONDE_TRACE_EVENT_API_RETURN:
+                case SONDE_TRACE_EVENT_API_END:
+                    if (take_api_event(e)) {
+                        o.kind = EventKind::api_call;
+                        o.api = &calls_.back();
+                        ++n;
+                    }
+                    break;
                 case SONDE_TRACE_EVENT_LOSS:
                     lost_ += e.value;
                     if (!lost_this_thread_) ++lost_threads_;
@@ -123,6 +139,70 @@ size_t SondeTraceEventSource::read(Event *out, size_t max) {
             }
         }
         if (n != 0) return n;  // else a batch of skipped events only: read on
+    }
+}
+
+const sonde::report::ApiFunctionInfo *SondeTraceEventSource::api_function(uint32_t index) {
+    auto it = api_functions_.find(index);
+    if (it != api_functions_.end()) return it->second.get();
+    auto info = std::make_unique<sonde::report::ApiFunctionInfo>();
+    sonde_trace_api_function_t f;
+    std::memset(&f, 0, sizeof f);
+    f.struct_size = sizeof f;
+    if (sonde_trace_reader_get_api_function(reader_, index, &f) == SONDE_STATUS_SUCCESS) {
+        info->library = f.library;
+        info->name = f.name;
+        info->return_type = f.return_type;
+        info->return_class = f.return_class;
+        for (uint32_t i = 0; i < f.num_args; ++i) {
+            info->arg_names.emplace_back(f.arg_names[i]);
+            info->arg_types.emplace_back(f.arg_types[i]);
+            info->arg_classes.push_back(f.arg_classes[i]);
+        }
+    }
+    if (info->name.empty()) info->name = "api#" + std::to_string(index);  // a table cut short
+    const sonde::report::ApiFunctionInfo *p = info.get();
+    api_functions_.emplace(index, std::move(info));
+    return p;
+}
+
+bool SondeTraceEventSource::take_api_event(const sonde_trace_event_t &e) {
+    // A value event's text, when the recorder copied one.
+    auto value = [&](sonde::report::ApiValue &v) {
+        v.bits = e.value;
+        v.has_text = false;
+        v.truncated = (e.aux & SONDE_TRACE_API_TRUNCATED) != 0;
+        v.text = {};
+        const char *text = nullptr;
+        if ((e.aux & SONDE_TRACE_API_TEXT) != 0 &&
+            sonde_trace_reader_get_string(reader_, e.id, &text) == SONDE_STATUS_SUCCESS && text != nullptr) {
+            v.has_text = true;
+            v.text = text;  // owned by the reader until it closes
+        }
+    };
+    switch (e.kind) {
+        case SONDE_TRACE_EVENT_API_CALL:
+            pending_.function = api_function(e.id);
+            pending_.begin = e.value;
+            pending_.end = e.timestamp;
+            pending_.args.clear();
+            pending_.ret = {};
+            in_call_ = true;
+            return false;
+        case SONDE_TRACE_EVENT_API_ARG:
+            if (in_call_) value(pending_.args.emplace_back());
+            return false;
+        case SONDE_TRACE_EVENT_API_RETURN:
+            if (in_call_) value(pending_.ret);
+            return false;
+        default:  // API_END
+            if (!in_call_) return false;
+            in_call_ = false;
+            pending_.correlation = e.value;
+            pending_.depth = e.aux;
+            pending_.end = e.timestamp;
+            calls_.push_back(pending_);
+            return true;
     }
 }
 

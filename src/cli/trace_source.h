@@ -3,7 +3,8 @@
 // EventSource: one thread per event shard, in shard order; method names from the trace's own
 // method table, so a trace stays readable after its program is rebuilt or deleted.
 //
-// Event kinds the report does not model (thread names, ranges) are skipped; a LOSS event
+// The four events of a traced library call (API_CALL, its API_ARGs, API_RETURN, API_END) become
+// one api_call event. Event kinds the report does not model (thread names, ranges) are skipped; a LOSS event
 // (events the recorder dropped) and the reader's recovery warnings (a trace cut short) become
 // warnings, so that a report of incomplete data says so. Runs on the thread that calls it.
 #pragma once
@@ -33,6 +34,10 @@ public:
 
 private:
     void read_tables();  // event counts and the reader's warnings, at open
+    const sonde::report::ApiFunctionInfo *api_function(uint32_t index);
+    // Adds one API event to the call being assembled; true when it completed the call (then
+    // moved to calls_).
+    bool take_api_event(const sonde_trace_event_t &e);
     [[noreturn]] void fail(sonde_status_t status, const std::string &what) const;
 
     std::string path_;
@@ -43,6 +48,10 @@ private:
     std::unordered_map<uint32_t, std::unique_ptr<sonde::report::MethodInfo>> methods_;
     std::vector<std::string> modules_;  // module names by index, filled on first use
     std::vector<std::string> read_warnings_;
+    std::unordered_map<uint32_t, std::unique_ptr<sonde::report::ApiFunctionInfo>> api_functions_;
+    sonde::report::ApiCall pending_;  // the API call being assembled
+    bool in_call_ = false;
+    std::vector<sonde::report::ApiCall> calls_;  // completed calls of the current read()
     uint64_t lost_ = 0;
     uint32_t lost_threads_ = 0;
     bool lost_this_thread_ = false;

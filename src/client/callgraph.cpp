@@ -259,6 +259,13 @@ __attribute__((noinline)) CallEvent *record_refill(ThreadState *t, CallEvent *p)
     return next;
 }
 
+CallEvent *record_claim(ThreadState *t, uint32_t n) {
+    CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
+    if (p == nullptr || n == 0 || n > kStageEvents) return nullptr;
+    if (static_cast<uint32_t>(t->rec_end - p) < n) p = record_refill(t, p);
+    return p;
+}
+
 void record_event(ThreadState *t, uint16_t kind, uint32_t id, uint16_t aux) {
     CallEvent *p = t->rec_pos.load(std::memory_order_acquire);
     if (p == nullptr) return;

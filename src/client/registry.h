@@ -382,6 +382,10 @@ void record_event(ThreadState *t, uint16_t kind, uint32_t id, uint16_t aux);
 void record_text(ThreadState *t, uint16_t kind, const char *text, uint16_t aux);
 // The owner's staging array is full at p: hands it over; where to stage next, or nullptr.
 CallEvent *record_refill(ThreadState *t, CallEvent *p);
+// Owner only: room for n (1..kStageEvents) consecutive staged events of t, handing the array
+// over first when fewer are left; nullptr when t does not record. The caller fills them and
+// publishes them with t->rec_pos.store(p + n, release), so that a hand-over never splits them.
+CallEvent *record_claim(ThreadState *t, uint32_t n);
 // A thread that registers or ends while recording (threads.cpp calls them).
 void record_thread_start(ThreadState *t, const std::string &name);  // mu held
 void record_thread_end(ThreadState *t);                             // no lock held

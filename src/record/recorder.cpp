@@ -11,6 +11,8 @@
 //  - the buffer's consumer (this file) converts ticks to nanoseconds and appends the events to
 //    the trace writer, which compresses them into event chunks, each after the table entries
 //    added before it (methods are added when they are symbolised, at their first call).
+// API calls traced through libffi (`sonde record --api`, api_calls.h) take the same path: the
+// wrapper's sink stages each call in its thread's array, and write() turns it into events.
 // At stop (sonde_finalize, exit, or a fatal signal) the staged tails of every thread are taken,
 // the buffer flushed, and the writer writes its tables, index and footer. A trace cut by SIGKILL
 // keeps every chunk written before, which readers recover by scanning.
@@ -41,6 +43,7 @@
 #include "client/registry.h"
 #include "core/clock.h"
 #include "core/hooks.h"
+#include "record/api_calls.h"
 #include "trace/trace_writer.h"
 
 namespace sonde::record {
@@ -110,6 +113,10 @@ void Recorder::write(uint32_t shard, const CallEvent *begin, const CallEvent *en
         conv_.push_back(e);
     }
     for (const CallEvent *p = begin; p < end; ++p) {
+        if (p->kind == SONDE_TRACE_EVENT_API_CALL) {
+            p = decode_api_call(p, end, *writer_, conv_) - 1;
+            continue;
+        }
         sonde_trace_event_t e{};
         e.timestamp = clock::ticks_to_ns(p->ticks);
         e.id = p->id;
@@ -295,6 +302,32 @@ void install_crash_handlers() {
 
 void stop_at_exit() { g_recorder->stop(false); }
 
+// Says how the start went on the descriptor `sonde record` passed in SONDE_RECORD_STATUS_FD
+// (nothing written: it started), then closes it so that the program does not inherit it;
+// without one, an error goes to stderr.
+void report_start(const std::string &error) {
+    const char *env = secure_getenv("SONDE_RECORD_STATUS_FD");
+    int fd = -1;
+    if (env != nullptr && *env != '\0') {
+        char *endp = nullptr;
+        const long v = std::strtol(env, &endp, 10);
+        if (*endp == '\0' && v > 2 && v < 65536) fd = static_cast<int>(v);
+        unsetenv("SONDE_RECORD_STATUS_FD");
+    }
+    if (fd < 0) {
+        if (!error.empty()) std::fprintf(stderr, "sonde: cannot trace API calls: %s\n", error.c_str());
+        return;
+    }
+    size_t done = 0;
+    while (done < error.size()) {
+        const ssize_t n = ::write(fd, error.data() + done, error.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    close(fd);
+}
+
 bool Recorder::start(const std::string &path) {
     writer_ = std::make_unique<trace::TraceWriter>(path, 1, 65536);
     if (writer_->status() != SONDE_STATUS_SUCCESS) {
@@ -324,6 +357,12 @@ bool Recorder::start(const std::string &path) {
         sonde_destroy_session(session_);
         return false;
     }
+    // API tracing starts once the recorder runs (its calls stage into the threads' arrays).
+    // A failure ends the process before the program runs: `sonde record` reports it (through
+    // the descriptor SONDE_RECORD_STATUS_FD names) and exits 2.
+    const std::string api_error = start_api_tracing();
+    report_start(api_error);
+    if (!api_error.empty()) _exit(2);
     install_crash_handlers();
     std::atexit(stop_at_exit);
     return true;
@@ -333,8 +372,18 @@ void Recorder::stop(bool crashing) {
     if (!active_.exchange(false, std::memory_order_acq_rel)) return;
     if (getpid() != pid_) return;
     Inside in;
+    // Slots are put back first, so that no traced call stages after the threads' tails are
+    // taken. A crashing process keeps them: the tracer's lock may be held by the crashed thread.
+    if (!crashing) {
+        for (const std::string &w : stop_api_tracing())
+            std::fprintf(stderr, "sonde: warning: %s\n", w.c_str());
+    }
     client::stop_recording(crashing);
     sonde_flush_data(session_, buffer_);
+    if (!crashing) {
+        std::lock_guard<std::mutex> g(mu_);
+        name_api_functions(*writer_);
+    }
     if (!crashing) {
         sonde_stop_session(session_);
         sonde_destroy_session(session_);

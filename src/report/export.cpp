@@ -3,6 +3,9 @@
 #include "report/export.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 
 #include "report/format.h"
 
@@ -86,6 +89,73 @@ void ChromeWriter::mark(std::string_view text, uint64_t ts) {
     append_us(buf_, ts);
     buf_.append(ids_);
     buf_.push_back('}');
+    maybe_flush();
+}
+
+namespace {
+
+// One API value as JSON: integers as numbers, doubles as numbers (non-finite ones as text),
+// pointers as "0x..." text, strings as their copied text ("..." appended when cut short).
+void append_api_value(std::string &out, uint32_t cls, const ApiValue &v) {
+    char buf[64];
+    switch (cls) {
+        case api_signed:
+            std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v.bits));
+            out.append(buf);
+            return;
+        case api_unsigned: append_uint(out, v.bits); return;
+        case api_double: {
+            double d;
+            std::memcpy(&d, &v.bits, sizeof d);
+            if (std::isfinite(d)) {
+                std::snprintf(buf, sizeof buf, "%.17g", d);
+                out.append(buf);
+            } else {
+                append_json_string(out, std::isnan(d) ? "nan" : (d > 0 ? "inf" : "-inf"));
+            }
+            return;
+        }
+        case api_string:
+            if (v.has_text) {
+                append_json_string(out, v.truncated ? std::string(v.text) + "..." : std::string(v.text));
+                return;
+            }
+            break;
+        default: break;
+    }
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v.bits));
+    append_json_string(out, buf);
+}
+
+}  // namespace
+
+void ChromeWriter::api_call(const ApiCall &c) {
+    const ApiFunctionInfo &f = *c.function;
+    separator();
+    buf_.append("{\"name\":");
+    append_json_string(buf_, f.name);
+    buf_.append(",\"cat\":");
+    append_json_string(buf_, "api:" + f.library);
+    buf_.append(",\"ph\":\"X\",\"ts\":");
+    append_us(buf_, c.begin);
+    buf_.append(",\"dur\":");
+    append_us(buf_, c.end - std::min(c.begin, c.end));
+    buf_.append(ids_);
+    buf_.append(",\"args\":{");
+    for (size_t i = 0; i < c.args.size() && i < f.arg_classes.size(); ++i) {
+        append_json_string(buf_, i < f.arg_names.size() ? f.arg_names[i] : "arg" + std::to_string(i + 1));
+        buf_.push_back(':');
+        append_api_value(buf_, f.arg_classes[i], c.args[i]);
+        buf_.push_back(',');
+    }
+    buf_.append("\"ret\":");
+    if (f.return_class == api_void)
+        buf_.append("null");
+    else
+        append_api_value(buf_, f.return_class, c.ret);
+    buf_.append(",\"correlation\":");
+    append_uint(buf_, c.correlation);
+    buf_.append("}}");
     maybe_flush();
 }
 

@@ -55,6 +55,9 @@ public:
     void begin_thread(const ThreadInfo &info) override;
     void leave(const Call &c) override;
     void mark(std::string_view text, uint64_t ts) override;
+    // A traced library call: an "X" event named after the function, category "api:LIBRARY",
+    // whose args hold each argument by name and the return value as "ret".
+    void api_call(const ApiCall &c) override;
     void finish(const std::vector<std::string> &warnings) override;
 
 private:

@@ -43,6 +43,27 @@ void Profile::leave(const Call &c) {
     if (keep_trees_) builder_.leave(c);
 }
 
+void Profile::api_call(const ApiCall &c) {
+    // A handful of traced functions: a linear search by their (stable) info pointer.
+    for (ApiStats &a : api_) {
+        if (a.function == c.function) {
+            ++a.calls;
+            a.total_ns += c.end - std::min(c.begin, c.end);
+            return;
+        }
+    }
+    api_.push_back(ApiStats{c.function, 1, c.end - std::min(c.begin, c.end)});
+}
+
+std::vector<ApiStats> Profile::api() const {
+    std::vector<ApiStats> list = api_;
+    std::stable_sort(list.begin(), list.end(), [](const ApiStats &a, const ApiStats &b) {
+        if (a.function->library != b.function->library) return a.function->library < b.function->library;
+        return a.function->name < b.function->name;
+    });
+    return list;
+}
+
 void Profile::end_thread(const ThreadSummary &t) {
     ThreadProfile &p = threads_.back();
     p.summary = t;

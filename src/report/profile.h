@@ -24,6 +24,13 @@ struct FunctionStats {
     uint64_t self_ns = 0;
 };
 
+// API calls of one traced function, over all threads.
+struct ApiStats {
+    const ApiFunctionInfo *function = nullptr;
+    uint64_t calls = 0;
+    uint64_t total_ns = 0;
+};
+
 struct ThreadProfile {
     ThreadSummary summary;
     std::vector<FunctionStats> functions;  // the functions it called, by first completed call
@@ -44,6 +51,7 @@ public:
     void enter(uint32_t function, uint64_t ts, uint32_t depth) override;
     void leave(const Call &c) override;
     void end_thread(const ThreadSummary &t) override;
+    void api_call(const ApiCall &c) override;
     void finish(const std::vector<std::string> &warnings) override { warnings_ = warnings; }
 
     const FunctionTable &functions() const { return functions_; }
@@ -52,6 +60,8 @@ public:
     // All threads together, in the order of the threads' lists.
     std::vector<FunctionStats> totals() const;
     const std::vector<std::string> &warnings() const { return warnings_; }
+    // The traced library functions that were called, by library then function name.
+    std::vector<ApiStats> api() const;
 
     // Sorts descending by the key (ascending for names), ties by name then function id.
     void sort(std::vector<FunctionStats> &list, SortKey key) const;
@@ -64,6 +74,7 @@ private:
     std::vector<FunctionStats> current_;  // by function id, for the current thread
     std::vector<uint32_t> touched_;       // ids in current_ with calls, in first-call order
     std::vector<std::string> warnings_;
+    std::vector<ApiStats> api_;  // in order of first call
 };
 
 }  // namespace sonde::report

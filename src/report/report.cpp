@@ -71,7 +71,18 @@ nlohmann::ordered_json tree_json(const Profile &p, const CallTree &tree, uint32_
 }  // namespace
 
 void write_text_report(const Profile &profile, const ReportOptions &options, std::ostream &out) {
-    function_table(profile, profile.totals(), options.sort, out);
+    const std::vector<ApiStats> api = profile.api();
+    if (profile.functions().size() != 0 || api.empty())
+        function_table(profile, profile.totals(), options.sort, out);
+    if (!api.empty()) {
+        if (profile.functions().size() != 0) out << "\n";
+        out << "  Total time       Calls  API function\n"
+            << "  ==========  ==========  ====================\n";
+        for (const ApiStats &a : api)
+            out << "  " << pad_left(format_ns(a.total_ns), 10) << "  "
+                << pad_left(std::to_string(a.calls), 10) << "  " << valid_utf8(a.function->library) << ":"
+                << valid_utf8(a.function->name) << "\n";
+    }
     out << "\n  Thread         TID       Calls    Duration  Name\n"
         << "  ======  ==========  ==========  ==========  ====================\n";
     for (const ThreadProfile &t : profile.threads()) {
@@ -139,14 +150,21 @@ std::string report_json(const Profile &profile, const ReportOptions &options) {
     nlohmann::ordered_json threads = nlohmann::ordered_json::array();
     for (const ThreadProfile &t : profile.threads()) {
         const ThreadSummary &s = t.summary;
-        nlohmann::ordered_json tj = {{"id", s.info.id},     {"tid", s.info.tid}, {"name", s.info.name},
-                                     {"begin_ns", s.begin}, {"end_ns", s.end},   {"calls", s.calls},
-                                     {"marks", s.marks}};
+        nlohmann::ordered_json tj = {{"id", s.info.id},     {"tid", s.info.tid},       {"name", s.info.name},
+                                     {"begin_ns", s.begin}, {"end_ns", s.end},         {"calls", s.calls},
+                                     {"marks", s.marks},    {"api_calls", s.api_calls}};
         tj["functions"] = functions_json(profile, t.functions, options.sort);
         if (options.tree && profile.has_trees()) tj["tree"] = tree_json(profile, t.tree, options.max_depth);
         threads.push_back(std::move(tj));
     }
     j["threads"] = std::move(threads);
+    nlohmann::ordered_json api = nlohmann::ordered_json::array();
+    for (const ApiStats &a : profile.api())
+        api.push_back({{"library", a.function->library},
+                       {"function", a.function->name},
+                       {"calls", a.calls},
+                       {"total_ns", a.total_ns}});
+    j["api"] = std::move(api);
     j["warnings"] = profile.warnings();
     return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

@@ -125,6 +125,11 @@ void Walker::walk_thread(const ThreadInfo &info) {
                     ++t.marks;
                     for (Sink *s : sinks_) s->mark(e.text, ts);
                     break;
+                case EventKind::api_call:
+                    if (e.api == nullptr) break;
+                    ++t.api_calls;
+                    for (Sink *s : sinks_) s->api_call(*e.api);
+                    break;
                 case EventKind::thread_start:
                 case EventKind::thread_end: break;
             }

@@ -67,6 +67,7 @@ struct ThreadSummary {
     uint64_t end = 0;    // last timestamp
     uint64_t calls = 0;  // completed calls, closed ones included
     uint64_t marks = 0;
+    uint64_t api_calls = 0;
     bool has_events = false;
 };
 
@@ -79,6 +80,8 @@ public:
     virtual void enter(uint32_t /*function*/, uint64_t /*ts*/, uint32_t /*depth*/) {}
     virtual void leave(const Call &) {}
     virtual void mark(std::string_view /*text*/, uint64_t /*ts*/) {}
+    // A traced library call of the current thread (it does not enter the call stack).
+    virtual void api_call(const ApiCall & /*call*/) {}
     virtual void end_thread(const ThreadSummary &) {}
     // After the last thread; `warnings` are the walker's, complete.
     virtual void finish(const std::vector<std::string> & /*warnings*/) {}

@@ -381,6 +381,46 @@ SONDE_API sonde_status_t sonde_trace_reader_get_string(const sonde_trace_reader_
     return SONDE_STATUS_SUCCESS;
 }
 
+SONDE_API sonde_status_t sonde_trace_reader_num_api_functions(const sonde_trace_reader_t *reader,
+                                                              uint32_t *count) {
+    if (count != nullptr) *count = 0;
+    const sonde_status_t st = check_reader(reader);
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    if (count == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    *count = static_cast<uint32_t>(reader->input->tables().api_functions.size());
+    return SONDE_STATUS_SUCCESS;
+}
+
+SONDE_API sonde_status_t sonde_trace_reader_get_api_function(const sonde_trace_reader_t *reader,
+                                                             uint32_t index,
+                                                             sonde_trace_api_function_t *function) {
+    const sonde_status_t st = check_reader(reader);
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    if (function == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (function->struct_size < SONDE_TRACE_API_FUNCTION_SIZE_1_2) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+    const auto &fns = reader->input->tables().api_functions;
+    if (index >= fns.size()) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    const sonde::trace::ApiFunctionEntry &e = fns[index];
+    static const char *const kNoStrings[1] = {""};
+    static const uint32_t kNoClasses[1] = {0};
+    const bool whole = e.present && e.arg_type_ptrs.size() == e.arg_classes.size() &&
+                       e.arg_name_ptrs.size() == e.arg_classes.size();
+    sonde_trace_api_function_t v{};
+    v.struct_size = sizeof v;
+    v.index = index;
+    v.library = c_str(e.library);
+    v.name = c_str(e.name);
+    v.return_type = c_str(e.return_type);
+    v.return_class = e.return_class;
+    v.num_args = whole ? static_cast<uint32_t>(e.arg_classes.size()) : 0;
+    v.arg_names = v.num_args != 0 ? e.arg_name_ptrs.data() : kNoStrings;
+    v.arg_types = v.num_args != 0 ? e.arg_type_ptrs.data() : kNoStrings;
+    v.arg_classes = v.num_args != 0 ? e.arg_classes.data() : kNoClasses;
+    const sonde_status_t w = sonde::write_abi_struct(v, SONDE_TRACE_API_FUNCTION_SIZE_1_2, function);
+    if (w != SONDE_STATUS_SUCCESS) return w;
+    return e.present ? SONDE_STATUS_SUCCESS : SONDE_STATUS_PARTIAL_INFO;
+}
+
 SONDE_API sonde_status_t sonde_trace_writer_write_events(sonde_trace_writer_t *writer, uint32_t shard,
                                                          const sonde_trace_event_t *events, size_t count) {
     if (writer == nullptr || (events == nullptr && count > 0)) return SONDE_STATUS_ERROR_NULL_POINTER;

@@ -28,8 +28,11 @@ constexpr uint32_t kTableMagic = 0x4C424154u;  // "TABL"
 constexpr uint32_t kVersion = 1;
 // Minor version (header offset 28): 0 for memref-only files of version 1.0, 1 since program
 // events and tables (version 1.1), 2 since records may hold the 1.2 memref kinds and markers
-// (version 1.2). Readers of 1.0 ignore it and still read the memref chunks.
-constexpr uint32_t kMinorVersion = 2;
+// (version 1.2), 3 since API call events and the API function table (also version 1.2 of the
+// library). Readers of 1.0 ignore it and still read the memref chunks; readers of minor 1 and 2
+// skip the API function table (an unknown table type) and return the API events as kinds they
+// do not know.
+constexpr uint32_t kMinorVersion = 3;
 // The first minor version whose records may hold the 1.2 kinds.
 constexpr uint32_t kMinorKinds12 = 2;
 // Bytes per event in a decompressed event chunk: timestamp and value (u64 deltas), id (u32
@@ -41,7 +44,14 @@ constexpr uint64_t kMaxTableBytes = 1ull << 30;  // decompressed size of one tab
 constexpr uint32_t kMaxString = 1u << 20;
 constexpr uint32_t kMaxMethodIndex = 1u << 24;
 // Table types (TABL block header offset 4).
-enum TableType : uint32_t { kTableStrings = 1, kTableModules = 2, kTableMethods = 3, kTableThreads = 4 };
+enum TableType : uint32_t {
+    kTableStrings = 1,
+    kTableModules = 2,
+    kTableMethods = 3,
+    kTableThreads = 4,
+    kTableApiFunctions = 5,  // minor version 3
+};
+constexpr uint32_t kMaxApiArgs = 16;  // arguments of one API function
 // Bytes per record in a decompressed chunk payload: the columns address, pc and timestamp
 // (u64 deltas) and type and size (u16); the shard is the chunk's.
 constexpr uint32_t kRecordSize = 28;

@@ -273,12 +273,7 @@ private:
             }
             if (!bad.empty()) warnings_.push_back(fmt::at(path_, t.offset, bad + " (table skipped)"));
         }
-        for (size_t i = 0; i < tables_.threads.size(); ++i)
-            tables_.threads[i].shard = static_cast<uint32_t>(i);
-        for (size_t i = 0; i < tables_.methods.size(); ++i)
-            tables_.methods[i].index = static_cast<uint32_t>(i);
-        for (size_t i = 0; i < tables_.modules.size(); ++i)
-            tables_.modules[i].index = static_cast<uint32_t>(i);
+        tables_.link();
     }
 
     uint32_t minor_ = 0;

@@ -114,6 +114,36 @@ void encode_threads(const std::vector<ThreadEntry> &entries, std::vector<unsigne
     }
 }
 
+void encode_api_functions(const std::vector<ApiFunctionEntry> &entries, std::vector<unsigned char> *out) {
+    for (const ApiFunctionEntry &e : entries) {
+        put32(out, e.index);
+        put32(out, e.return_class);
+        put_string(out, e.library);
+        put_string(out, e.name);
+        put_string(out, e.return_type);
+        put32(out, static_cast<uint32_t>(e.arg_classes.size()));
+        for (size_t i = 0; i < e.arg_classes.size(); ++i) {
+            put32(out, e.arg_classes[i]);
+            put_string(out, i < e.arg_types.size() ? e.arg_types[i] : std::string());
+            put_string(out, i < e.arg_names.size() ? e.arg_names[i] : std::string());
+        }
+    }
+}
+
+void Tables::link() {
+    for (size_t i = 0; i < threads.size(); ++i) threads[i].shard = static_cast<uint32_t>(i);
+    for (size_t i = 0; i < methods.size(); ++i) methods[i].index = static_cast<uint32_t>(i);
+    for (size_t i = 0; i < modules.size(); ++i) modules[i].index = static_cast<uint32_t>(i);
+    for (size_t i = 0; i < api_functions.size(); ++i) {
+        ApiFunctionEntry &e = api_functions[i];
+        e.index = static_cast<uint32_t>(i);
+        e.arg_type_ptrs.clear();
+        e.arg_name_ptrs.clear();
+        for (const std::string &t : e.arg_types) e.arg_type_ptrs.push_back(t.c_str());
+        for (const std::string &n : e.arg_names) e.arg_name_ptrs.push_back(n.c_str());
+    }
+}
+
 std::string Tables::apply(uint32_t type, uint32_t count, const unsigned char *data, size_t size) {
     Cursor c{data, size};
     for (uint32_t i = 0; i < count; ++i) {
@@ -170,6 +200,29 @@ std::string Tables::apply(uint32_t type, uint32_t count, const unsigned char *da
                     return "thread shard " + std::to_string(e.shard) + " out of range";
                 e.present = true;
                 slot(threads, e.shard) = std::move(e);
+                break;
+            }
+            case fmt::kTableApiFunctions: {
+                ApiFunctionEntry e;
+                e.index = c.u32();
+                e.return_class = c.u32();
+                e.library = c.str();
+                e.name = c.str();
+                e.return_type = c.str();
+                const uint32_t nargs = c.u32();
+                if (c.ok && nargs > fmt::kMaxApiArgs)
+                    return "API function " + std::to_string(e.index) + ": " + std::to_string(nargs) +
+                           " arguments (at most " + std::to_string(fmt::kMaxApiArgs) + ")";
+                for (uint32_t a = 0; c.ok && a < nargs; ++a) {
+                    e.arg_classes.push_back(c.u32());
+                    e.arg_types.push_back(c.str());
+                    e.arg_names.push_back(c.str());
+                }
+                if (!c.ok) break;
+                if (e.index >= fmt::kMaxMethodIndex)
+                    return "API function index " + std::to_string(e.index) + " out of range";
+                e.present = true;
+                slot(api_functions, e.index) = std::move(e);
                 break;
             }
             default: return {};

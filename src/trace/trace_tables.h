@@ -40,11 +40,26 @@ struct ThreadEntry {
     bool present = false;  // reader: an entry was read for this shard
 };
 
+// An API function traced through libffi (version 1.3 of the format): the library that defines
+// it, its name and its signature (types as C spells them, value classes as
+// sonde_trace_api_value_class). The reader points the *_ptrs at the strings once the tables are
+// loaded (link()).
+struct ApiFunctionEntry {
+    uint32_t index = 0;
+    uint32_t return_class = 0;
+    std::string library, name, return_type;
+    std::vector<uint32_t> arg_classes;
+    std::vector<std::string> arg_types, arg_names;
+    std::vector<const char *> arg_type_ptrs, arg_name_ptrs;
+    bool present = false;  // reader: an entry was read for this index
+};
+
 // Encoders: append the entries' bytes to `out` (one table type per call).
 void encode_strings(const std::vector<StringEntry> &entries, std::vector<unsigned char> *out);
 void encode_modules(const std::vector<ModuleEntry> &entries, std::vector<unsigned char> *out);
 void encode_methods(const std::vector<MethodEntry> &entries, std::vector<unsigned char> *out);
 void encode_threads(const std::vector<ThreadEntry> &entries, std::vector<unsigned char> *out);
+void encode_api_functions(const std::vector<ApiFunctionEntry> &entries, std::vector<unsigned char> *out);
 
 // Everything the tables of one trace say, indexed by id, index and shard.
 struct Tables {
@@ -52,11 +67,15 @@ struct Tables {
     std::vector<ModuleEntry> modules;
     std::vector<MethodEntry> methods;
     std::vector<ThreadEntry> threads;
+    std::vector<ApiFunctionEntry> api_functions;
 
     // Decodes a table payload of `count` entries of type `type` and applies them (later
     // entries replace earlier ones). Returns "" or what is wrong (the entries decoded before
     // the fault are kept). Unknown types are ignored.
     std::string apply(uint32_t type, uint32_t count, const unsigned char *data, size_t size);
+    // After the last apply(): numbers the entries by their position and points each API
+    // function's argument arrays at its strings.
+    void link();
 };
 
 }  // namespace sonde::trace

@@ -443,7 +443,8 @@ sonde_status_t TraceWriter::flush_tables_locked() {
     if (!flush(fmt::kTableStrings, new_strings_, encode_strings) ||
         !flush(fmt::kTableModules, new_modules_, encode_modules) ||
         !flush(fmt::kTableMethods, new_methods_, encode_methods) ||
-        !flush(fmt::kTableThreads, new_threads_, encode_threads))
+        !flush(fmt::kTableThreads, new_threads_, encode_threads) ||
+        !flush(fmt::kTableApiFunctions, new_api_functions_, encode_api_functions))
         return status_;
     return SONDE_STATUS_SUCCESS;
 }
@@ -516,6 +517,14 @@ sonde_status_t TraceWriter::add_thread(ThreadEntry e) {
     const sonde_status_t st = writable_locked();
     if (st != SONDE_STATUS_SUCCESS) return st;
     new_threads_.push_back(std::move(e));
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t TraceWriter::add_api_function(ApiFunctionEntry e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const sonde_status_t st = writable_locked();
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    new_api_functions_.push_back(std::move(e));
     return SONDE_STATUS_SUCCESS;
 }
 

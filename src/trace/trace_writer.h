@@ -46,6 +46,7 @@ public:
     sonde_status_t add_method(MethodEntry e);
     sonde_status_t add_module(ModuleEntry e);
     sonde_status_t add_thread(ThreadEntry e);
+    sonde_status_t add_api_function(ApiFunctionEntry e);
     // Writes the pending tables now (a recorder calls it so that a cut trace keeps them).
     sonde_status_t flush_tables();
     // Flushes pending chunks, writes index and footer, closes the file. Idempotent. The file
@@ -123,6 +124,7 @@ private:
     std::vector<ModuleEntry> new_modules_;
     std::vector<MethodEntry> new_methods_;
     std::vector<ThreadEntry> new_threads_;
+    std::vector<ApiFunctionEntry> new_api_functions_;
     // Buffer consumer: Sonde thread id -> dense shard, in order of first appearance.
     std::unordered_map<uint64_t, uint32_t> thread_shards_;
     // Accounting of memory references: taken into pending chunks, written in complete chunks,

@@ -14,7 +14,7 @@ ALLOWED = {
     "trace": {"core"},
     "analysis": {"core", "trace", "stackdist"},
     "client": {"core"},
-    "record": {"core", "client", "trace"},
+    "record": {"core", "client", "trace", "apitrace"},
     "apitrace": {"core"},
     "instrument": set(),
     "report": set(),

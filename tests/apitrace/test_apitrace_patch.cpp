@@ -3,7 +3,8 @@
 // two libraries, two threads), loads libapitrace_c with dlopen after tracing started (its
 // calls are traced from then on), closes it, and stops (every slot back). Also the errors: a
 // malformed spec, a missing function, a missing signature, a prototype file with an error, a
-// library never loaded. Linked with src/apitrace directly: these are internals of the library.
+// library never loaded; the table of traced functions read by one thread while dlopen adds
+// to it in another. Linked with src/apitrace directly: these are internals of the library.
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +55,23 @@ std::vector<CallRecord> take() {
     std::vector<CallRecord> out;
     out.swap(g_records);
     return out;
+}
+
+std::atomic<bool> g_stop_reading{false};
+
+// Reads every published traced function until told to stop; returns a non-null value when an
+// entry is missing or does not carry its own id.
+void *read_functions(void *) {
+    uint64_t reads = 0;
+    while (!g_stop_reading.load() || reads == 0) {
+        const uint32_t n = sonde::apitrace::traced_function_count();
+        for (uint32_t i = 0; i < n; ++i) {
+            const sonde::apitrace::TracedFunction *f = sonde::apitrace::traced_function(i);
+            if (f == nullptr || f->id != i || f->signature.name.empty()) return reinterpret_cast<void *>(1);
+            ++reads;
+        }
+    }
+    return nullptr;
 }
 
 std::string name_of(uint32_t id) {
@@ -210,6 +229,29 @@ static void test_trace_libraries(void **) {
     assert_int_equal(dlclose(h), 0);
     assert_int_equal(at_ping(0), 0);
     assert_int_equal(take().size(), 1);
+
+    // The lock-free table of traced functions (what the recorder names functions from) is read
+    // by another thread while loads and unloads of libapitrace_c add entries to it.
+    const uint32_t before = sonde::apitrace::traced_function_count();
+    assert_true(before > 0);
+    g_stop_reading.store(false);
+    pthread_t reader;
+    assert_int_equal(pthread_create(&reader, nullptr, read_functions, nullptr), 0);
+    for (int i = 0; i < 20; ++i) {
+        void *again = dlopen(AT_LIB_C, RTLD_NOW);
+        assert_non_null(again);
+        assert_int_equal(dlclose(again), 0);
+    }
+    g_stop_reading.store(true);
+    void *bad = nullptr;
+    pthread_join(reader, &bad);
+    assert_null(bad);
+    assert_int_equal(sonde::apitrace::traced_function_count(), before + 20);
+    const sonde::apitrace::TracedFunction *last = sonde::apitrace::traced_function(before + 19);
+    assert_non_null(last);
+    assert_string_equal(last->signature.name.c_str(), "at_late");
+    assert_null(sonde::apitrace::traced_function(before + 20));
+    take();
 
     // Stop: every slot back, nothing recorded any more.
     sonde::apitrace::stop_tracing();

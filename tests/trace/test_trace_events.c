@@ -3,7 +3,8 @@
  * written in pieces (the last entry of an index wins), recovery of a cut file with its tables,
  * and every status of the reading functions: NULL, wrong shard or index, a closed reader, too
  * small a struct_size; an extension index whose checksum holds but which lists an event chunk
- * twice is refused. */
+ * twice is refused; a trace of format minor version 2 (before API calls) still reads, with no
+ * API function, and API call events written by hand read back as they were. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -285,6 +286,22 @@ static void test_reader_statuses(void **state) {
     assert_int_equal(sonde_trace_reader_get_thread(r, 2, &th), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     assert_int_equal(sonde_trace_reader_get_string(r, 2, &text), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
 
+    /* The API function table: none in this trace. */
+    sonde_trace_api_function_t fn;
+    memset(&fn, 0, sizeof fn);
+    fn.struct_size = sizeof fn;
+    uint32_t num_api = 9;
+    assert_int_equal(sonde_trace_reader_num_api_functions(r, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(sonde_trace_reader_num_api_functions(NULL, &num_api), SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(num_api, 0);
+    assert_int_equal(sonde_trace_reader_num_api_functions(r, &num_api), SONDE_STATUS_SUCCESS);
+    assert_int_equal(num_api, 0);
+    assert_int_equal(sonde_trace_reader_get_api_function(r, 0, NULL), SONDE_STATUS_ERROR_NULL_POINTER);
+    assert_int_equal(sonde_trace_reader_get_api_function(r, 0, &fn), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    fn.struct_size = SONDE_TRACE_API_FUNCTION_SIZE_1_2 - 1;
+    assert_int_equal(sonde_trace_reader_get_api_function(r, 0, &fn), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI);
+    fn.struct_size = sizeof fn;
+
     /* Too small a struct_size: nothing is written. */
     info.struct_size = SONDE_TRACE_EVENT_INFO_SIZE_1_2 - 1;
     assert_int_equal(sonde_trace_reader_event_info(r, &info), SONDE_STATUS_ERROR_INCOMPATIBLE_ABI);
@@ -320,6 +337,79 @@ static void test_reader_statuses(void **state) {
     assert_int_equal(sonde_trace_reader_get_module(r, 0, &mod), SONDE_STATUS_ERROR_ILLEGAL_ID);
     assert_int_equal(sonde_trace_reader_get_thread(r, 0, &th), SONDE_STATUS_ERROR_ILLEGAL_ID);
     assert_int_equal(sonde_trace_reader_get_string(r, 0, &text), SONDE_STATUS_ERROR_ILLEGAL_ID);
+    assert_int_equal(sonde_trace_reader_num_api_functions(r, &num_api), SONDE_STATUS_ERROR_ILLEGAL_ID);
+    assert_int_equal(sonde_trace_reader_get_api_function(r, 0, &fn), SONDE_STATUS_ERROR_ILLEGAL_ID);
+}
+
+/* A trace of format minor version 2 (what the library wrote before API calls) reads as before:
+ * the header's minor version is set back to 2, its checksum recomputed. */
+static void test_minor_version_2(void **state) {
+    (void)state;
+    const char *path = tmp_path("minor2.sonde");
+    write_events_trace(path, 250);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    unsigned char h[64];
+    assert_int_equal(fread(h, 1, sizeof h, f), sizeof h);
+    assert_int_equal(h[28], 3); /* what this library writes */
+    h[28] = 2;
+    const uint64_t sum = craft_sum64(h, 56);
+    for (int i = 0; i < 8; ++i) h[56 + i] = (unsigned char)(sum >> (8 * i));
+    assert_int_equal(fseek(f, 0, SEEK_SET), 0);
+    assert_int_equal(fwrite(h, 1, sizeof h, f), sizeof h);
+    assert_int_equal(fclose(f), 0);
+
+    char error[256] = "";
+    sonde_trace_reader_t *r = NULL;
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, error, sizeof error, &r),
+                     SONDE_STATUS_SUCCESS);
+    check_events(r, 0, 250);
+    check_events(r, 1, 250);
+    sonde_trace_method_t m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    assert_int_equal(sonde_trace_reader_get_method(r, 0, &m), SONDE_STATUS_SUCCESS);
+    assert_string_equal(m.name, "f0");
+    uint32_t num_api = 9;
+    assert_int_equal(sonde_trace_reader_num_api_functions(r, &num_api), SONDE_STATUS_SUCCESS);
+    assert_int_equal(num_api, 0);
+    assert_int_equal(sonde_trace_reader_close(r), SONDE_STATUS_SUCCESS);
+}
+
+/* API call events written through the public writer read back unchanged, in order. */
+static void test_api_events(void **state) {
+    (void)state;
+    const char *path = tmp_path("api.sonde");
+    sonde_trace_writer_t *w = NULL;
+    assert_int_equal(sonde_trace_writer_create(path, NULL, &w), SONDE_STATUS_SUCCESS);
+    uint32_t text = 0;
+    assert_int_equal(sonde_trace_writer_add_string(w, "hello", &text), SONDE_STATUS_SUCCESS);
+    const sonde_trace_event_t in[4] = {
+        {900, 800, 0, 0, SONDE_TRACE_EVENT_API_CALL, 1},
+        {900, 0x1234, text, 0, SONDE_TRACE_EVENT_API_ARG, 0 | SONDE_TRACE_API_TEXT},
+        {900, 5, 0, 0, SONDE_TRACE_EVENT_API_RETURN, 0},
+        {900, 42, 0, 0, SONDE_TRACE_EVENT_API_END, 0},
+    };
+    assert_int_equal(sonde_trace_writer_write_events(w, 0, in, 4), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_trace_writer_close(w), SONDE_STATUS_SUCCESS);
+    sonde_trace_reader_t *r = NULL;
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_SONDE, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
+    sonde_trace_event_t out[8];
+    size_t got = 0;
+    assert_int_equal(sonde_trace_reader_read_events(r, 0, out, 8, &got), SONDE_STATUS_SUCCESS);
+    assert_int_equal(got, 4);
+    for (size_t i = 0; i < 4; ++i) {
+        assert_int_equal(out[i].kind, in[i].kind);
+        assert_int_equal(out[i].value, in[i].value);
+        assert_int_equal(out[i].id, in[i].id);
+        assert_int_equal(out[i].aux, in[i].aux);
+        assert_int_equal(out[i].timestamp, 900);
+    }
+    const char *s = NULL;
+    assert_int_equal(sonde_trace_reader_get_string(r, out[1].id, &s), SONDE_STATUS_SUCCESS);
+    assert_string_equal(s, "hello");
+    assert_int_equal(sonde_trace_reader_close(r), SONDE_STATUS_SUCCESS);
 }
 
 static void test_writer_statuses(void **state) {
@@ -473,6 +563,8 @@ int main(void) {
         cmocka_unit_test(test_writer_statuses),
         cmocka_unit_test(test_truncated_recovery),
         cmocka_unit_test(test_duplicate_event_entry),
+        cmocka_unit_test(test_minor_version_2),
+        cmocka_unit_test(test_api_events),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
