@@ -423,6 +423,25 @@ private:
                     stop = stop_at();
                     continue;
                 }
+                // Timestamp and cpu markers (one record in about 300): outside a header or chunk
+                // start nothing is skipped or settled, so marker() reduces to this.
+                if (t == kMarker && fast == kMap.fast && (size == kMarkerTimestamp || size == kMarkerCpuId)) {
+                    uint64_t value = a;
+                    if (size == kMarkerTimestamp) {
+                        ts = a > UINT64_MAX / 1000 ? UINT64_MAX : a * 1000;
+                        value = ts;
+                    } else {
+                        cpu_ = a;
+                        cpu_seen_ = true;
+                    }
+                    const uint64_t marker =
+                        size == kMarkerTimestamp ? SONDE_MARKER_TIMESTAMP : SONDE_MARKER_CPU_ID;
+                    put(o, value, 0, ts, shard | uint64_t(SONDE_MEMREF_MARKER) << 32 | marker << 48);
+                    ++o;
+                    last_marker_ = size;
+                    p += kRec;
+                    continue;
+                }
                 if (t == kMarker && fast == kMap.fast && size <= kMarkerMax && size != kMarkerTimestamp &&
                     size != kMarkerCpuId && size != kMarkerRecordOrdinal && size != kMarkerFiletype) {
                     put(o, a, 0, ts,
@@ -439,6 +458,7 @@ private:
             pos_ = static_cast<size_t>(p - b);
             last_pc_ = last_pc;
             last_size_ = last_size;
+            ts_ = ts;
             if (t > kLastType) {
                 fail(offset_of_pos(), "unknown record type " + std::to_string(t));
                 return;
@@ -459,6 +479,7 @@ private:
         pos_ = static_cast<size_t>(p - b);
         last_pc_ = last_pc;
         last_size_ = last_size;
+        ts_ = ts;
         if (p != start) last_type_ = load16(p - kRec);  // the type of the last record decoded
     }
 
