@@ -498,6 +498,21 @@ class AnalyzeTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             sonde.analyze(LACKEY, tools=["basic_counts=line_size=8"])
 
+    def test_progress(self):
+        size = os.path.getsize(LACKEY)
+        with sonde.Analyzer() as a:
+            a.add_tool("basic_counts")
+            a.add_input(LACKEY, "lackey")
+            self.assertEqual(a.progress(), (0, size))
+            a.run()
+            self.assertEqual(a.progress(), (size, size))  # the zstd file, read once
+        with sonde.TraceReader(LACKEY, "lackey") as r:
+            self.assertEqual(r.progress, (0, size))
+            first = next(iter(r.memrefs(0)))
+            self.assertTrue(first.size > 0)
+            done, total = r.progress
+            self.assertTrue(0 < done <= total == size)
+
     def test_analyzer_memory_shards(self):
         refs = [sonde.Memref(64 * (i % 10), 0, 0, 0, sonde.MEMREF_READ, 8) for i in range(100)]
         with sonde.Analyzer() as a:

@@ -256,6 +256,7 @@ _PROTOTYPES = {
     "sonde_analyzer_run": (_st, [c_vp]),
     "sonde_analyzer_error": (c_char_p, [c_vp]),
     "sonde_analyzer_run_info": (_st, [c_vp, P(c_bool), P(c_u32)]),
+    "sonde_analyzer_progress": (_st, [c_vp, P(c_u64), P(c_u64)]),
     "sonde_analyzer_results_json": (_st, [c_vp, c_char_p, c_size, P(c_size)]),
     # sonde/trace.h
     "sonde_trace_reader_open": (_st, [c_char_p, c_u32, c_char_p, c_size, P(c_vp)]),
@@ -265,6 +266,7 @@ _PROTOTYPES = {
     "sonde_trace_reader_read": (_st, [c_vp, P(MemrefStruct), c_size, P(c_size)]),
     "sonde_trace_reader_error": (c_char_p, [c_vp]),
     "sonde_trace_reader_warnings": (c_char_p, [c_vp]),
+    "sonde_trace_reader_progress": (_st, [c_vp, P(c_u64), P(c_u64)]),
     "sonde_trace_reader_close": (_st, [c_vp]),
     "sonde_trace_writer_create": (_st, [c_char_p, P(TraceWriterProperties), P(c_vp)]),
     "sonde_trace_writer_write": (_st, [c_vp, c_u32, P(MemrefStruct), c_size]),

@@ -79,6 +79,15 @@ class Analyzer:
                     "sonde_analyzer_run_info")
         return parallel.value, workers.value
 
+    def progress(self):
+        """``(done, total)``: bytes of the file inputs read so far and in all, as stored
+        (``sonde_analyzer_progress``); ``total`` is 0 when an input is a pipe. Any thread may
+        ask while :meth:`run` runs on another."""
+        done, total = ctypes.c_uint64(), ctypes.c_uint64()
+        self._check(lib.sonde_analyzer_progress(self._a, ctypes.byref(done), ctypes.byref(total)),
+                    "sonde_analyzer_progress")
+        return done.value, total.value
+
     def input_warnings(self, index):
         """``(complete, warnings)`` of input ``index``: whether it was read as written, and its
         reader's warnings as a list of strings."""

@@ -106,6 +106,15 @@ class TraceReader:
         """Warnings found while opening (e.g. a truncated trace recovered), a list of strings."""
         return [w for w in _s(lib.sonde_trace_reader_warnings(self._r)).split("\n") if w]
 
+    @property
+    def progress(self):
+        """``(done, total)``: bytes of the input read so far and in all, as stored
+        (``sonde_trace_reader_progress``); ``total`` is 0 for a pipe."""
+        done, total = ctypes.c_uint64(), ctypes.c_uint64()
+        self._check(lib.sonde_trace_reader_progress(self._r, ctypes.byref(done), ctypes.byref(total)),
+                    "sonde_trace_reader_progress")
+        return done.value, total.value
+
     def memrefs(self, shard=None, batch=_BATCH):
         """Yields the :class:`Memref` records of ``shard``, or with ``shard=None`` of every shard
         interleaved by timestamp. Each shard has its own position: a second pass over a shard
