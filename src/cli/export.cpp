@@ -9,8 +9,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <sonde/defs.h>
-
 #include "cli/event_source.h"
 #include "cli/options.h"
 #include "cli/output_file.h"
@@ -61,10 +59,7 @@ int sonde_cli_export(int argc, char **argv) {
         std::fprintf(stderr, "sonde export: %s\n", error.c_str());
         return 1;
     }
-    uint32_t major = 0, minor = 0, patch = 0;
-    sonde_get_version(&major, &minor, &patch);
-    const std::string version =
-        std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    const std::string version = sonde::cli::version_number();
 
     sonde::report::Walker walker(*source);
     std::unique_ptr<sonde::report::Sink> writer;

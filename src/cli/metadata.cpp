@@ -3,9 +3,7 @@
 
 #include <time.h>
 
-#include <cstdio>
-
-#include <sonde/defs.h>
+#include "cli/options.h"
 
 namespace sonde::cli {
 
@@ -20,10 +18,8 @@ std::string utc_now() {
 
 nlohmann::ordered_json metadata(const std::string &command, const std::vector<std::string> &inputs,
                                 nlohmann::ordered_json options, const std::string &start_time) {
-    uint32_t major = 0, minor = 0, patch = 0;
-    sonde_get_version(&major, &minor, &patch);
     nlohmann::ordered_json m;
-    m["sonde_version"] = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    m["sonde_version"] = version_number();
     m["command"] = command;
     m["inputs"] = inputs;
     m["options"] = std::move(options);

@@ -96,11 +96,13 @@ std::string check_cache_level(const std::string &item) {
 
 }  // namespace
 
-std::string version_string() {
+std::string version_number() {
     uint32_t major = 0, minor = 0, patch = 0;
     sonde_get_version(&major, &minor, &patch);
-    return "sonde " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
+
+std::string version_string() { return "sonde " + version_number(); }
 
 namespace {
 class UsageFormatter : public CLI::Formatter {

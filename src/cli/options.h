@@ -23,7 +23,9 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
-// "sonde X.Y.Z", the library's version (sonde_get_version).
+// "X.Y.Z", the library's version (sonde_get_version), as JSON outputs carry it.
+std::string version_number();
+// "sonde X.Y.Z", as --version prints it.
 std::string version_string();
 
 // Adds --version (prints version_string() on stdout, exit 0) to a command.

@@ -11,8 +11,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <sonde/defs.h>
-
 #include "cli/event_source.h"
 #include "cli/metadata.h"
 #include "cli/options.h"
@@ -23,12 +21,6 @@
 #include "report/walker.h"
 
 namespace {
-
-std::string version_text() {
-    uint32_t major = 0, minor = 0, patch = 0;
-    sonde_get_version(&major, &minor, &patch);
-    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
 
 std::string base_name(const std::string &path) {
     const size_t slash = path.find_last_of('/');
@@ -78,7 +70,7 @@ int sonde_cli_report(int argc, char **argv) {
     }
     sonde::report::ReportOptions options;
     sonde::report::parse_sort_key(sort, &options.sort);
-    options.version = version_text();
+    options.version = sonde::cli::version_number();
     options.per_thread = per_thread;
     options.tree = tree;
     options.max_depth = depth;

@@ -150,12 +150,6 @@ def _tool_options(tool, cache, line_size, jobs):
     return ""
 
 
-def _library_version():
-    major, minor, patch = ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_uint32()
-    lib.sonde_get_version(ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch))
-    return "%d.%d.%d" % (major.value, minor.value, patch.value)
-
-
 def _split_tool(tool):
     # "PATH=OPTIONS" for a tool shared object (a path, with a '/'), as ``--tool`` takes it.
     path, eq, options = tool.partition("=")
@@ -178,6 +172,7 @@ def analyze(inputs, tools=None, format="auto", cache=None, line_size=None, jobs=
     ``--jobs`` (parallel workers; None: one per core). Raises :class:`sonde.SondeError` when a
     tool, an input or the run fails, with the analyzer's message in ``detail``.
     """
+    from . import __version__  # the package's, set once it has loaded this module
     start_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
@@ -212,7 +207,7 @@ def analyze(inputs, tools=None, format="auto", cache=None, line_size=None, jobs=
         a.run()
         results = a.results()
     metadata = {
-        "sonde_version": _library_version(),
+        "sonde_version": __version__,
         "command": "analyze",
         "inputs": inputs,
         "options": {"format": format, "tools": given, "serial": False, "jobs": jobs or 0,
