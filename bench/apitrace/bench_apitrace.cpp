@@ -14,10 +14,7 @@
 // installed is reported as such. Never fails.
 //
 // usage: bench_apitrace CRC_LOOP SONDE PROTOTYPES [N] [REPS] [LTRACE_CALLS]
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,7 +22,7 @@
 #include <string>
 #include <vector>
 
-extern char **environ;
+#include "../common/spawn.h"
 
 namespace {
 
@@ -37,34 +34,13 @@ struct Figure {
 // Runs argv (stderr to /dev/null); the ns per call the program printed ("calls N ns T cpu C"),
 // negative when it did not run.
 Figure run(const std::vector<std::string> &args) {
-    int pipefd[2];
-    if (pipe(pipefd) != 0) return {};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-    posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", 0 /* O_RDONLY */, 0);
-    std::vector<char *> argv;
-    for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-    argv.push_back(nullptr);
-    pid_t pid;
-    const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(pipefd[1]);
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-    close(pipefd[0]);
-    if (rc != 0) return {};
-    int status = 0;
-    waitpid(pid, &status, 0);
+    const sonde_bench::ChildOutput child = sonde_bench::run_child(args);
     unsigned long long calls = 0;
     long long ns = 0, cpu = 0;
-    const size_t at = out.find("calls ");
-    if (at == std::string::npos ||
-        std::sscanf(out.c_str() + at, "calls %llu ns %lld cpu %lld", &calls, &ns, &cpu) != 3 || calls == 0 ||
-        !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    const size_t at = child.out.find("calls ");
+    if (!child.ran || at == std::string::npos ||
+        std::sscanf(child.out.c_str() + at, "calls %llu ns %lld cpu %lld", &calls, &ns, &cpu) != 3 ||
+        calls == 0)
         return {};
     return {static_cast<double>(ns) / static_cast<double>(calls),
             static_cast<double>(cpu) / static_cast<double>(calls)};

@@ -11,9 +11,6 @@
 // cost over the floor (empty hooks), the peer's too, so the ratios compare what each tool adds.
 //
 // usage: bench_callgraph PLAIN INSTRUMENTED LIBSONDE_INSTRUMENT CALL_COUNTER CLASS_FILTER [N] [REPS]
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,7 +19,7 @@
 #include <string>
 #include <vector>
 
-extern char **environ;
+#include "../common/spawn.h"
 
 namespace {
 
@@ -34,13 +31,6 @@ struct Run {
 
 // Runs argv with extra environment entries; parses "calls N ns T" from its stdout.
 Run run(const std::vector<std::string> &args, const std::vector<std::string> &env_extra) {
-    int pipefd[2];
-    if (pipe(pipefd) != 0) return {};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-    posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", 0 /* O_RDONLY */, 0);
     std::vector<std::string> envs;
     for (char **e = environ; *e != nullptr; ++e) {
         std::string s(*e);
@@ -50,31 +40,19 @@ Run run(const std::vector<std::string> &args, const std::vector<std::string> &en
         envs.push_back(s);
     }
     for (const auto &e : env_extra) envs.push_back(e);
-    std::vector<char *> argv, envp;
-    for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-    argv.push_back(nullptr);
+    std::vector<char *> envp;
     for (auto &e : envs) envp.push_back(const_cast<char *>(e.c_str()));
     envp.push_back(nullptr);
-    pid_t pid;
-    const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
-    close(pipefd[1]);
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-    close(pipefd[0]);
-    if (rc != 0) return {};
-    int status = 0;
-    waitpid(pid, &status, 0);
+    const sonde_bench::ChildOutput child = sonde_bench::run_child(args, envp.data());
     Run r;
     unsigned long long calls = 0;
     long long ns = 0;
-    const size_t at = out.find("calls ");
-    if (at != std::string::npos && std::sscanf(out.c_str() + at, "calls %llu ns %lld", &calls, &ns) == 2) {
+    const size_t at = child.out.find("calls ");
+    if (at != std::string::npos &&
+        std::sscanf(child.out.c_str() + at, "calls %llu ns %lld", &calls, &ns) == 2) {
         r.calls = static_cast<double>(calls);
         r.ns = static_cast<double>(ns);
-        r.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        r.ok = child.ran;
     }
     return r;
 }
