@@ -183,26 +183,17 @@ int sonde_cli_analyze(int argc, char **argv) {
     if (parsed >= 0) return parsed;
     std::vector<std::string> tool_options;  // an external tool's options, "" for the others
     for (const std::string &list : tool_lists) {
-        // An external tool's options run to the end of the value: "a,./x.so=k=1,j=2" is a and
-        // ./x.so with "k=1,j=2".
-        std::string rest = list, options;
-        for (size_t pos = 0; pos < rest.size();) {
-            size_t comma = rest.find(',', pos);
-            if (comma == std::string::npos) comma = rest.size();
-            const size_t eq = rest.find('=', pos);
-            if (eq < comma) {
-                if (rest.substr(pos, eq - pos).find('/') == std::string::npos)
-                    return cli::usage_error(kCommand, "--tool: '" + rest.substr(pos, comma - pos) +
-                                                          "': only a tool shared object (a path) takes "
-                                                          "options after '='; the built-in tools take "
-                                                          "theirs from --cache, --line-size and the others");
-                options = rest.substr(eq + 1);
-                rest = rest.substr(0, eq);
-                break;
-            }
-            pos = comma + 1;
-        }
-        const std::vector<std::string> items = cli::split_list(rest);
+        // An external tool's options run from the first '=' to the end of the value:
+        // "a,./x.so=k=1,j=2" is a and ./x.so with "k=1,j=2"; the tool before '=' comes last.
+        const size_t eq = list.find('=');
+        const std::string options = eq == std::string::npos ? std::string() : list.substr(eq + 1);
+        const std::vector<std::string> items = cli::split_list(list.substr(0, eq));  // never empty
+        if (eq != std::string::npos && items.back().find('/') == std::string::npos)
+            return cli::usage_error(kCommand,
+                                    "--tool: '" + items.back() + list.substr(eq, list.find(',', eq) - eq) +
+                                        "': only a tool shared object (a path) takes options after '='; "
+                                        "the built-in tools take theirs from --cache, --line-size and the "
+                                        "others");
         for (size_t k = 0; k < items.size(); ++k) {
             const std::string &t = items[k];
             if (t.empty()) return cli::usage_error(kCommand, "--tool: '" + list + "' has an empty item");
