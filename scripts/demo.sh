@@ -8,7 +8,8 @@
 #   3. client plugins on an instrumented program (installed clients given by name), then its
 #      call graph recorded with `sonde record`, read back with Python ctypes, reported as text,
 #      a call tree and an HTML page, and exported for Perfetto UI;
-#   4. library calls of an uninstrumented program (zlib) traced with `sonde record --api`.
+#   4. library calls of an uninstrumented program (zlib) traced with `sonde record --api`, and
+#      observed by a client plugin with `sonde run --api`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -104,3 +105,10 @@ EOF2
 "$sonde" export "$tmp/zlib.trace" --format chrome -o "$tmp/zlib.chrome.json"
 echo "the first two calls in the chrome export, with their arguments by name:"
 grep -m 2 '"cat":"api:' "$tmp/zlib.chrome.json"
+echo "the same calls as API_CALL events of a client plugin (api_logger), crc32 and uncompress only:"
+"$sonde" run --api 'libz:crc32,compress2,uncompress' --api-prototypes "$tmp/zlib.h" \
+  --client build/examples/api_logger.so=out="$tmp/zlib.calls.tsv",only=crc32:uncompress \
+  -- build/tests/apitrace/api_prog zlib 1000 >/dev/null
+grep -m 3 '^function' "$tmp/zlib.calls.tsv"
+grep -m 2 '^leave' "$tmp/zlib.calls.tsv"
+echo "($(grep -c '^leave' "$tmp/zlib.calls.tsv") calls observed)"

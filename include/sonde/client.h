@@ -60,6 +60,15 @@ typedef struct sonde_module_id_t {
     uint64_t handle; /**< Opaque value; see ::sonde_module_index. */
 } sonde_module_id_t;
 
+/**
+ * @brief Identifies a traced library function (API_CALL events): dense and stable for the life
+ * of the process, in the order functions were traced.
+ * @since 1.2
+ */
+typedef struct sonde_api_function_id_t {
+    uint64_t handle; /**< Opaque value; see ::sonde_api_function_index. */
+} sonde_api_function_id_t;
+
 /** @brief Dense index (0, 1, 2, ...) of a valid method id, for clients that keep per-method arrays.
  * @param id A valid method id. @return Its index.
  * @since 1.1 */
@@ -74,6 +83,11 @@ static inline uint32_t sonde_thread_index(sonde_thread_id_t id) { return (uint32
  * @since 1.1
  */
 static inline uint32_t sonde_module_index(sonde_module_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
+/**
+ * @brief Dense index of a valid traced function id. @param id A valid id. @return Its index.
+ * @since 1.2
+ */
+static inline uint32_t sonde_api_function_index(sonde_api_function_id_t id) { return (uint32_t)(id.handle & 0xffffffffu) - 1u; }
 
 /** @brief Event groups, the unit of filtering. Cross the ABI as uint32_t. @since 1.1 */
 enum sonde_event_group {
@@ -83,8 +97,19 @@ enum sonde_event_group {
     SONDE_EVENT_GROUP_CALL_GRAPH = 3, /**< Method enter and leave. */
     SONDE_EVENT_GROUP_MEMORY = 4,     /**< Memory references reported by ::sonde_memory_access. */
     SONDE_EVENT_GROUP_USER = 5,       /**< Marks and ranges the program reports. */
-    SONDE_EVENT_GROUP_COUNT = 6       /**< Number of groups in this version. */
+    /**
+     * Calls into shared-library functions traced with `sonde run --api` (or `sonde record --api`):
+     * API_CALL_ENTER and API_CALL_LEAVE. Its filter is asked once per traced function. @since 1.2
+     */
+    SONDE_EVENT_GROUP_API_CALL = 6,
+    SONDE_EVENT_GROUP_COUNT = 7 /**< Number of groups in this version; grows as groups are appended (1.1 had ::SONDE_EVENT_GROUP_COUNT_1_1). */
 };
+
+/**
+ * @brief Number of event groups in version 1.1 (LIFECYCLE..USER): what a client built against
+ * 1.1 knows. Pinned, unlike ::SONDE_EVENT_GROUP_COUNT. @since 1.2
+ */
+#define SONDE_EVENT_GROUP_COUNT_1_1 6u
 
 /** @brief Events. Cross the ABI as uint32_t; the group of each is given beside it. @since 1.1 */
 enum sonde_event {
@@ -111,7 +136,20 @@ enum sonde_event {
      * 1.2 answers INVALID_ARGUMENT to its registration. @since 1.2
      */
     SONDE_EVENT_NEW_METHOD = 14,
-    SONDE_EVENT_COUNT = 15 /**< Number of events in this version; grows as events are appended (1.1 had ::SONDE_EVENT_COUNT_1_1). */
+    /**
+     * API_CALL: a traced library function is called, before it runs (API_FUNCTION,
+     * CORRELATION_ID, ARGUMENTS, NAME: the function's name, MODULE_ID: its library, STACK_DEPTH:
+     * the traced calls already open on this thread, THREAD_ID, TIMESTAMP). Runs on the calling
+     * thread, possibly inside a signal handler (see docs/api-tracing.md). @since 1.2
+     */
+    SONDE_EVENT_API_CALL_ENTER = 15,
+    /**
+     * API_CALL: a traced library function has returned (the items of API_CALL_ENTER, with the
+     * same correlation id and arguments, plus RETURN_VALUE and BEGIN_TIMESTAMP; TIMESTAMP is
+     * when it returned). @since 1.2
+     */
+    SONDE_EVENT_API_CALL_LEAVE = 16,
+    SONDE_EVENT_COUNT = 17 /**< Number of events in this version; grows as events are appended (1.1 had ::SONDE_EVENT_COUNT_1_1). */
 };
 
 /**
@@ -146,7 +184,12 @@ enum sonde_data_item {
     SONDE_DATA_VISIBILITY = 1u << 17,    /**< Method requests: a ::sonde_visibility value. */
     SONDE_DATA_PATH = 1u << 18,          /**< Module path (MODULE events: in `name`, instead of the file name). */
     SONDE_DATA_OS_THREAD_ID = 1u << 19,  /**< `os_thread_id`: the kernel thread id (gettid). */
-    SONDE_DATA_STATE = 1u << 20          /**< Requests: whether a thread is alive or a module loaded. */
+    SONDE_DATA_STATE = 1u << 20,         /**< Requests: whether a thread is alive or a module loaded. */
+    SONDE_DATA_API_FUNCTION = 1u << 21,  /**< `api_function`: the traced function (API_CALL events). @since 1.2 */
+    SONDE_DATA_CORRELATION_ID = 1u << 22, /**< `correlation_id`: one per traced call, unique in the process (API_CALL events). @since 1.2 */
+    SONDE_DATA_ARGUMENTS = 1u << 23,     /**< `arguments` and `argument_count` (API_CALL events). @since 1.2 */
+    SONDE_DATA_RETURN_VALUE = 1u << 24,  /**< `return_value` (API_CALL_LEAVE). @since 1.2 */
+    SONDE_DATA_BEGIN_TIMESTAMP = 1u << 25 /**< `begin_timestamp` (API_CALL_LEAVE). @since 1.2 */
 };
 
 /** @brief Memory access types (`access_type`). @since 1.1 */
@@ -196,6 +239,13 @@ typedef struct sonde_event_data_t {
     const char *name;            /**< NAME (NUL-terminated). */
     const void *payload;         /**< USER_PAYLOAD. */
     uint64_t payload_size;       /**< USER_PAYLOAD. */
+    sonde_api_function_id_t api_function; /**< API_FUNCTION. @since 1.2 */
+    uint64_t correlation_id;     /**< CORRELATION_ID. @since 1.2 */
+    uint64_t begin_timestamp;    /**< BEGIN_TIMESTAMP: when the traced function began (ns, after the API_CALL_ENTER observers returned). @since 1.2 */
+    uint64_t return_value;       /**< RETURN_VALUE, as a 64-bit value (0 for void; a double's bits for a double). @since 1.2 */
+    const uint64_t *arguments;   /**< ARGUMENTS: the arguments as 64-bit values (a double's bits for a double), valid during the handler call. @since 1.2 */
+    uint32_t argument_count;     /**< ARGUMENTS: the number of values in `arguments`. @since 1.2 */
+    uint32_t reserved2;          /**< Zero. @since 1.2 */
 } sonde_event_data_t;
 
 /**
@@ -205,6 +255,13 @@ typedef struct sonde_event_data_t {
  * @since 1.1
  */
 #define SONDE_EVENT_DATA_SIZE_1_1 120u
+
+/**
+ * @brief Size of sonde_event_data_t in version 1.2: the API_CALL fields (`api_function` ..
+ * `argument_count`) are present when struct_size is at least this. A literal, valid for x86-64.
+ * @since 1.2
+ */
+#define SONDE_EVENT_DATA_SIZE_1_2 168u
 
 /**
  * @brief An observer. Called on the thread where the event happens, possibly on several
@@ -235,6 +292,7 @@ typedef struct sonde_filter_element_t {
     const char *path;            /**< MODULE: the module's path. */
     uint32_t visibility;         /**< CALL_GRAPH: a ::sonde_visibility value. */
     uint32_t reserved;           /**< Zero. */
+    sonde_api_function_id_t api_function; /**< API_CALL: the traced function (then `name` is its name, `full_name` its declaration, `module`, `module_name` and `path` its library). @since 1.2 */
 } sonde_filter_element_t;
 
 /**
@@ -243,6 +301,13 @@ typedef struct sonde_filter_element_t {
  * @since 1.1
  */
 #define SONDE_FILTER_ELEMENT_SIZE_1_1 80u
+
+/**
+ * @brief Size of sonde_filter_element_t in version 1.2: `api_function` is present when
+ * struct_size is at least this. A literal, valid for x86-64.
+ * @since 1.2
+ */
+#define SONDE_FILTER_ELEMENT_SIZE_1_2 88u
 
 /**
  * @brief A group filter: returns true to be notified of the element's events. Asked once per
@@ -421,8 +486,8 @@ typedef struct sonde_api_t {
     sonde_status_t (*register_event)(sonde_client_id_t client, uint32_t event, uint64_t data_items,
                                      sonde_event_handler_t handler, void *user_data);
     /**
-     * @brief Sets the filter of a group (CALL_GRAPH, THREAD or MODULE); only during
-     * instantiation. A thread filtered out sends the client no events at all; a module filtered
+     * @brief Sets the filter of a group (CALL_GRAPH, THREAD, MODULE, or API_CALL from 1.2); only
+     * during instantiation. A thread filtered out sends the client no events at all; a module filtered
      * out sends no MODULE events and no CALL_GRAPH events of its methods.
      * @return SUCCESS; ILLEGAL_ID; NULL_POINTER; NOT_SUPPORTED (another group); PHASE_FAILURE
      * (after the instantiate function returned, or in a fork() child as for register_event).

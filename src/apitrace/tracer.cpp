@@ -71,6 +71,7 @@ void publish(State &s) {
          i < s.functions.size() && i < kMaxPublished; ++i) {
         g_published[i].store(new TracedFunction(s.functions[i]), std::memory_order_release);
         g_num_published.store(i + 1, std::memory_order_release);
+        if (s.sink.added != nullptr) s.sink.added(s.sink.ctx, i);
     }
 }
 
@@ -179,7 +180,7 @@ bool resolve(State &s, const LoadedModule &m, const Target &t, bool strict, uint
             continue;
         }
         made.push_back(w);
-        fns.push_back({w->id(), lib, *sig});
+        fns.push_back({w->id(), lib, *sig, m.path});
     }
     if (handle != nullptr) s.real_dlclose(handle);
     return true;

@@ -13,8 +13,9 @@
 // results, addresses stored earlier), and calls from libsonde, libffi and the dynamic loader,
 // which are never patched.
 //
-// Threads: start, stop and the dlopen/dlclose hooks serialise on one lock; traced calls take
-// none. Wrappers live until the process ends: a thread may still run inside one after stop().
+// Threads: start, stop and the dlopen/dlclose hooks serialise on one lock (taken before the
+// client registry's lock when the sink's `added` asks client filters, never after); traced
+// calls take none. Wrappers live until the process ends: a thread may still run inside one after stop().
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,7 @@ struct TracedFunction {
     uint32_t id;          // CallRecord::function
     std::string library;  // the file name of the library that defines it
     Signature signature;
+    std::string path;  // that library's path as loaded
 };
 
 struct TracerOptions {

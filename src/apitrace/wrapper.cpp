@@ -201,6 +201,8 @@ void Wrapper::handler(ffi_cif *cif, void *ret, void **args, void *self) {
                 copy_string(rec, static_cast<uint8_t>(i), reinterpret_cast<const char *>(rec.args[i]));
         }
     }
+    rec.begin = 0;
+    if (w.sink_.enter != nullptr) w.sink_.enter(w.sink_.ctx, rec);
     ++t_calls.depth;
     set_busy(0);
     errno = caller_errno;

@@ -53,10 +53,16 @@ struct CallRecord {
     char text[kMaxStrings][kStringBound];
 };
 
-// Where records go. `call` runs on the calling thread, possibly in a signal handler.
+// Where records go. `call` runs on the calling thread after the original returned, `enter`
+// (optional) before the original runs, with the arguments, strings, correlation id and depth
+// filled (`begin`, `end` and `ret` are 0); both possibly in a signal handler, so they must take no lock
+// and allocate nothing. `added` (optional) is told each traced function once, by the tracer
+// under its lock, after traced_function(id) is published and before any slot leads to it.
 struct Sink {
     void (*call)(void *ctx, const CallRecord &record) = nullptr;
     void *ctx = nullptr;
+    void (*enter)(void *ctx, const CallRecord &record) = nullptr;
+    void (*added)(void *ctx, uint32_t id) = nullptr;
 };
 
 // The 64-bit value of one argument or return value of type `t` stored at `p` (a libffi

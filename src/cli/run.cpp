@@ -1,6 +1,7 @@
-// `sonde run --client PATH|NAME[=OPTIONS] ... -- PROGRAM ARGS`: sets LD_PRELOAD to
-// libsonde-instrument.so (before any LD_PRELOAD already set) and SONDE_CLIENTS to the clients,
-// then execs the program. Everything else (loading the clients, the events) happens inside the
+// `sonde run --client PATH|NAME[=OPTIONS] ... [--api SPEC] -- PROGRAM ARGS`: sets LD_PRELOAD to
+// libsonde-instrument.so (before any LD_PRELOAD already set), SONDE_CLIENTS to the clients and,
+// with --api, SONDE_API (and SONDE_API_PROTOTYPES) to the library functions whose calls become
+// the clients' API_CALL events (docs/api-tracing.md), then execs the program. Everything else (loading the clients, the events) happens inside the
 // program, so what `sonde run` does can also be done by hand with the two variables.
 //
 // A client given by bare name (no '/') is an installed one, found by clients_dir.h. Before the
@@ -62,23 +63,36 @@ int sonde_cli_run(int argc, char **argv) {
         "A client given as a path (with a '/') must be a readable ELF shared object that defines\n"
         "sonde_client_instantiate itself, else the program does not run (exit 2).\n"
         "Exit status: the program's; 127 when it cannot be started; 2 on bad usage; 125 with\n"
-        "--strict when a client fails to load inside the program (which then does not run).",
+        "--strict when a client fails to load inside the program (which then does not run), and\n"
+        "2 from inside it when --api tracing cannot start.",
         kCommand};
     std::vector<std::string> clients;
     bool strict = false;
     cli::add_version(app);
-    cli::set_usage(app, "sonde run [OPTIONS] --client PATH|NAME[=OPTIONS] ... -- PROGRAM [ARGS...]");
+    cli::set_usage(
+        app,
+        "sonde run [OPTIONS] --client PATH|NAME[=OPTIONS] ... [--api SPEC [--api-prototypes FILE]] -- "
+        "PROGRAM [ARGS...]");
     app.add_option("--client", clients,
                    "Client plugin and its options, PATH[=OPTIONS] or NAME[=OPTIONS] (an installed client, "
                    "e.g. call_counter); repeatable; no ';'")
         ->required()
         ->allow_extra_args(false);
+    std::string api, prototypes;
+    app.add_option("--api", api,
+                   "trace calls into shared-library functions for the clients' API_CALL events: "
+                   "'LIB:FUNC[,FUNC...][;LIB:...]' (fnmatch patterns in FUNC), e.g. 'libz:crc32,compress2'");
+    app.add_option("--api-prototypes", prototypes,
+                   "C declarations of the traced functions, one per line (typedef lines allowed)")
+        ->check(CLI::ExistingFile);
     app.add_flag("--strict", strict,
                  "Run the program only with every client loaded: a client that fails to load inside it "
                  "ends it before main (exit 125), and a program Sonde cannot be loaded into is refused");
     const int parsed = cli::parse(app, split, argv);
     if (parsed >= 0) return parsed;
     if (split + 1 >= argc) return cli::usage_error(kCommand, "no program given (put it after --)");
+    if (!prototypes.empty() && api.empty())
+        return cli::usage_error(kCommand, "--api-prototypes: needs --api");
     std::string list;
     for (const std::string &c : clients) {
         if (c.find(';') != std::string::npos)
@@ -111,6 +125,13 @@ int sonde_cli_run(int argc, char **argv) {
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("SONDE_CLIENTS", list.c_str(), 1);
     if (strict) setenv("SONDE_CLIENTS_STRICT", "1", 1);
+    if (!api.empty()) {
+        setenv("SONDE_API", api.c_str(), 1);
+        char abs[PATH_MAX];
+        if (!prototypes.empty())
+            setenv("SONDE_API_PROTOTYPES",
+                   realpath(prototypes.c_str(), abs) != nullptr ? abs : prototypes.c_str(), 1);
+    }
     const std::string program = find_program(argv[split + 1]);
     // A program the dynamic loader does not load Sonde into would run without any client.
     const std::string obstacle = preload_obstacle(program);
@@ -119,7 +140,8 @@ int sonde_cli_run(int argc, char **argv) {
             return cli::usage_error(kCommand, std::string(argv[split + 1]) + " " + obstacle + " (--strict)");
         std::fprintf(stderr, "%s: warning: %s %s; no client runs\n", kCommand, argv[split + 1],
                      obstacle.c_str());
-    } else if (!program.empty() && !calls_instrument_hooks(program)) {
+    } else if (api.empty() && !program.empty() && !calls_instrument_hooks(program)) {
+        // With --api an uninstrumented program is expected: its library calls are the events.
         warn_uninstrumented("sonde run", argv[split + 1]);
     }
     execvp(argv[split + 1], argv + split + 1);

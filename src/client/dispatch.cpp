@@ -34,6 +34,9 @@ Registry &registry() {
 namespace {
 
 constexpr uint64_t kLifecycleItems = SONDE_DATA_THREAD_ID | SONDE_DATA_TIMESTAMP;
+constexpr uint64_t kApiItems = kLifecycleItems | SONDE_DATA_API_FUNCTION | SONDE_DATA_CORRELATION_ID |
+                               SONDE_DATA_ARGUMENTS | SONDE_DATA_NAME | SONDE_DATA_MODULE_ID |
+                               SONDE_DATA_STACK_DEPTH;
 
 }  // namespace
 
@@ -62,6 +65,9 @@ uint64_t event_items(uint32_t event) {
         case SONDE_EVENT_USER_MARK: return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_USER_PAYLOAD;
         case SONDE_EVENT_USER_RANGE_PUSH:
         case SONDE_EVENT_USER_RANGE_POP: return kLifecycleItems | SONDE_DATA_NAME | SONDE_DATA_STACK_DEPTH;
+        case SONDE_EVENT_API_CALL_ENTER: return kApiItems;
+        case SONDE_EVENT_API_CALL_LEAVE:
+            return kApiItems | SONDE_DATA_RETURN_VALUE | SONDE_DATA_BEGIN_TIMESTAMP;
         default: return 0;
     }
 }
@@ -123,6 +129,14 @@ void deliver(const Subs *subs, uint64_t mask, sonde_event_data_t &full) {
                 d.payload = full.payload;
                 d.payload_size = full.payload_size;
             }
+            if (items & SONDE_DATA_API_FUNCTION) d.api_function = full.api_function;
+            if (items & SONDE_DATA_CORRELATION_ID) d.correlation_id = full.correlation_id;
+            if (items & SONDE_DATA_BEGIN_TIMESTAMP) d.begin_timestamp = full.begin_timestamp;
+            if (items & SONDE_DATA_RETURN_VALUE) d.return_value = full.return_value;
+            if (items & SONDE_DATA_ARGUMENTS) {
+                d.arguments = full.arguments;
+                d.argument_count = full.argument_count;
+            }
             e.fn(&d, e.user_data);
         } catch (...) {
             // An observer must not throw; the exception stops here, the event goes on.
@@ -168,6 +182,12 @@ void recompute_for_client(Client *c) {
         else
             t->notify.fetch_and(~bit, std::memory_order_relaxed);
     }
+    for (ApiFunction *a : r.api_functions) {
+        if (api_function_accept(a, bit) != 0)
+            a->notify.fetch_or(bit, std::memory_order_relaxed);
+        else
+            a->notify.fetch_and(~bit, std::memory_order_relaxed);
+    }
     for (Method *m : r.methods) {
         uint64_t yes = ask_filters(SONDE_EVENT_GROUP_CALL_GRAPH, method_element(m), bit);
         if (m->module != nullptr) yes &= m->module->accept.load(std::memory_order_relaxed);
@@ -202,7 +222,7 @@ sonde_status_t api_set_event_group_filter(sonde_client_id_t client, uint32_t gro
     if (c == nullptr || c->state != SONDE_CLIENT_STATE_ACTIVE) return SONDE_STATUS_ERROR_ILLEGAL_ID;
     if (should_notify == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (group != SONDE_EVENT_GROUP_CALL_GRAPH && group != SONDE_EVENT_GROUP_THREAD &&
-        group != SONDE_EVENT_GROUP_MODULE)
+        group != SONDE_EVENT_GROUP_MODULE && group != SONDE_EVENT_GROUP_API_CALL)
         return SONDE_STATUS_ERROR_NOT_SUPPORTED;
     if (!c->instantiating) return SONDE_STATUS_ERROR_PHASE_FAILURE;
     c->filters[group] = {should_notify, user_data};

@@ -6,6 +6,7 @@
 //  - threads.cpp: thread states, registration, THREAD events;
 //  - callgraph.cpp: the method table and the enter/leave hot path;
 //  - user_events.cpp: MEMORY and USER events;
+//  - api_events.cpp: API_CALL events of the functions the API tracer wraps;
 //  - modules.cpp: modules, symbols and DWARF, MODULE events;
 //  - requests.cpp: the data requests of the api table; api.cpp: the program-side C layer.
 //
@@ -63,6 +64,7 @@ constexpr uint64_t kTagClient = 0x5C01ull << 48;
 constexpr uint64_t kTagMethod = 0x5C02ull << 48;
 constexpr uint64_t kTagThread = 0x5C03ull << 48;
 constexpr uint64_t kTagModule = 0x5C04ull << 48;
+constexpr uint64_t kTagApiFunction = 0x5C05ull << 48;
 inline uint64_t make_handle(uint64_t tag, uint32_t index) { return tag | (uint64_t{index} + 1); }
 // Index of a handle of the given kind, or -1 if the tag or the range is wrong.
 inline int64_t handle_index(uint64_t handle, uint64_t tag, uint64_t count) {
@@ -214,6 +216,17 @@ struct ThreadState {
     bool rec_closed = false;
 };
 
+// ---- traced library functions (api_events.cpp) ----
+
+struct ApiFunction {
+    uint32_t id = 0;     // the tracer's function id
+    uint32_t index = 0;  // dense, in order of announcement (sonde_api_function_index)
+    std::atomic<uint64_t> notify{
+        0};                    // clients whose API_CALL filter (and its library's MODULE filter) accept it
+    Module *module = nullptr;  // the library, if the registry knew it when announced
+    std::string name, declaration, library, path;
+};
+
 // ---- clients and observers (loader.cpp, dispatch.cpp) ----
 
 struct Observer {
@@ -266,6 +279,7 @@ struct Registry {
 
     std::vector<ThreadState *> threads;
     std::vector<Module *> modules;
+    std::vector<ApiFunction *> api_functions;
 };
 
 Registry &registry();
@@ -352,6 +366,11 @@ inline sonde_event_data_t event_base(uint32_t event, const Subs *s, const Thread
     return d;
 }
 
+// api_events.cpp
+// The filter element of a traced function, and the clients (of `clients`) that accept it.
+sonde_filter_element_t api_function_element(const ApiFunction *a);
+uint64_t api_function_accept(const ApiFunction *a, uint64_t clients);  // mu held
+
 // threads.cpp
 // The calling thread's state; &g_busy while it is being registered or after it ended (its
 // in_hook is set, so every hook returns at once). Read by the hot path.
@@ -389,5 +408,24 @@ CallEvent *record_claim(ThreadState *t, uint32_t n);
 // A thread that registers or ends while recording (threads.cpp calls them).
 void record_thread_start(ThreadState *t, const std::string &name);  // mu held
 void record_thread_end(ThreadState *t);                             // no lock held
+
+// API calls (api_events.cpp), called by the API tracer's sink (src/record/api_calls.cpp).
+// A traced function was published with tracer id `id`: becomes an ApiFunction and asks the
+// API_CALL filters (tracer lock held, takes Registry::mu).
+void api_function_added(uint32_t id, const std::string &name, const std::string &declaration,
+                        const std::string &library, const std::string &path);
+// One traced call as the API tracer saw it (src/apitrace's CallRecord, converted by the
+// sink): ticks are clock::ticks() values; begin, end and ret are 0 on API_CALL_ENTER.
+struct ApiCall {
+    uint32_t function;  // the tracer's function id
+    uint32_t nargs;
+    uint32_t depth;  // traced calls of the thread open around this one
+    uint64_t correlation;
+    uint64_t begin, end;
+    uint64_t ret;
+    const uint64_t *args;
+};
+// API_CALL_ENTER or API_CALL_LEAVE of one traced call, on the calling thread (lock-free).
+void api_call_event(uint32_t event, const ApiCall &call);
 
 }  // namespace sonde::client

@@ -74,6 +74,46 @@ void sink_call(void *, const apitrace::CallRecord &rec) {
     --t->in_hook;
 }
 
+// The tracer's sink: the call is staged when this thread records, and delivered to the clients
+// that observe API_CALL events (src/client/api_events.cpp); both are lock-free.
+client::ApiCall client_call(const apitrace::CallRecord &rec, bool leave) {
+    return client::ApiCall{rec.function,          rec.nargs,           rec.depth,           rec.correlation,
+                           leave ? rec.begin : 0, leave ? rec.end : 0, leave ? rec.ret : 0, rec.args};
+}
+
+void sink_leave(void *ctx, const apitrace::CallRecord &rec) {
+    sink_call(ctx, rec);
+    client::api_call_event(SONDE_EVENT_API_CALL_LEAVE, client_call(rec, true));
+}
+
+void sink_enter(void *, const apitrace::CallRecord &rec) {
+    client::api_call_event(SONDE_EVENT_API_CALL_ENTER, client_call(rec, false));
+}
+
+// "RET NAME(TYPE ARG, ...)" from a signature, for the API_CALL filter element.
+std::string declaration(const apitrace::Signature &sig) {
+    std::string d = std::string(apitrace::type_name(sig.ret)) + " " + sig.name + "(";
+    for (size_t a = 0; a < sig.args.size(); ++a) {
+        if (a != 0) d += ", ";
+        const std::string type = apitrace::type_name(sig.args[a]);
+        d += type;
+        if (a < sig.arg_names.size() && !sig.arg_names[a].empty())
+            d += (type.back() == '*' ? "" : " ") + sig.arg_names[a];
+    }
+    return d + ")";
+}
+
+// A function was published (the tracer's lock held): the clients' filters are asked now.
+void sink_added(void *, uint32_t id) {
+    const apitrace::TracedFunction *f = apitrace::traced_function(id);
+    if (f == nullptr) return;
+    try {
+        client::api_function_added(id, f->signature.name, declaration(f->signature), f->library, f->path);
+    } catch (...) {
+        // Out of memory making the text: clients do not see this function's calls.
+    }
+}
+
 uint32_t value_class(apitrace::Type t) {
     using apitrace::Type;
     switch (t) {
@@ -126,7 +166,9 @@ std::string start_api_tracing() {
     unsetenv("SONDE_API_PROTOTYPES");
     std::string error;
     apitrace::Sink sink;
-    sink.call = sink_call;
+    sink.call = sink_leave;
+    sink.enter = sink_enter;
+    sink.added = sink_added;
     if (!apitrace::start_tracing(options, sink, error))
         return error.empty() ? "API tracing cannot start" : error;
     return "";

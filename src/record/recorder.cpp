@@ -395,12 +395,46 @@ void Recorder::stop(bool crashing) {
 
 // ---- lifecycle: start from SONDE_RECORD at initialisation, stop at finalisation ----
 
+// API tracing without a recording (`sonde run --api`): the calls go to the clients only. It
+// starts at initialisation like a recording and, like one, ends the process with status 2
+// before the program runs when it cannot start. Only the initialising thread touches the flag.
+bool g_api_for_clients = false;
+
+void start_api_tracing_for_clients() {
+    const char *spec = secure_getenv("SONDE_API");
+    if (spec == nullptr || *spec == '\0') return;
+    std::string error;
+    try {
+        error = start_api_tracing();
+    } catch (...) {
+        error = "out of memory";
+    }
+    if (!error.empty()) {
+        std::fprintf(stderr, "sonde: cannot trace API calls: %s\n", error.c_str());
+        _exit(2);
+    }
+    g_api_for_clients = true;
+}
+
+void stop_api_tracing_for_clients() {
+    if (!g_api_for_clients) return;
+    g_api_for_clients = false;
+    try {
+        for (const std::string &w : stop_api_tracing())
+            std::fprintf(stderr, "sonde: warning: %s\n", w.c_str());
+    } catch (...) {
+    }
+}
+
 void on_initialize() {
     static bool tried = false;
     if (tried) return;
     tried = true;
     const char *env = secure_getenv("SONDE_RECORD");
-    if (env == nullptr || *env == '\0') return;
+    if (env == nullptr || *env == '\0') {
+        start_api_tracing_for_clients();
+        return;
+    }
     const std::string path = env;
     // The program's own children (a shell, an exec'ed tool) must not record over this file.
     unsetenv("SONDE_RECORD");
@@ -412,6 +446,7 @@ void on_initialize() {
 }
 
 void on_finalize() {
+    stop_api_tracing_for_clients();
     try {
         g_recorder->stop(false);
     } catch (...) {

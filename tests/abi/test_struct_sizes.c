@@ -210,7 +210,9 @@ LAYOUT(sonde_thread_id_t, 8, 8);
 FIELD(sonde_thread_id_t, handle, 0, 8);
 LAYOUT(sonde_module_id_t, 8, 8);
 FIELD(sonde_module_id_t, handle, 0, 8);
-LAYOUT(sonde_event_data_t, 120, 8);
+LAYOUT(sonde_api_function_id_t, 8, 8);
+FIELD(sonde_api_function_id_t, handle, 0, 8);
+LAYOUT(sonde_event_data_t, 168, 8);
 FIELD(sonde_event_data_t, struct_size, 0, 4);
 FIELD(sonde_event_data_t, event, 4, 4);
 FIELD(sonde_event_data_t, valid_items, 8, 8);
@@ -228,7 +230,14 @@ FIELD(sonde_event_data_t, access_type, 92, 4);
 FIELD(sonde_event_data_t, name, 96, 8);
 FIELD(sonde_event_data_t, payload, 104, 8);
 FIELD(sonde_event_data_t, payload_size, 112, 8);
-LAYOUT(sonde_filter_element_t, 80, 8);
+FIELD(sonde_event_data_t, api_function, 120, 8);
+FIELD(sonde_event_data_t, correlation_id, 128, 8);
+FIELD(sonde_event_data_t, begin_timestamp, 136, 8);
+FIELD(sonde_event_data_t, return_value, 144, 8);
+FIELD(sonde_event_data_t, arguments, 152, 8);
+FIELD(sonde_event_data_t, argument_count, 160, 4);
+FIELD(sonde_event_data_t, reserved2, 164, 4);
+LAYOUT(sonde_filter_element_t, 88, 8);
 FIELD(sonde_filter_element_t, struct_size, 0, 4);
 FIELD(sonde_filter_element_t, group, 4, 4);
 FIELD(sonde_filter_element_t, method, 8, 8);
@@ -241,6 +250,7 @@ FIELD(sonde_filter_element_t, module_name, 56, 8);
 FIELD(sonde_filter_element_t, path, 64, 8);
 FIELD(sonde_filter_element_t, visibility, 72, 4);
 FIELD(sonde_filter_element_t, reserved, 76, 4);
+FIELD(sonde_filter_element_t, api_function, 80, 8);
 LAYOUT(sonde_string_t, 16, 8);
 FIELD(sonde_string_t, entries, 0, 8);
 FIELD(sonde_string_t, size, 8, 4);
@@ -373,9 +383,10 @@ FIELD(sonde_trace_event_info_t, last_timestamp, 40, 8);
     SONDE_THREAD_INFO_SIZE_1_1 != 48 || SONDE_CLIENT_INFO_SIZE_1_1 != 48 || SONDE_API_SIZE_1_1 != 104
 #error "a 1.1 size macro is not the literal size of its struct in 1.1"
 #endif
-#if SONDE_TRACE_METHOD_SIZE_1_2 != 80 || SONDE_TRACE_MODULE_SIZE_1_2 != 40 ||     \
-    SONDE_TRACE_THREAD_SIZE_1_2 != 24 || SONDE_TRACE_EVENT_INFO_SIZE_1_2 != 48 || \
-    SONDE_EVENT_COUNT_1_1 != 14 || SONDE_TOOL_OPS_SIZE_1_2 != 144
+#if SONDE_TRACE_METHOD_SIZE_1_2 != 80 || SONDE_TRACE_MODULE_SIZE_1_2 != 40 ||                            \
+    SONDE_TRACE_THREAD_SIZE_1_2 != 24 || SONDE_TRACE_EVENT_INFO_SIZE_1_2 != 48 ||                        \
+    SONDE_EVENT_COUNT_1_1 != 14 || SONDE_TOOL_OPS_SIZE_1_2 != 144 || SONDE_EVENT_DATA_SIZE_1_2 != 168 || \
+    SONDE_FILTER_ELEMENT_SIZE_1_2 != 88 || SONDE_EVENT_GROUP_COUNT_1_1 != 6
 #error "a 1.2 size macro is not the literal size of its struct in 1.2"
 #endif
 
@@ -402,6 +413,9 @@ PINNED(SONDE_TRACE_METHOD_SIZE_1_2, sonde_trace_method_t, 80);
 PINNED(SONDE_TRACE_MODULE_SIZE_1_2, sonde_trace_module_t, 40);
 PINNED(SONDE_TRACE_THREAD_SIZE_1_2, sonde_trace_thread_t, 24);
 PINNED(SONDE_TRACE_EVENT_INFO_SIZE_1_2, sonde_trace_event_info_t, 48);
+/* 1.2: API_CALL client events */
+PINNED(SONDE_EVENT_DATA_SIZE_1_2, sonde_event_data_t, 168);
+PINNED(SONDE_FILTER_ELEMENT_SIZE_1_2, sonde_filter_element_t, 88);
 
 /* Every check above runs at compile time; reaching main means the layout holds. */
 int main(void) { return 0; }

@@ -787,6 +787,53 @@ static void test_new_method(void **state) {
                                           SONDE_DATA_MODULE_ID | SONDE_DATA_SIZE);
 }
 
+/* API_CALL (1.2): the group takes a filter during instantiation, its events take their own
+ * items and refuse the others (RETURN_VALUE and BEGIN_TIMESTAMP exist only on the leave). */
+static sonde_status_t api_group_result[6];
+
+static bool api_accept(const sonde_filter_element_t *e, void *user_data) {
+    (void)e;
+    (void)user_data;
+    return true;
+}
+
+static void api_event_handler(const sonde_event_data_t *d, void *user_data) {
+    (void)d;
+    (void)user_data;
+}
+
+static sonde_status_t api_instantiate(const sonde_api_t *a, sonde_client_id_t id, const char *options) {
+    (void)options;
+    const uint64_t items = SONDE_DATA_API_FUNCTION | SONDE_DATA_CORRELATION_ID | SONDE_DATA_ARGUMENTS |
+                           SONDE_DATA_NAME | SONDE_DATA_MODULE_ID | SONDE_DATA_STACK_DEPTH |
+                           SONDE_DATA_THREAD_ID | SONDE_DATA_TIMESTAMP;
+    api_group_result[0] = a->set_event_group_filter(id, SONDE_EVENT_GROUP_API_CALL, api_accept, NULL);
+    api_group_result[1] = a->set_event_group_filter(id, SONDE_EVENT_GROUP_API_CALL + 1, api_accept, NULL);
+    api_group_result[2] = a->register_event(id, SONDE_EVENT_API_CALL_ENTER, items, api_event_handler, NULL);
+    api_group_result[3] =
+        a->register_event(id, SONDE_EVENT_API_CALL_ENTER, SONDE_DATA_RETURN_VALUE, api_event_handler, NULL);
+    api_group_result[4] = a->register_event(id, SONDE_EVENT_API_CALL_LEAVE,
+                                            items | SONDE_DATA_RETURN_VALUE | SONDE_DATA_BEGIN_TIMESTAMP,
+                                            api_event_handler, NULL);
+    api_group_result[5] =
+        a->register_event(id, SONDE_EVENT_METHOD_ENTER, SONDE_DATA_CORRELATION_ID, api_event_handler, NULL);
+    return SONDE_STATUS_SUCCESS;
+}
+
+static void test_api_call_group(void **state) {
+    (void)state;
+    assert_int_equal(SONDE_EVENT_GROUP_API_CALL, SONDE_EVENT_GROUP_COUNT_1_1);
+    assert_int_equal(SONDE_EVENT_API_CALL_ENTER, SONDE_EVENT_NEW_METHOD + 1);
+    sonde_client_id_t id;
+    assert_int_equal(sonde_register_client(api_instantiate, NULL, &id), SONDE_STATUS_SUCCESS);
+    assert_int_equal(api_group_result[0], SONDE_STATUS_SUCCESS);
+    assert_int_equal(api_group_result[1], SONDE_STATUS_ERROR_NOT_SUPPORTED);
+    assert_int_equal(api_group_result[2], SONDE_STATUS_SUCCESS);
+    assert_int_equal(api_group_result[3], SONDE_STATUS_ERROR_NOT_SUPPORTED);
+    assert_int_equal(api_group_result[4], SONDE_STATUS_SUCCESS);
+    assert_int_equal(api_group_result[5], SONDE_STATUS_ERROR_NOT_SUPPORTED);
+}
+
 static void test_session_events(void **state) {
     (void)state;
     sonde_session_id_t s;
@@ -835,6 +882,7 @@ int main(void) {
         cmocka_unit_test(test_thread_requests),
         cmocka_unit_test(test_thread_filter_user_memory),
         cmocka_unit_test(test_new_method),
+        cmocka_unit_test(test_api_call_group),
         cmocka_unit_test(test_session_events),
         cmocka_unit_test(test_shutdown),
     };

@@ -34,7 +34,7 @@ if command -v man >/dev/null; then
   MANPATH="$dest$prefix/share/man" man -P cat sonde-analyze 2>/dev/null | grep -q -- "--reuse-model" \
     || { echo "man sonde-analyze does not find the installed page"; exit 1; }
 fi
-for c in call_counter class_filter thread_module_logger; do
+for c in call_counter class_filter thread_module_logger api_logger; do
   [ -f "$libdir/sonde/clients/$c.so" ] || { echo "client $c not installed in $libdir/sonde/clients"; exit 1; }
 done
 bindir=$(dirname "$(find "$dest" -type f -name sonde -perm -u+x | head -n1)")
