@@ -5,8 +5,9 @@
  * A buffer belongs to a session. Each producing thread writes into a chunk of its own with
  * plain stores (no lock, no atomic read-modify-write). A full chunk is handed to delivery;
  * delivery calls the buffer's callback with `[begin, end)` spans of whole records, from the
- * Sonde delivery thread or from the thread that asked for delivery (flush, stop, destroy,
- * thread exit, finalize). Callbacks of one buffer never run concurrently with each other.
+ * Sonde delivery pool's workers or from the thread that asked for delivery (flush, stop,
+ * destroy, thread exit, finalize). Callbacks of one buffer never run concurrently with each
+ * other; those of different buffers may.
  * See docs/buffers.md for the lifecycle and guarantees.
  */
 #ifndef SONDE_BUFFER_H
@@ -48,7 +49,15 @@ enum sonde_buffer_property_kind_value {
     SONDE_BUFFER_PROPERTY_KIND_WATERMARK = 2,        /**< Deliver full chunks once this many bytes wait; default size / 2. */
     SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT = 3, /**< LOSSLESS: longest wait for space in ns, then drop; default 1 s. */
     SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE = 4,       /**< Bytes per thread chunk, power of two 4 KiB..64 MiB; default min(64 KiB, size / 4). */
-    SONDE_BUFFER_PROPERTY_KIND_DELIVERY = 5          /**< A sonde_buffer_delivery_value; default THREAD. @since 1.2 */
+    SONDE_BUFFER_PROPERTY_KIND_DELIVERY = 5,         /**< A sonde_buffer_delivery_value; default THREAD. @since 1.2 */
+    /**
+     * 1: the buffer's callbacks may run concurrently, on several workers of the delivery pool
+     * and on threads that flush, each span still the records of one producer thread in their
+     * order, and one producer's spans never overlap each other; 0 (default): one callback of
+     * the buffer at a time. For a consumer whose callback is thread-safe. THREAD delivery only
+     * (with POLL: INVALID_ARGUMENT). @since 1.2
+     */
+    SONDE_BUFFER_PROPERTY_KIND_CONCURRENT_CALLBACKS = 6
 };
 
 /**
@@ -65,7 +74,7 @@ enum sonde_buffer_policy_value {
  * @since 1.2
  */
 enum sonde_buffer_delivery_value {
-    SONDE_BUFFER_DELIVERY_THREAD = 0, /**< Sonde calls the buffer's callback: on its delivery thread, or on a thread that flushes, stops, destroys or exits. */
+    SONDE_BUFFER_DELIVERY_THREAD = 0, /**< Sonde calls the buffer's callback: on a worker of its delivery pool, or on a thread that flushes, stops, destroys or exits. */
     SONDE_BUFFER_DELIVERY_POLL = 1    /**< Nothing is delivered until the consumer calls ::sonde_poll_buffer, which calls back on the polling thread. */
 };
 
@@ -210,7 +219,7 @@ SONDE_API sonde_status_t sonde_destroy_buffer(sonde_session_id_t session, sonde_
  * it. The buffer's counters count these calls and records as deliveries. Delivered chunks
  * go back to the buffer at once, so LOSSLESS producers waiting for space resume.
  *
- * Sonde's delivery thread never calls back for a poll buffer. Calls on one buffer are
+ * Sonde's delivery pool never calls back for a poll buffer. Calls on one buffer are
  * serialised: a second thread polling the same buffer waits for the first one's callbacks.
  *
  * @param session The buffer's session (started or stopped).

@@ -12,7 +12,7 @@
  * ::sonde_flush_data, ::sonde_create_session, ::sonde_start_session, ::sonde_stop_session,
  * ::sonde_destroy_session, ::sonde_create_buffer, ::sonde_destroy_buffer,
  * ::sonde_get_buffer_stats, ::sonde_finalize, ...) answers SONDE_STATUS_ERROR_NOT_INITIALIZED
- * at once, instead of waiting for a delivery thread that the child does not have, and nothing
+ * at once, instead of waiting for a delivery pool that the child does not have, and nothing
  * the parent emitted is ever delivered in the child. The child may call ::sonde_initialize to
  * get a runtime of its own; the parent's ids stay stale there (SESSION_NOT_FOUND,
  * BUFFER_NOT_FOUND). The parent is unaffected. See docs/robustness.md.
@@ -26,7 +26,7 @@
 SONDE_BEGIN_DECLS
 
 /**
- * @brief Initialises the runtime: starts the delivery thread and calibrates the clock.
+ * @brief Initialises the runtime: starts the delivery pool and calibrates the clock.
  *
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_ALREADY_INITIALIZED (nothing changed),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY (nothing initialised, also when a client could not
@@ -42,7 +42,7 @@ SONDE_API sonde_status_t sonde_initialize(void);
 
 /**
  * @brief Stops and destroys every session, delivering every record emitted before the call,
- * then stops the delivery thread. Later calls other than sonde_initialize, the status and
+ * then stops the delivery pool. Later calls other than sonde_initialize, the status and
  * version functions answer SONDE_STATUS_ERROR_NOT_INITIALIZED.
  *
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NOT_INITIALIZED (also in the child of a

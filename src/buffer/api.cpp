@@ -48,7 +48,7 @@ SONDE_API sonde_status_t sonde_create_buffer(sonde_session_id_t session, uint64_
         st = core::with_session(session.handle, [&](bool active) { return insert(b, active); });
         if (st != SONDE_STATUS_SUCCESS) return st;
         out->handle = b->handle;
-        if (b->interval_ns != 0) delivery_wake();  // schedule its first interval
+        if (b->interval_ns != 0) delivery_reschedule();  // schedule its first interval
         return SONDE_STATUS_SUCCESS;
     });
 }

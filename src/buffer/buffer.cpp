@@ -20,12 +20,12 @@ sonde_status_t create_buffer(uint64_t session_handle, uint64_t size, sonde_buffe
     b->session_handle = session_handle;
     b->callback = cb;
     b->user_data = user_data;
-    bool seen[SONDE_BUFFER_PROPERTY_KIND_DELIVERY + 1] = {};
+    bool seen[SONDE_BUFFER_PROPERTY_KIND_CONCURRENT_CALLBACKS + 1] = {};
     uint64_t chunk_size = 0;
     bool have_watermark = false;
     for (uint32_t i = 0; i < n; ++i) {
         const sonde_buffer_property_t &p = props[i];
-        if (p.reserved != 0 || p.kind > SONDE_BUFFER_PROPERTY_KIND_DELIVERY || seen[p.kind])
+        if (p.reserved != 0 || p.kind > SONDE_BUFFER_PROPERTY_KIND_CONCURRENT_CALLBACKS || seen[p.kind])
             return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
         seen[p.kind] = true;
         switch (p.kind) {
@@ -53,8 +53,14 @@ sonde_status_t create_buffer(uint64_t session_handle, uint64_t size, sonde_buffe
                     return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
                 b->delivery = static_cast<uint32_t>(p.value);
                 break;
+            case SONDE_BUFFER_PROPERTY_KIND_CONCURRENT_CALLBACKS:
+                if (p.value > 1) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+                b->concurrent = p.value == 1;
+                break;
         }
     }
+    if (b->concurrent && b->delivery == SONDE_BUFFER_DELIVERY_POLL)
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     if (size < 8192 || size > (uint64_t{1} << 40)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     if (chunk_size == 0) {
         chunk_size = 65536;
@@ -80,7 +86,6 @@ sonde_status_t create_buffer(uint64_t session_handle, uint64_t size, sonde_buffe
         c.next = i + 1 < count ? &b->chunks[i + 1] : nullptr;
     }
     b->free_head = &b->chunks[0];
-    b->staging.resize(chunk_size + kThreadRecordSize);
     out = std::move(b);
     return SONDE_STATUS_SUCCESS;
 }

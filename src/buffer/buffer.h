@@ -4,7 +4,7 @@
 // ---------------------
 // * Buffer: made by create_buffer (buffer.cpp), entered into and removed from the buffer table
 //   under Table::mu (table.h). Holds `chunk_count` chunks of `chunk_size` bytes in one mapping.
-//   Shared by producers (emit), the delivery thread, and threads that flush/stop/destroy/exit;
+//   Shared by producers (emit), the delivery pool's workers, and threads that flush/stop/destroy/exit;
 //   kept alive by shared_ptr.
 // * Writer: one per (thread, buffer slot), owned by that thread's ThreadState and reused for
 //   every buffer that later occupies the slot. Its write window (pos, end, chunk, records,
@@ -17,7 +17,10 @@
 // * Chunk: owned by exactly one of: the free list (Buffer::mu), a writer as its current chunk
 //   (the producer appends; delivery may read the committed prefix in place), a writer's sealed
 //   list (Buffer::mu), the buffer's orphan list (poll delivery: chunks of threads that exited;
-//   Buffer::mu), or delivery (Buffer::deliver_mu) until it is returned to the free list.
+//   Buffer::mu), or delivery (Buffer::deliver_mu, and for a concurrent buffer its writer's
+//   Writer::deliver_mu) until it is returned to the free list. Delivery may overwrite a chunk's
+//   delivered prefix: a later part of a chunk gets its THREAD marker written in place just
+//   before it, over bytes already delivered.
 //
 // Dropping (DISCARD): a producer that finds no free chunk under Buffer::mu notes the
 // buffer's `free_gen` as it read it there (Writer::starved, starved_gen) and drops. Until
@@ -40,7 +43,7 @@
 // fork(): the child keeps nothing of this. Its fork handler (forked_child in table.cpp, through
 // the core) makes every slot refuse producers, forgets the forking thread's ThreadState (it
 // stays, never freed, in the list of every thread state, like those of the parent's other
-// threads) and re-creates the locks of the thread list, the table, the delivery thread and the
+// threads) and re-creates the locks of the thread list, the table, the delivery pool and the
 // barrier in place; the child's next sonde_initialize parks the parent's buffers (table.h). Delivery code that runs a
 // callback checks the core's fork epoch afterwards: a callback that forked leaves the child
 // in Sonde code, which then returns without touching the parent's buffers again.
@@ -51,19 +54,21 @@
 // like callbacks), and waits without any lock held on Buffer::poll_cv (with Buffer::mu) for
 // `poll_seq` to change, re-checking at least every millisecond because commits do not
 // signal. Producers that seal past the watermark or wait for space, flushes, stops and the
-// delivery thread's intervals bump `poll_seq` under Buffer::mu and notify instead of
+// delivery pool's intervals bump `poll_seq` under Buffer::mu and notify instead of
 // delivering. A thread that exits moves its sealed chunks to the buffer's `orphans` list
 // (Buffer::mu), where the next poll finds them; the writer itself is freed as in thread mode.
 // Destroy and finalize discard what was not polled and count it as dropped.
 //
-// Locks, in order: Buffer::deliver_mu -> Runtime::mu (core) -> Table::mu -> Buffer::mu.
-// deliver_mu serialises callbacks of one buffer; no Sonde lock but deliver_mu is held while a
-// callback runs (a callback may create sessions and buffers, never flush, stop or destroy).
+// Locks, in order: Buffer::deliver_mu -> Writer::deliver_mu -> Runtime::mu (core) -> Table::mu
+// -> Buffer::mu. deliver_mu serialises callbacks of one buffer (held shared for a concurrent
+// buffer, whose writers' locks serialise each producer's spans instead); no Sonde lock but the
+// delivery locks is held while a callback runs (a callback may create sessions and buffers,
+// never flush, stop or destroy).
 //
 // Files: buffer.cpp creation; table.cpp the slot table and the session hooks; api.cpp the C
 // API; emit.cpp the producer hot path; producer.cpp its slow paths and thread exit;
 // consumer.cpp hands committed spans to callbacks; poll.cpp poll delivery; delivery.cpp the
-// delivery thread;
+// delivery pool;
 // barrier.cpp the process-wide barrier; record.cpp reading records.
 #pragma once
 
@@ -72,6 +77,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -140,6 +146,9 @@ struct Writer {
     std::atomic<uint64_t> dropped{0};
     // ---- shared with delivery (Buffer::mu) ----
     Chunk *sealed_head = nullptr, *sealed_tail = nullptr;
+    // A concurrent buffer's deliveries of this writer's chunks hold it (with the buffer's
+    // deliver_mu shared), so that one producer's spans are delivered one at a time, in order.
+    std::mutex deliver_mu;
     Writer *next_in_buffer = nullptr;
     ThreadState *thread = nullptr;
     uint32_t slot = 0;
@@ -195,11 +204,23 @@ struct Buffer {
     uint64_t poll_seq = 0;
     Chunk *orphan_head = nullptr, *orphan_tail = nullptr;
 
-    std::mutex deliver_mu;
-    std::vector<char> staging;  // partial spans get a THREAD marker copied in front
+    // Held exclusively to deliver a buffer whose callbacks are serialised, to drain it and to
+    // unlink a writer; held shared by the deliveries of a `concurrent` buffer, which then take
+    // each writer's deliver_mu for its chunks.
+    std::shared_mutex deliver_mu;
+    bool concurrent = false;  // SONDE_BUFFER_PROPERTY_KIND_CONCURRENT_CALLBACKS, read-only
     std::atomic<uint64_t> delivered{0}, bytes_delivered{0}, callbacks{0}, failures{0};
     std::atomic<bool> drain_requested{false};
-    uint64_t next_interval_flush = 0;  // delivery thread only
+    // The delivery pool (delivery.cpp): sched is kIdle, kQueued (in the run queue), kRunning (a
+    // worker delivers it) or kAgain (requested again while running); interval_due asks the
+    // next delivery to include current chunks; next_interval_flush is the next interval
+    // deadline (0 until the first scan), claimed by compare-and-swap.
+    // A concurrent buffer's sched counts its queue entries and running workers instead (under
+    // the pool's lock), and `again` asks a running worker for one more pass.
+    std::atomic<uint32_t> sched{0};
+    std::atomic<bool> again{false};
+    std::atomic<bool> interval_due{false};
+    std::atomic<uint64_t> next_interval_flush{0};
 
     std::shared_ptr<Buffer> parked_next;  // a forked child's list of the parent's buffers (table.h)
 
@@ -226,8 +247,10 @@ inline uint64_t writer_emitted_locked(const Writer *w) {
 // current chunk. Allocates nothing. In a child that forked inside a callback it stops after
 // that callback and answers NOT_INITIALIZED. For a poll buffer it calls nothing and only
 // wakes its pollers (poll_wake).
-sonde_status_t deliver(Buffer &b, bool partial);
-// Asks for delivery of `b` (no lock held): the delivery thread for THREAD delivery, the
+// `wait` (flushes, stops, exits): a concurrent buffer's writer being delivered by another
+// thread is waited for; without it (pool workers) that writer is left to the other thread.
+sonde_status_t deliver(Buffer &b, bool partial, bool wait = true);
+// Asks for delivery of `b` (no lock held): a delivery pool worker for THREAD delivery, the
 // buffer's pollers for POLL delivery (poll.cpp).
 void request_delivery(Buffer &b);
 // Poll delivery (poll.cpp): wakes the threads in sonde_poll_buffer (Buffer::mu held / not).
@@ -253,14 +276,20 @@ void process_barrier();
 // child for membarrier again.
 void barrier_forked_child();
 
-// The delivery thread (delivery.cpp): started with the runtime, stopped at finalize; wake()
-// asks it to look at buffers whose drain_requested is set.
+// The delivery pool (delivery.cpp): started with the runtime (one worker, more on demand up to
+// SONDE_DELIVERY_THREADS or the CPU count), stopped at finalize. schedule() asks for a delivery
+// of `b` by a worker (any thread, no Buffer lock held); reschedule() makes a worker look at the
+// interval deadlines again (a buffer with an interval was created).
+constexpr uint32_t kIdle = 0, kQueued = 1, kRunning = 2, kAgain = 3;
 sonde_status_t delivery_start();
 void delivery_stop();
-void delivery_wake();
-// Makes the delivery thread's state (at load time, so that the fork handler never allocates).
+void schedule(Buffer &b);
+void delivery_reschedule();
+// The number of pool workers running now.
+uint32_t delivery_threads();
+// Makes the delivery pool's state (at load time, so that the fork handler never allocates).
 void delivery_make();
-// Fork child handler part: the delivery thread does not exist in the child; forget it and
+// Fork child handler part: the pool's threads do not exist in the child; forget them and
 // re-create its lock and condition variable in place.
 void delivery_forked_child();
 

@@ -1,12 +1,13 @@
 // The consumer side: hands committed spans to a buffer's callback (a THREAD marker in front of
 // every span), returns delivered chunks to the free list, drains a buffer that is going away,
-// and reads its counters. Runs on whichever thread delivers: the delivery thread, or one that
+// and reads its counters. Runs on whichever thread delivers: a delivery pool worker, or one that
 // flushes, stops, destroys or exits; for a poll buffer, the polling thread (poll.cpp).
-// Buffer::deliver_mu serialises them per buffer.
+// Buffer::deliver_mu serialises them per buffer (per writer for a concurrent buffer).
 #include <sched.h>
 
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 
 #include "buffer/internal.h"
 #include "core/runtime.h"
@@ -43,7 +44,8 @@ sonde_status_t invoke(Buffer &b, Sink &sink, const char *begin, const char *end)
     return st;
 }
 
-// Delivers what the chunk has committed beyond what was delivered (deliver_mu held).
+// Delivers what the chunk has committed beyond what was delivered (deliver_mu held; for a
+// concurrent buffer, shared, with the chunk's writer's deliver_mu).
 sonde_status_t deliver_chunk(Buffer &b, Sink &sink, Chunk *c) {
     const uint64_t cw = c->commit.load(std::memory_order_acquire);
     const uint32_t bytes = static_cast<uint32_t>(cw);
@@ -61,16 +63,16 @@ sonde_status_t deliver_chunk(Buffer &b, Sink &sink, Chunk *c) {
         if (c->delivered_bytes == 0) {
             st = invoke(b, sink, c->data, c->data + bytes);
         } else {
-            // A later part of a chunk: put a THREAD marker in front so that every span
-            // names its thread.
-            char *s = b.staging.data();
+            // A later part of a chunk: a THREAD marker goes in front so that every span names
+            // its thread. It is written in place, over the last bytes already delivered (the
+            // chunk's own marker came first, so there are at least kThreadRecordSize of them;
+            // the producer only writes past the commit): no copy of the span.
+            char *s = c->data + c->delivered_bytes - kThreadRecordSize;
             const sonde_record_header_t h{kThreadRecordSize, SONDE_RECORD_KIND_THREAD, 0};
             const sonde_thread_record_t rec{c->thread_id, c->os_tid};
             std::memcpy(s, &h, sizeof h);
             std::memcpy(s + sizeof h, &rec, sizeof rec);
-            const uint32_t n = bytes - c->delivered_bytes;
-            std::memcpy(s + kThreadRecordSize, c->data + c->delivered_bytes, n);
-            st = invoke(b, sink, s, s + kThreadRecordSize + n);
+            st = invoke(b, sink, s, c->data + bytes);
         }
         b.delivered.fetch_add(records - c->delivered_records, std::memory_order_relaxed);
         c->delivered_bytes = bytes;
@@ -115,9 +117,14 @@ uint64_t undelivered(const Chunk *c) {
 // take its sealed chunks and (partial) its current chunk under Buffer::mu, deliver them
 // outside it, then give the sealed ones back to the free list. No allocation. The writer list
 // cannot lose a member meanwhile: thread exit and drain_and_detach unlink writers only with
-// deliver_mu held, which the caller holds; attach only prepends.
+// deliver_mu held exclusively, and the caller holds it (shared at least); attach only prepends.
+//
+// `shared`: the caller holds a concurrent buffer's deliver_mu shared, so other threads may
+// deliver other writers of the buffer at the same time; each writer's chunks are delivered with
+// its Writer::deliver_mu held, waited for when `wait`, else a writer another thread delivers is
+// skipped (its deliverer takes what was sealed before it let go, and later seals ask again).
 sonde_status_t deliver_locked(Buffer &b, bool partial, sonde_buffer_callback_t cb, void *user_data,
-                              uint64_t *spans) {
+                              uint64_t *spans, bool shared, bool wait) {
     const uint64_t epoch = core::fork_epoch();
     sonde_status_t result = SONDE_STATUS_SUCCESS;
     Sink sink{cb, user_data, 0};
@@ -141,6 +148,17 @@ sonde_status_t deliver_locked(Buffer &b, bool partial, sonde_buffer_callback_t c
         free_chunks_locked(b, orphans);
     }
     while (w != nullptr) {
+        std::unique_lock<std::mutex> claim;
+        if (shared) {
+            claim = std::unique_lock<std::mutex>(w->deliver_mu, std::defer_lock);
+            if (wait) {
+                claim.lock();
+            } else if (!claim.try_lock()) {
+                std::lock_guard<std::mutex> g(b.mu);
+                w = w->next_in_buffer;
+                continue;
+            }
+        }
         Chunk *sealed, *current;
         {
             std::lock_guard<std::mutex> g(b.mu);
@@ -172,12 +190,20 @@ sonde_status_t deliver_locked(Buffer &b, bool partial, sonde_buffer_callback_t c
     return result;
 }
 
-sonde_status_t deliver(Buffer &b, bool partial) {
+sonde_status_t deliver(Buffer &b, bool partial, bool wait) {
     if (b.delivery == SONDE_BUFFER_DELIVERY_POLL) {  // everything committed is pollable already
         poll_wake(b);
         return SONDE_STATUS_SUCCESS;
     }
-    std::lock_guard<std::mutex> g(b.deliver_mu);
+    if (b.concurrent) {
+        std::shared_lock<std::shared_mutex> g(b.deliver_mu);
+        {
+            std::lock_guard<std::mutex> bg(b.mu);
+            if (b.dead) return SONDE_STATUS_SUCCESS;  // drain_and_detach delivers it
+        }
+        return deliver_locked(b, partial, b.callback, b.user_data, nullptr, true, wait);
+    }
+    std::lock_guard<std::shared_mutex> g(b.deliver_mu);
     {
         std::lock_guard<std::mutex> bg(b.mu);
         if (b.dead) return SONDE_STATUS_SUCCESS;  // drain_and_detach delivers it
@@ -228,7 +254,7 @@ sonde_status_t drain_and_detach(Buffer &b, uint64_t *discarded) {
         }
         while (w->busy.load(std::memory_order_acquire) != 0) sched_yield();
     }
-    std::lock_guard<std::mutex> dg(b.deliver_mu);
+    std::lock_guard<std::shared_mutex> dg(b.deliver_mu);
     sonde_status_t st = SONDE_STATUS_SUCCESS;
     if (b.delivery == SONDE_BUFFER_DELIVERY_POLL) {
         const uint64_t n = discard_locked(b);

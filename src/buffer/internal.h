@@ -29,9 +29,10 @@ sonde_status_t refill(Writer *w, uint32_t need);
 
 // Delivers orphaned and sealed chunks (and with `partial` the committed prefix of current
 // ones) to `cb` and returns delivered chunks to the free list (consumer.cpp;
-// Buffer::deliver_mu held). Adds the number of spans handed over to *spans when given. A poll
-// buffer's spans that hold only a THREAD marker are not handed over.
+// Buffer::deliver_mu held exclusively, or shared with `shared` for a concurrent buffer, see
+// there). Adds the number of spans handed over to *spans when given. A poll buffer's spans that
+// hold only a THREAD marker are not handed over.
 sonde_status_t deliver_locked(Buffer &b, bool partial, sonde_buffer_callback_t cb, void *user_data,
-                              uint64_t *spans = nullptr);
+                              uint64_t *spans = nullptr, bool shared = false, bool wait = true);
 
 }  // namespace sonde::buffer

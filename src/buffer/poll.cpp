@@ -1,6 +1,6 @@
 // Poll delivery (SONDE_BUFFER_DELIVERY_POLL): the consumer's own thread takes the records in
 // sonde_poll_buffer, the way LTTng and Perfetto consumers read on a thread of their choosing.
-// The poller delivers exactly as the delivery thread would (deliver_locked, consumer.cpp),
+// The poller delivers exactly as a delivery pool worker would (deliver_locked, consumer.cpp),
 // with the callback it was given; between looks it waits on Buffer::poll_cv with no lock
 // held. Ownership and lock order are in buffer.h.
 #include <algorithm>
@@ -42,7 +42,7 @@ sonde_status_t poll(Buffer &b, uint64_t timeout_ns, sonde_buffer_callback_t cb, 
             seq = b.poll_seq;
         }
         {
-            std::lock_guard<std::mutex> dg(b.deliver_mu);
+            std::lock_guard<std::shared_mutex> dg(b.deliver_mu);
             {
                 std::lock_guard<std::mutex> g(b.mu);
                 if (b.dead) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;

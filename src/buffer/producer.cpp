@@ -273,7 +273,7 @@ void request_delivery(Buffer &b) {
         return;
     }
     b.drain_requested.store(true, std::memory_order_release);
-    delivery_wake();
+    schedule(b);
 }
 
 // ---- thread exit -------------------------------------------------------------------------
@@ -295,7 +295,7 @@ void thread_exit(ThreadState *t) {
         if (handle != 0) {
             const std::shared_ptr<Buffer> b = find(handle);
             if (b) {
-                std::lock_guard<std::mutex> dg(b->deliver_mu);
+                std::lock_guard<std::shared_mutex> dg(b->deliver_mu);
                 bool live;
                 {
                     std::lock_guard<std::mutex> g(b->mu);
