@@ -9,7 +9,10 @@
 //      timestamped records (16-byte payload) into one buffer whose callback reads every record
 //      (sums a payload word). Floor: N threads doing rdtsc and a 32-byte store into a private
 //      ring. Check: delivered = emitted, dropped = 0, the callback's sum is the expected one.
-//   2. producers, one buffer per thread, LOSSLESS, the same callback. Same checks.
+//  1b. the same with the buffer's CONCURRENT_CALLBACKS property (the callback is thread-safe):
+//      the delivery pool's workers deliver different producers' spans at once. Same checks.
+//   2. producers, one buffer per thread, LOSSLESS, the same callback: the pool delivers the
+//      buffers at once. Same checks.
 //   3. DISCARD under overload: N threads emit into a small DISCARD buffer whose callback blocks
 //      until they are done; CPU per record (dropped or kept) beside case 1's at the same N (the
 //      target is at most 1.2x). Check: delivered + dropped = emitted.
@@ -142,11 +145,12 @@ void blocking_cb(const sonde_record_header_t *b, const sonde_record_header_t *e,
 }
 
 sonde_buffer_id_t make_buffer(sonde_session_id_t s, uint64_t size, uint64_t chunk, uint64_t policy,
-                              sonde_buffer_callback_t cb) {
-    const sonde_buffer_property_t props[2] = {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, chunk},
-                                              {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, policy}};
+                              sonde_buffer_callback_t cb, bool concurrent = false) {
+    const sonde_buffer_property_t props[3] = {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, chunk},
+                                              {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, policy},
+                                              {SONDE_BUFFER_PROPERTY_KIND_CONCURRENT_CALLBACKS, 0, 1}};
     sonde_buffer_id_t b{};
-    if (sonde_create_buffer(s, size, cb, nullptr, props, 2, &b) != SONDE_STATUS_SUCCESS) {
+    if (sonde_create_buffer(s, size, cb, nullptr, props, concurrent ? 3 : 2, &b) != SONDE_STATUS_SUCCESS) {
         std::printf("cannot create a buffer\n");
         std::exit(0);
     }
@@ -172,14 +176,14 @@ void emit_loop(sonde_buffer_id_t b, uint64_t n) {
     }
 }
 
-// One run of case 1 (shared = one buffer) or 2 (one buffer per thread); false in *ok when a
-// record is lost or misread.
-uint64_t producers_run(unsigned n, uint64_t per_thread, bool shared, bool *ok) {
+// One run of case 1 (shared = one buffer; `concurrent`: with CONCURRENT_CALLBACKS) or 2 (one
+// buffer per thread); false in *ok when a record is lost or misread.
+uint64_t producers_run(unsigned n, uint64_t per_thread, bool shared, bool *ok, bool concurrent = false) {
     sonde_session_id_t s{};
     sonde_create_session(nullptr, &s);
     std::vector<sonde_buffer_id_t> buffers(shared ? 1 : n);
     for (sonde_buffer_id_t &b : buffers)
-        b = make_buffer(s, 64u << 20, 1u << 20, SONDE_BUFFER_POLICY_LOSSLESS, read_cb);
+        b = make_buffer(s, 64u << 20, 1u << 20, SONDE_BUFFER_POLICY_LOSSLESS, read_cb, concurrent);
     g_sum = 0;
     sonde_start_session(s);
     on_threads(n, [&](unsigned i) { emit_loop(buffers[shared ? 0 : i], per_thread); });
@@ -316,14 +320,16 @@ int main() {
 
     // 1-3. Producers.
     const uint64_t per_thread = quick ? 2500000 : 10000000;
-    for (int shared = 1; shared >= 0; --shared) {
-        header(shared ? "1. producers, one LOSSLESS buffer, callback reads every record (32-byte records)"
-                      : "2. producers, one LOSSLESS buffer per thread, callback reads every record",
+    // mode 2: one buffer; 1: one buffer with concurrent callbacks; 0: one buffer per thread.
+    for (int mode = 2; mode >= 0; --mode) {
+        header(mode == 2 ? "1. producers, one LOSSLESS buffer, callback reads every record (32-byte records)"
+               : mode == 1 ? "1b. the same buffer with CONCURRENT_CALLBACKS (the callback is thread-safe)"
+                           : "2. producers, one LOSSLESS buffer per thread, callback reads every record",
                "records/s");
         Figure one{}, floor_one{};
         for (unsigned n : counts) {
             bool ok = true;
-            const Figure f = measure([&] { return producers_run(n, per_thread, shared != 0, &ok); });
+            const Figure f = measure([&] { return producers_run(n, per_thread, mode != 0, &ok, mode == 1); });
             const Figure fl = measure([&] { return floor_run(n, per_thread); });
             if (n == 1) {
                 one = f;
