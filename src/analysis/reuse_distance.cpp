@@ -11,10 +11,21 @@
 // calculator's parallel exact mode (chunks of the access sequence, merged exactly) on batches.
 // `per_shard=1` also keeps one stack per shard. The tool owns everything it holds; the analyzer
 // calls it from one thread.
+//
+// With jobs > 1 the batches go through a Pipeline: a calculator thread runs the parallel exact
+// calculation of one batch while the analyzer's thread reads, decodes and gathers the next, so
+// that reading overlaps the calculation. Threads: the analyzer's thread owns the batch being
+// gathered; the calculator thread owns `global_` and the batch handed over from the hand-over
+// (Pipeline::mu) until it says it is done; results are read after finish() joined it.
+#include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -85,6 +96,81 @@ Options parse(const std::string &text) {
     if (o.cfg.mode != stackdist::Mode::kExact && o.cfg.workers > 1) o.cfg.workers = 1;  // sampling is serial
     return o;
 }
+
+// Double buffering between the analyzer's thread and one calculator thread (see the top).
+class Pipeline {
+public:
+    explicit Pipeline(Reuse &reuse) : reuse_(reuse) {}
+    Pipeline(const Pipeline &) = delete;
+    Pipeline &operator=(const Pipeline &) = delete;
+    ~Pipeline() { stop(); }
+
+    // Hands the batch over (the vectors come back empty, with the previous batch's room) once
+    // the previous one is done; rethrows what the calculation of an earlier batch threw.
+    void submit(std::vector<uint64_t> &lines, std::vector<uint8_t> &writes) {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return !busy_; });
+        rethrow_locked();
+        std::swap(lines, lines_);
+        std::swap(writes, writes_);
+        lines.clear();
+        writes.clear();
+        busy_ = true;
+        if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+        lk.unlock();
+        cv_.notify_all();
+    }
+    // Waits for the batch in flight; rethrows what its calculation threw.
+    void drain() {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return !busy_; });
+        rethrow_locked();
+    }
+    void stop() {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    void rethrow_locked() {
+        if (error_) {
+            std::exception_ptr e = error_;
+            error_ = nullptr;
+            std::rethrow_exception(e);
+        }
+    }
+    void run() {
+        std::unique_lock<std::mutex> lk(mu_);
+        for (;;) {
+            cv_.wait(lk, [&] { return busy_ || stop_; });
+            if (!busy_) return;
+            lk.unlock();
+            try {
+                reuse_.add(lines_.data(), writes_.data(), lines_.size());
+            } catch (...) {
+                lk.lock();
+                error_ = std::current_exception();
+                lk.unlock();
+            }
+            lk.lock();
+            busy_ = false;
+            cv_.notify_all();
+        }
+    }
+
+    Reuse &reuse_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::vector<uint64_t> lines_;  // the batch handed over (the calculator's while busy_)
+    std::vector<uint8_t> writes_;
+    bool busy_ = false, stop_ = false;
+    std::exception_ptr error_;
+    std::thread thread_;
+};
 
 class ReuseDistanceTool final : public sonde::tool {
 public:
@@ -173,7 +259,7 @@ public:
 
 private:
     static constexpr size_t kBatch = 1 << 16;
-    static constexpr size_t kParallelBatch = 1 << 22;
+    static constexpr size_t kParallelBatch = 1 << 20;  // overlapped with the gathering of the next
     static constexpr size_t kShardBatch = 1 << 14;
 
     struct Shard {
@@ -189,6 +275,12 @@ private:
     };
 
     void flush() {
+        if (opt_.cfg.workers > 1) {
+            if (lines_.empty()) return;
+            if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(global_);
+            pipeline_->submit(lines_, writes_);
+            return;
+        }
         global_.add(lines_.data(), writes_.data(), lines_.size());
         lines_.clear();
         writes_.clear();
@@ -196,6 +288,10 @@ private:
     void finish() {
         if (finished_) return;
         flush();
+        if (pipeline_) {
+            pipeline_->drain();
+            pipeline_->stop();
+        }
         for (auto &s : shards_)
             if (s) s->flush();
         finished_ = true;
@@ -238,6 +334,7 @@ private:
     std::vector<uint8_t> writes_;
     std::vector<std::unique_ptr<Shard>> shards_;
     bool finished_ = false;
+    std::unique_ptr<Pipeline> pipeline_;  // jobs > 1, from the first batch; after global_
 };
 
 }  // namespace
