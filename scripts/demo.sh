@@ -8,7 +8,9 @@
 #   3. client plugins on an instrumented program (installed clients given by name), then its
 #      call graph recorded with `sonde record`, read back with Python ctypes, reported as text,
 #      a call tree and an HTML page, and exported for Perfetto UI;
-#   4. library calls of an uninstrumented program (zlib) traced with `sonde record --api`.
+#   4. library calls of an uninstrumented program (zlib) traced with `sonde record --api`;
+#   5. the loads and stores of a program built with clang's sanitizer coverage, recorded with
+#      `sonde record --memory` and simulated through cachegrind's caches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -104,3 +106,12 @@ EOF2
 "$sonde" export "$tmp/zlib.trace" --format chrome -o "$tmp/zlib.chrome.json"
 echo "the first two calls in the chrome export, with their arguments by name:"
 grep -m 2 '"cat":"api:' "$tmp/zlib.chrome.json"
+if command -v clang >/dev/null; then
+  echo "== 11. Record a program's own loads and stores (docs/memory-traces.md)"
+  clang -O1 -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores -fno-sanitize-link-runtime \
+    -o "$tmp/fill_sum" tests/memtrace/fill_sum.c \
+    $(PKG_CONFIG_PATH="$PWD/build/meson-uninstalled" pkg-config --libs sonde-instrument) \
+    -Wl,-rpath,"$PWD/build/src/instrument" -Wl,-rpath,"$PWD/build"
+  "$sonde" record --memory -o "$tmp/fill_sum.trace" -- "$tmp/fill_sum"
+  "$sonde" analyze "$tmp/fill_sum.trace" --tool basic_counts,cache_sim | head -n 12
+fi

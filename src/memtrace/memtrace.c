@@ -70,10 +70,6 @@ typedef struct stage {
 
 /* Set once recording starts, cleared at stop: the one shared word of the hot path. */
 static int g_active;
-/* SHARDS at the source: a reference is kept iff shards_hash(address >> 6) < g_threshold
- * (2^32: every one). */
-static uint64_t g_threshold = (uint64_t)1 << 32;
-static uint64_t g_key;
 static __thread stage *t_stage __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -85,30 +81,14 @@ static pid_t g_pid;
 static sonde_session_id_t g_session;
 static sonde_buffer_id_t g_buffer;
 static sonde_trace_writer_t *g_writer;
-static int g_write_failed; /* the consumer stopped writing (delivery thread) */
+static int g_write_failed;      /* the consumer stopped writing (delivery thread) */
+static uint64_t g_lost_batches; /* batches the buffer dropped (delivery thread) */
 static char g_path[4096];
 
 MT_HIDDEN static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- SHARDS hash: the same bits as the analyzer's (src/stackdist/reuse.cpp) ---- */
-
-MT_HIDDEN static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return x;
-}
-
-MT_HIDDEN uint64_t sonde_memtrace_shards_key(uint64_t seed) { return mix64(seed + 0x9E3779B97F4A7C15ull); }
-
-MT_HIDDEN uint32_t sonde_memtrace_shards_hash(uint64_t line, uint64_t key) {
-    return (uint32_t)(mix64(line ^ key) >> 32);
 }
 
 /* ---- per-thread staging ---- */
@@ -199,15 +179,12 @@ MT_HIDDEN __attribute__((noinline)) static stage *slow_stage(void) {
     return s;
 }
 
-/* Hot path. Not recording: one load and one branch. Recording: a thread-local load, an
- * optional SHARDS hash, five stores of the staged memref; a full array takes the slow path. */
+/* Hot path. Not recording: one load and one branch. Recording: a thread-local load and the
+ * stores of the staged memref; a full array takes the slow path. */
 #define MT_ACCESS(addr_, size_, type_)                                                  \
     do {                                                                                \
         if (__builtin_expect(!__atomic_load_n(&g_active, __ATOMIC_RELAXED), 1)) return; \
         const uint64_t a_ = (uint64_t)(uintptr_t)(addr_);                               \
-        if (__builtin_expect(g_threshold >> 32 == 0, 0) &&                              \
-            sonde_memtrace_shards_hash(a_ >> 6, g_key) >= g_threshold)                  \
-            return;                                                                     \
         stage *s_ = t_stage;                                                            \
         if (__builtin_expect(s_ == NULL || s_->n == kStage || s_->exited, 0)) {         \
             if (s_ != NULL && s_->exited) return;                                       \
@@ -265,7 +242,12 @@ MT_HIDDEN static void consume(const sonde_record_header_t *begin, const sonde_re
     while (rec != NULL && rec < end) {
         uint32_t size = 0;
         const void *payload = sonde_record_payload(rec, &size);
-        if (sonde_record_kind(rec) == kBatchKind && size >= sizeof(batch_header) && !g_write_failed) {
+        if (sonde_record_kind(rec) == SONDE_RECORD_KIND_LOSS && size >= sizeof(sonde_loss_record_t)) {
+            /* LOSSLESS drops only after waiting 10 s for the consumer: said at the end. */
+            sonde_loss_record_t l;
+            memcpy(&l, payload, sizeof l);
+            g_lost_batches += l.count;
+        } else if (sonde_record_kind(rec) == kBatchKind && size >= sizeof(batch_header) && !g_write_failed) {
             batch_header h;
             memcpy(&h, payload, sizeof h);
             if (sizeof h + (uint64_t)h.count * sizeof(sonde_memref_t) <= size) {
@@ -337,20 +319,6 @@ MT_HIDDEN void sonde_memtrace_prepare(void) {
     strcpy(g_path, env);
     /* The program's own children must not record over this file. */
     unsetenv("SONDE_MEMTRACE");
-    const char *rate = secure_getenv("SONDE_MEMTRACE_SAMPLE_RATE");
-    if (rate != NULL && *rate != '\0') {
-        char *endp = NULL;
-        const double r = strtod(rate, &endp);
-        if (*endp != '\0' || !(r > 0.0 && r <= 1.0)) {
-            fprintf(stderr, "sonde: SONDE_MEMTRACE_SAMPLE_RATE=%s: not a rate in (0, 1]\n", rate);
-            g_path[0] = '\0';
-            return;
-        }
-        g_threshold = (uint64_t)(r * 4294967296.0 + 0.5);
-        if (g_threshold == 0) g_threshold = 1;
-        g_key = sonde_memtrace_shards_key(0);
-    }
-    unsetenv("SONDE_MEMTRACE_SAMPLE_RATE");
     /* Before any record is emitted, so that this key's destructor runs before libsonde's. */
     if (pthread_key_create(&g_key_exit, on_thread_key) == 0) g_key_made = 1;
 }
@@ -422,6 +390,11 @@ MT_HIDDEN static void stop_recording(int crashing) {
     g_writer = NULL;
     if (st != SONDE_STATUS_SUCCESS && !g_write_failed)
         fprintf(stderr, "sonde: memory trace failed: %s\n", sonde_status_string(st));
+    if (g_lost_batches != 0)
+        fprintf(stderr,
+                "sonde: warning: %llu batches of up to %d memory references were dropped (the trace writer "
+                "fell behind for more than 10 s)\n",
+                (unsigned long long)g_lost_batches, kStage);
 }
 
 MT_HIDDEN void sonde_memtrace_stop(void) {

@@ -3,10 +3,8 @@
 #ifndef SONDE_MEMTRACE_MEMTRACE_H
 #define SONDE_MEMTRACE_MEMTRACE_H
 
-#include <stdint.h>
-
-/* Reads SONDE_MEMTRACE (the trace file) and SONDE_MEMTRACE_SAMPLE_RATE, and creates the
- * thread-exit key; before sonde_initialize. Start-up thread. */
+/* Reads SONDE_MEMTRACE (the trace file) and creates the thread-exit key; before
+ * sonde_initialize. Start-up thread. */
 void sonde_memtrace_prepare(void);
 /* Starts recording when sonde_memtrace_prepare found a file; after sonde_initialize. */
 void sonde_memtrace_start(void);
@@ -15,11 +13,5 @@ void sonde_memtrace_start(void);
 void sonde_memtrace_thread_exit(void);
 /* Stops recording and finishes the trace (exit, _exit). Any thread, once. */
 void sonde_memtrace_stop(void);
-
-/* The SHARDS hash of the analyzer (src/stackdist/reuse.cpp), for sampling at the source: a
- * 64-byte line `line` is kept iff sonde_memtrace_shards_hash(line, key) < R * 2^32, with
- * key = sonde_memtrace_shards_key(seed). */
-uint64_t sonde_memtrace_shards_key(uint64_t seed);
-uint32_t sonde_memtrace_shards_hash(uint64_t line, uint64_t key);
 
 #endif
