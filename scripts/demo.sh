@@ -113,5 +113,5 @@ if command -v clang >/dev/null; then
     $(PKG_CONFIG_PATH="$PWD/build/meson-uninstalled" pkg-config --libs sonde-instrument) \
     -Wl,-rpath,"$PWD/build/src/instrument" -Wl,-rpath,"$PWD/build"
   "$sonde" record --memory -o "$tmp/fill_sum.trace" -- "$tmp/fill_sum"
-  "$sonde" analyze "$tmp/fill_sum.trace" --tool basic_counts,cache_sim | head -n 12
+  "$sonde" analyze "$tmp/fill_sum.trace" --tool basic_counts,cache_sim
 fi
