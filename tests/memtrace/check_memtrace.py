@@ -9,6 +9,7 @@ through `pkg-config --libs sonde-instrument` (the uninstalled .pc files of the b
 3. a program that crashes after the fill: the trace keeps the fill's 2^20 stores, and the exit
    status is the program's (clang's own sanitizer runtime, linked by default, turns SIGSEGV into
    exit 1; without it, -fno-sanitize-link-runtime, the status says SIGSEGV);
+   SIGKILL after the fill: the reader recovers the chunks written before, with a warning;
 4. -fsanitize-coverage=inline-8bit-counters,trace-loads,trace-stores records the same accesses;
 5. errors: an uninstrumented program (exit 2, the flags named), --memory with --api, an
    unwritable output (exit 1), a file size limit reached mid-run (the recording stops with a
@@ -22,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 build = os.environ["SONDE_BUILD_ROOT"]
 source = os.environ["SONDE_SOURCE_ROOT"]
@@ -168,6 +170,21 @@ def main():
             shards, _ = read_trace(trace3)
             check(len(shards) == 1 and shards[0]["writes"] == str(1 << 20),
                   name + ": the crashed program's trace keeps its 2^20 stores")
+
+        # SIGKILL: the chunks written before it stay (the buffer is flushed every 100 ms).
+        trace6 = os.path.join(tmp, "killed.sonde")
+        p = subprocess.Popen([sonde, "record", "--memory", "-o", trace6, "--", fill_sum, "wait"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pid = int(p.stdout.readline())
+        time.sleep(1)
+        os.kill(pid, signal.SIGKILL)
+        _, err = p.communicate(timeout=60)
+        check(p.returncode == 128 + signal.SIGKILL, "SIGKILL: the status says so (%d)" % p.returncode)
+        shards, warnings = read_trace(trace6)
+        check("recovered" in warnings, "SIGKILL: the reader recovers the trace with a warning: " + warnings)
+        check(len(shards) == 1 and int(shards[0]["writes"]) >= (1 << 20) - 2048,
+              "SIGKILL: the fill's stores are kept, all but the last staged batch (%s)"
+              % (shards[0]["writes"] if shards else "no shard"))
 
         # 4. inline 8-bit counters instead of guards
         trace5 = os.path.join(tmp, "counters.sonde")

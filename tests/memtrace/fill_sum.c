@@ -1,9 +1,11 @@
 /* Fills then sums a 64-byte-aligned 4 MiB int array: 2^20 4-byte stores in fill, 2^20 4-byte
  * loads in sum, nothing else instrumented (at -O1 the loop state stays in registers). With an
- * argument "crash" it gets SIGSEGV after the fill. */
+ * argument "crash" it gets SIGSEGV after the fill; with "wait" it prints its pid after the fill
+ * and sleeps (to be killed). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define N (1 << 20)
 
@@ -24,6 +26,11 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "crash") == 0) {
         fflush(stdout);
         raise(SIGSEGV); /* a fault after the fill */
+    }
+    if (argc > 1 && strcmp(argv[1], "wait") == 0) {
+        printf("%d\n", (int)getpid());
+        fflush(stdout);
+        sleep(60);
     }
     printf("%ld\n", sum(a, N));
     return 0;
