@@ -143,8 +143,9 @@ MT_HIDDEN static void stage_exit(stage *s) {
 }
 
 /* What a thread's stage pointer becomes once its stage is freed at thread exit: accesses made
- * later on that thread (other destructors) are not recorded. */
-static stage g_exited_stage = {.exited = 1};
+ * later on that thread (other destructors) are not recorded. Full, so that the hot path's one
+ * test sends them to the slow path, which drops them. */
+static stage g_exited_stage = {.n = kStage, .exited = 1};
 
 MT_HIDDEN static void free_stage(stage *s) {
     pthread_mutex_lock(&g_mu);
@@ -171,10 +172,12 @@ MT_HIDDEN void sonde_memtrace_thread_exit(void) {
     free_stage(s);
 }
 
-/* The slow path of an access: the thread's first, or a full array. Out of line. */
+/* The slow path of an access: the thread's first, a full array, or a thread past its exit
+ * (NULL: not recorded). Out of line. */
 MT_HIDDEN __attribute__((noinline)) static stage *slow_stage(void) {
     stage *s = t_stage;
     if (s == NULL) return stage_start();
+    if (s->exited) return NULL;
     emit_stage(s);
     return s;
 }
@@ -186,8 +189,7 @@ MT_HIDDEN __attribute__((noinline)) static stage *slow_stage(void) {
         if (__builtin_expect(!__atomic_load_n(&g_active, __ATOMIC_RELAXED), 1)) return; \
         const uint64_t a_ = (uint64_t)(uintptr_t)(addr_);                               \
         stage *s_ = t_stage;                                                            \
-        if (__builtin_expect(s_ == NULL || s_->n == kStage || s_->exited, 0)) {         \
-            if (s_ != NULL && s_->exited) return;                                       \
+        if (__builtin_expect(s_ == NULL || s_->n == kStage, 0)) {                       \
             s_ = slow_stage();                                                          \
             if (s_ == NULL) return;                                                     \
         }                                                                               \
