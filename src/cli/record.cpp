@@ -199,8 +199,9 @@ int sonde_cli_record(int argc, char **argv) {
         return 1;
     }
     close(fd);
-    const std::string lib = instrument_library_path();
-    if (lib.empty()) {
+    // With --memory the program links the library itself: nothing is preloaded.
+    const std::string lib = memory ? std::string() : instrument_library_path();
+    if (!memory && lib.empty()) {
         std::fprintf(stderr,
                      "sonde record: libsonde-instrument.so not found (set SONDE_INSTRUMENT_LIBRARY)\n");
         unlink(path.c_str());
