@@ -9,7 +9,9 @@
 #      call graph recorded with `sonde record`, read back with Python ctypes, reported as text,
 #      a call tree and an HTML page, and exported for Perfetto UI;
 #   4. library calls of an uninstrumented program (zlib) traced with `sonde record --api`, and
-#      observed by a client plugin with `sonde run --api`.
+#      observed by a client plugin with `sonde run --api`;
+#   5. the loads and stores of a program built with clang's sanitizer coverage, recorded with
+#      `sonde record --memory` and simulated through cachegrind's caches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -112,3 +114,12 @@ echo "the same calls as API_CALL events of a client plugin (api_logger), crc32 a
 grep -m 3 '^function' "$tmp/zlib.calls.tsv"
 grep -m 2 '^leave' "$tmp/zlib.calls.tsv"
 echo "($(grep -c '^leave' "$tmp/zlib.calls.tsv") calls observed)"
+if command -v clang >/dev/null; then
+  echo "== 11. Record a program's own loads and stores (docs/memory-traces.md)"
+  clang -O1 -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores -fno-sanitize-link-runtime \
+    -o "$tmp/fill_sum" tests/memtrace/fill_sum.c \
+    $(PKG_CONFIG_PATH="$PWD/build/meson-uninstalled" pkg-config --libs sonde-instrument) \
+    -Wl,-rpath,"$PWD/build/src/instrument" -Wl,-rpath,"$PWD/build"
+  "$sonde" record --memory -o "$tmp/fill_sum.trace" -- "$tmp/fill_sum"
+  "$sonde" analyze "$tmp/fill_sum.trace" --tool basic_counts,cache_sim
+fi

@@ -1,4 +1,4 @@
-// Detection of -finstrument-functions hooks in a program's ELF symbol tables (libelf), for the
+// Detection of -finstrument-functions hooks and sanitizer-coverage load/store callbacks in a program's ELF symbol tables (libelf), for the
 // warnings of `sonde run` and `sonde record`.
 #include "cli/instrumented.h"
 
@@ -28,7 +28,12 @@ std::string find_program(const std::string &name) {
     return "";
 }
 
-bool calls_instrument_hooks(const std::string &path) {
+namespace {
+
+// Whether `path`'s symbol tables name a symbol that `match` accepts; true when it cannot be
+// told (not ELF, unreadable).
+template <typename Match>
+bool has_symbol(const std::string &path, Match match) {
     if (path.empty() || elf_version(EV_CURRENT) == EV_NONE) return true;
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return true;
@@ -47,12 +52,26 @@ bool calls_instrument_hooks(const std::string &path) {
             GElf_Sym s;
             if (gelf_getsym(data, static_cast<int>(i), &s) == nullptr) continue;
             const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
-            found = name != nullptr && std::strcmp(name, "__cyg_profile_func_enter") == 0;
+            found = name != nullptr && match(name);
         }
     }
     if (elf != nullptr) elf_end(elf);
     close(fd);
     return found || !is_elf;
+}
+
+}  // namespace
+
+bool calls_instrument_hooks(const std::string &path) {
+    return has_symbol(path,
+                      [](const char *name) { return std::strcmp(name, "__cyg_profile_func_enter") == 0; });
+}
+
+bool calls_memtrace_callbacks(const std::string &path) {
+    return has_symbol(path, [](const char *name) {
+        return std::strncmp(name, "__sanitizer_cov_load", 20) == 0 ||
+               std::strncmp(name, "__sanitizer_cov_store", 21) == 0;
+    });
 }
 
 std::string preload_obstacle(const std::string &path) {

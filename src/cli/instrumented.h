@@ -9,6 +9,10 @@ std::string find_program(const std::string &name);
 // False only when `path` is an ELF file that neither imports nor defines
 // __cyg_profile_func_enter; true when it does or when it cannot be told (a script, unreadable).
 bool calls_instrument_hooks(const std::string &path);
+// False only when `path` is an ELF file that neither imports nor defines a sanitizer-coverage
+// load or store callback (__sanitizer_cov_load*, __sanitizer_cov_store*): it was not built with
+// -fsanitize-coverage=trace-loads,trace-stores; true when it does or when it cannot be told.
+bool calls_memtrace_callbacks(const std::string &path);
 // Why LD_PRELOAD cannot bring Sonde into `path`: "is statically linked (no program
 // interpreter), so LD_PRELOAD cannot load Sonde into it" for an ELF executable without
 // PT_INTERP; "" when it can or when it cannot be told (a script, unreadable).

@@ -8,6 +8,11 @@
 // prints it and exits 2. The exit status is otherwise the program's (128 + N when signal N ended
 // it), 127 when it cannot be started, 2 on bad usage or when FILE exists without --force, 1 when
 // FILE cannot be written. Uses only the public API.
+// `sonde record --memory [-o FILE] [--force] -- PROGRAM ARGS` runs PROGRAM, which must be built
+// with clang's sanitizer coverage and linked with libsonde-instrument.so (docs/memory-traces.md),
+// with SONDE_MEMTRACE set to FILE: its loads and stores are recorded into a Sonde memref trace,
+// one shard per thread (src/memtrace). A program without the load and store callbacks is refused
+// before it runs (exit 2), with the flags that build it.
 #include "cli/record.h"
 
 #include <fcntl.h>
@@ -22,9 +27,11 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include <sonde/trace.h>
 #include <sonde/trace_events.h>
 
 #include "cli/instrumented.h"
@@ -80,6 +87,39 @@ void summarise(const std::string &path, const std::string &program, bool api) {
                  api_part.c_str(), human_size(static_cast<uint64_t>(st.st_size)).c_str(), path.c_str());
 }
 
+// The summary of a memory trace: shards (threads), records, file size.
+void summarise_memory(const std::string &path) {
+    char error[512];
+    sonde_trace_reader_t *r = nullptr;
+    if (sonde_trace_reader_open(path.c_str(), SONDE_TRACE_FORMAT_SONDE, error, sizeof error, &r) !=
+        SONDE_STATUS_SUCCESS) {
+        std::fprintf(stderr, "sonde record: the trace cannot be read: %s\n", error);
+        return;
+    }
+    const char *warnings = sonde_trace_reader_warnings(r);
+    if (*warnings != '\0') std::fprintf(stderr, "sonde record: %s\n", warnings);
+    uint32_t shards = 0;
+    sonde_trace_reader_num_shards(r, &shards);
+    uint64_t refs = 0;
+    std::vector<sonde_memref_t> batch(65536);
+    for (uint32_t s = 0; s < shards; ++s) {
+        size_t n = 0;
+        while (sonde_trace_reader_read_shard(r, s, batch.data(), batch.size(), &n) == SONDE_STATUS_SUCCESS &&
+               n != 0)
+            for (size_t i = 0; i < n; ++i) refs += batch[i].type != SONDE_MEMREF_MARKER;
+    }
+    sonde_trace_reader_close(r);
+    struct stat st {};
+    stat(path.c_str(), &st);
+    if (refs == 0)
+        std::fprintf(stderr,
+                     "sonde record: warning: no memory reference was recorded (is the program linked with "
+                     "$(pkg-config --libs sonde-instrument)?)\n");
+    std::fprintf(stderr, "sonde record: %llu memory references, %u threads, %s in %s\n",
+                 static_cast<unsigned long long>(refs), shards,
+                 human_size(static_cast<uint64_t>(st.st_size)).c_str(), path.c_str());
+}
+
 }  // namespace
 
 int sonde_cli_record(int argc, char **argv) {
@@ -97,15 +137,22 @@ int sonde_cli_record(int argc, char **argv) {
         "arguments and return value.\n"
         "Exit status: the program's (128 + N when signal N ended it); 127 when it cannot be started;\n"
         "1 when FILE cannot be written; 2 on bad usage, when FILE exists without --force, or when\n"
-        "API tracing cannot start (the program does not run then).",
+        "API tracing cannot start (the program does not run then).\n"
+        "With --memory, record instead every load and store of a program built with\n"
+        "clang -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores and linked with\n"
+        "$(pkg-config --libs sonde-instrument), one shard per thread (docs/memory-traces.md); a\n"
+        "program without those callbacks is refused with exit status 2.",
         "sonde record"};
     std::string output = "sonde.trace";
     bool force = false;
     sonde::cli::add_version(app);
-    sonde::cli::set_usage(app,
-                          "sonde record [OPTIONS] [--api SPEC [--api-prototypes FILE]] -- PROGRAM [ARGS...]");
+    sonde::cli::set_usage(
+        app, "sonde record [OPTIONS] [--memory | --api SPEC [--api-prototypes FILE]] -- PROGRAM [ARGS...]");
     app.add_option("-o,--output", output, "trace file to write (default: sonde.trace)");
     app.add_flag("--force", force, "overwrite FILE if it exists");
+    bool memory = false;
+    app.add_flag("--memory", memory,
+                 "record the program's memory references (loads and stores) instead of its call graph");
     std::string api, prototypes;
     app.add_option("--api", api,
                    "trace calls into shared-library functions: 'LIB:FUNC[,FUNC...][;LIB:...]' (fnmatch "
@@ -126,6 +173,19 @@ int sonde_cli_record(int argc, char **argv) {
         std::fprintf(stderr, "sonde record: no program given (put it after --)\n");
         return 2;
     }
+    if (memory && !api.empty()) {
+        std::fprintf(stderr, "sonde record: --memory and --api cannot be combined\n");
+        return 2;
+    }
+    if (memory && !calls_memtrace_callbacks(find_program(argv[split + 1]))) {
+        std::fprintf(stderr,
+                     "sonde record: %s is not instrumented for memory references (it has no "
+                     "__sanitizer_cov_load/__sanitizer_cov_store callbacks); build it with\n"
+                     "  clang -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores ... "
+                     "$(pkg-config --libs sonde-instrument)\n",
+                     argv[split + 1]);
+        return 2;
+    }
     const std::string path = absolute(output);
     struct stat st {};
     if (stat(path.c_str(), &st) == 0 && !force) {
@@ -139,8 +199,9 @@ int sonde_cli_record(int argc, char **argv) {
         return 1;
     }
     close(fd);
-    const std::string lib = instrument_library_path();
-    if (lib.empty()) {
+    // With --memory the program links the library itself: nothing is preloaded.
+    const std::string lib = memory ? std::string() : instrument_library_path();
+    if (!memory && lib.empty()) {
         std::fprintf(stderr,
                      "sonde record: libsonde-instrument.so not found (set SONDE_INSTRUMENT_LIBRARY)\n");
         unlink(path.c_str());
@@ -170,8 +231,14 @@ int sonde_cli_record(int argc, char **argv) {
     }
     if (pid == 0) {
         close(pipefd[0]);
-        setenv("LD_PRELOAD", preload.c_str(), 1);
-        setenv("SONDE_RECORD", path.c_str(), 1);
+        if (memory) {
+            // The program links libsonde-instrument.so itself (its callbacks are resolved at
+            // link time): nothing is preloaded.
+            setenv("SONDE_MEMTRACE", path.c_str(), 1);
+        } else {
+            setenv("LD_PRELOAD", preload.c_str(), 1);
+            setenv("SONDE_RECORD", path.c_str(), 1);
+        }
         if (!api.empty()) {
             setenv("SONDE_API", api.c_str(), 1);
             if (!api_prototypes.empty()) setenv("SONDE_API_PROTOTYPES", api_prototypes.c_str(), 1);
@@ -223,7 +290,10 @@ int sonde_cli_record(int argc, char **argv) {
             return 2;
         }
     }
-    summarise(path, argv[split + 1], !api.empty());
+    if (memory)
+        summarise_memory(path);
+    else
+        summarise(path, argv[split + 1], !api.empty());
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) {
         std::fprintf(stderr, "sonde record: %s was killed by signal %d (%s)\n", argv[split + 1],

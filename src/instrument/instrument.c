@@ -12,6 +12,10 @@
  *    routine runs; its end is reported by libsonde at thread exit.
  *  - dlopen and dlclose are wrapped so module loads and unloads are reported
  *    (sonde_refresh_modules rescans dl_iterate_phdr after each).
+ *  - The sanitizer-coverage callbacks of src/memtrace record memory references when
+ *    SONDE_MEMTRACE is set (`sonde record --memory`): started by the constructor, each thread's
+ *    references finished when it ends, the trace finished by the destructor and the _exit
+ *    wrappers.
  *
  * Threads: the wrappers keep no state of their own beyond the real functions' addresses,
  * resolved once with dlsym(RTLD_NEXT) (races resolve to the same value).
@@ -23,6 +27,8 @@
 #include <unistd.h>
 
 #include <sonde/sonde.h>
+
+#include "memtrace/memtrace.h"
 
 #define HOOK __attribute__((visibility("default"), no_instrument_function))
 
@@ -53,13 +59,16 @@ HOOK void __cyg_profile_func_enter(void *fn, void *call_site) __attribute__((ifu
 HOOK void __cyg_profile_func_exit(void *fn, void *call_site) __attribute__((ifunc("resolve_exit")));
 
 __attribute__((constructor, no_instrument_function)) static void sonde_instrument_init(void) {
+    sonde_memtrace_prepare();
     if (!sonde_is_initialized() && sonde_initialize() == SONDE_STATUS_SUCCESS) {
         g_we_initialised = 1;
         g_pid = getpid();
     }
+    sonde_memtrace_start();
 }
 
 __attribute__((destructor, no_instrument_function)) static void sonde_instrument_fini(void) {
+    sonde_memtrace_stop();
     if (g_we_initialised && getpid() == g_pid && sonde_is_initialized()) sonde_finalize();
 }
 
@@ -88,7 +97,9 @@ __attribute__((no_instrument_function)) static void *start_thread(void *p) {
     struct start s = *(struct start *)p;
     free(p);
     sonde_register_thread(NULL);
-    return s.routine(s.arg);
+    void *ret = s.routine(s.arg);
+    sonde_memtrace_thread_exit();
+    return ret;
 }
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);

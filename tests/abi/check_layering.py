@@ -16,7 +16,8 @@ ALLOWED = {
     "client": {"core"},
     "record": {"core", "client", "trace", "apitrace"},
     "apitrace": {"core"},
-    "instrument": set(),
+    "instrument": {"memtrace"},
+    "memtrace": set(),
     "report": set(),
     "cli": {"report"},
 }

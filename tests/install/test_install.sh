@@ -2,6 +2,8 @@
 # Installs the build into a temporary DESTDIR, then builds a C program against the installed
 # headers and library with nothing but `cc prog.c $(pkg-config --cflags --libs sonde)` and runs it;
 # then runs the installed `sonde` without LD_LIBRARY_PATH (RUNPATH) with an installed client
+# (and, when clang is there, records the memory references of a program linked through the
+# installed sonde-instrument.pc)
 # given by bare name, before and after moving the whole prefix elsewhere (everything is found
 # relative to the executable, nothing through the configured prefix). The manual pages land in
 # share/man/man1 and man finds them there.
@@ -46,6 +48,17 @@ out="$dest/counts.txt"
 env -u LD_LIBRARY_PATH -u SONDE_INSTRUMENT_LIBRARY \
   "$bindir/sonde" run --client "call_counter=out=$out" -- "$build/examples/calls" 10 >/dev/null
 grep -q "$(printf '\tfib')$" "$out" || { echo "the installed call_counter, given by name, counted nothing"; exit 1; }
+# Memory references: a program built with clang's sanitizer coverage and nothing but the installed
+# `pkg-config --libs sonde-instrument`, recorded by the installed sonde.
+if command -v clang >/dev/null; then
+  mflags=$(pkg-config --define-variable=prefix="$dest$prefix" --libs sonde-instrument)
+  clang -O1 -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores "$src/tests/memtrace/fill_sum.c" \
+    $mflags -Wl,-rpath,"$libdir" -o "$dest/fill_sum"
+  env -u LD_LIBRARY_PATH "$bindir/sonde" record --memory -o "$dest/mem.trace" -- "$dest/fill_sum" \
+    2>"$dest/mem.txt" >/dev/null
+  grep -q "^sonde record: 2097152 memory references, 1 threads," "$dest/mem.txt" \
+    || { echo "the installed sonde-instrument.pc: sonde record --memory failed:"; cat "$dest/mem.txt"; exit 1; }
+fi
 moved="$dest/moved"
 mv "$dest$prefix" "$moved"
 rel_bin=${bindir#"$dest$prefix"}

@@ -1,0 +1,404 @@
+/*
+ * Memtrace concept: the runtime of clang's sanitizer coverage, linked into a program built with
+ * `clang -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores` through
+ * libsonde-instrument.so (docs/memory-traces.md). It defines __sanitizer_cov_load{1,2,4,8,16},
+ * __sanitizer_cov_store{1,2,4,8,16}, __sanitizer_cov_trace_pc_guard{,_init} and
+ * __sanitizer_cov_8bit_counters_init, and, when SONDE_MEMTRACE names a file at start-up (what
+ * `sonde record --memory` sets), records every load and store as a sonde_memref_t into a Sonde
+ * trace, one shard per thread.
+ *
+ * How references travel:
+ *  - each thread stages memrefs {address, size, type, pc = the call site, shard, timestamp} in
+ *    its own array of kStage records (no lock, no allocation after the thread's first access);
+ *    the timestamp is the time the array was started (CLOCK_MONOTONIC ns), read once per batch;
+ *  - a thread's first records are its THREAD_ID and PROCESS_ID markers, its last a THREAD_EXIT
+ *    marker (at thread exit: a pthread key destructor, created before libsonde's own key so that
+ *    it runs first);
+ *  - a full array is emitted by its thread as one record of this runtime's buffer (a per-thread
+ *    buffer of libsonde, LOSSLESS, flushed every 100 ms), whose consumer appends the batch to the
+ *    trace writer (sonde_trace_writer_write: zstd-compressed chunks, one shard per thread);
+ *  - at exit (or on a fatal signal) the staged tails are taken, the buffer flushed, and the
+ *    writer closed. A trace cut by SIGKILL keeps every chunk written before (readers recover it
+ *    by scanning).
+ * A write error (a full disk) stops the recording with one message on stderr; the program
+ * goes on.
+ *
+ * Threads: a Stage belongs to its thread (the hot path and its flush run there); the stage list
+ * (g_mu) is read by the thread that stops the recording, which takes the tails of threads still
+ * running at that moment as they are (best effort: such a thread may be writing its array). The
+ * consumer runs on libsonde's delivery thread or a flushing thread; the writer has its own lock.
+ * The hot path reads g_active (set at start, cleared once at stop) and nothing else shared.
+ */
+#include "memtrace/memtrace.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sonde/sonde.h>
+
+#define MT_API __attribute__((visibility("default"), no_instrument_function))
+#define MT_HIDDEN __attribute__((no_instrument_function))
+
+/* Records staged per thread before a batch is emitted (64 KiB of memrefs). */
+enum { kStage = 2048 };
+/* The buffer record of a batch: private to this runtime's buffer. */
+enum { kBatchKind = SONDE_RECORD_KIND_USER + 0x4d54 };
+
+typedef struct batch_header {
+    uint32_t shard;
+    uint32_t count;
+} batch_header;
+
+typedef struct stage {
+    uint32_t shard;
+    uint32_t n;         /* records staged (owner thread) */
+    uint64_t ts;        /* timestamp of the batch being staged */
+    int exited;         /* the THREAD_EXIT marker was written */
+    struct stage *next; /* g_stages list (g_mu) */
+    batch_header head;  /* immediately before refs: a batch is emitted in place */
+    sonde_memref_t refs[kStage];
+} stage;
+
+/* Set once recording starts, cleared at stop: the one shared word of the hot path. */
+static int g_active;
+static __thread stage *t_stage __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static stage *g_stages;       /* every thread's stage (g_mu) */
+static uint32_t g_next_shard; /* (g_mu) */
+static pthread_key_t g_key_exit;
+static int g_key_made;
+static pid_t g_pid;
+static sonde_session_id_t g_session;
+static sonde_buffer_id_t g_buffer;
+static sonde_trace_writer_t *g_writer;
+static int g_write_failed;      /* the consumer stopped writing (delivery thread) */
+static uint64_t g_lost_batches; /* batches the buffer dropped (delivery thread) */
+static char g_path[4096];
+
+MT_HIDDEN static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- per-thread staging ---- */
+
+MT_HIDDEN static void put_marker(stage *s, uint16_t marker, uint64_t value) {
+    sonde_memref_t *m = &s->refs[s->n++];
+    m->address = value;
+    m->pc = 0;
+    m->timestamp = s->ts;
+    m->shard = s->shard;
+    m->type = SONDE_MEMREF_MARKER;
+    m->size = marker;
+}
+
+/* Emits the staged records as one batch of the calling thread and starts a new one (owner
+ * thread). */
+MT_HIDDEN static void emit_stage(stage *s) {
+    if (s->n != 0) {
+        s->head.shard = s->shard;
+        s->head.count = s->n;
+        sonde_emit(g_buffer, kBatchKind, &s->head,
+                   (uint32_t)(sizeof s->head + s->n * sizeof(sonde_memref_t)));
+    }
+    s->n = 0;
+    s->ts = now_ns();
+}
+
+MT_HIDDEN static stage *stage_start(void) {
+    stage *s = malloc(sizeof *s);
+    if (s == NULL) return NULL;
+    memset(s, 0, offsetof(stage, refs));
+    pthread_mutex_lock(&g_mu);
+    s->shard = g_next_shard++;
+    s->next = g_stages;
+    g_stages = s;
+    pthread_mutex_unlock(&g_mu);
+    s->ts = now_ns();
+    put_marker(s, SONDE_MARKER_THREAD_ID, (uint64_t)syscall(SYS_gettid));
+    put_marker(s, SONDE_MARKER_PROCESS_ID, (uint64_t)getpid());
+    t_stage = s;
+    if (g_key_made) pthread_setspecific(g_key_exit, s);
+    return s;
+}
+
+MT_HIDDEN static void stage_exit(stage *s) {
+    if (s == NULL || s->exited) return;
+    s->exited = 1;
+    if (!__atomic_load_n(&g_active, __ATOMIC_ACQUIRE)) return;
+    if (s->n == kStage) emit_stage(s);
+    put_marker(s, SONDE_MARKER_THREAD_EXIT, (uint64_t)syscall(SYS_gettid));
+    emit_stage(s);
+}
+
+/* What a thread's stage pointer becomes once its stage is freed at thread exit: accesses made
+ * later on that thread (other destructors) are not recorded. Full, so that the hot path's one
+ * test sends them to the slow path, which drops them. */
+static stage g_exited_stage = {.n = kStage, .exited = 1};
+
+MT_HIDDEN static void free_stage(stage *s) {
+    pthread_mutex_lock(&g_mu);
+    for (stage **pp = &g_stages; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&g_mu);
+    t_stage = &g_exited_stage;
+    free(s);
+}
+
+MT_HIDDEN static void on_thread_key(void *p) {
+    stage_exit(p);
+    free_stage(p);
+}
+
+MT_HIDDEN void sonde_memtrace_thread_exit(void) {
+    stage *s = t_stage;
+    if (s == NULL || s == &g_exited_stage || getpid() != g_pid) return;
+    if (g_key_made) pthread_setspecific(g_key_exit, NULL);
+    stage_exit(s);
+    free_stage(s);
+}
+
+/* The slow path of an access: the thread's first, a full array, or a thread past its exit
+ * (NULL: not recorded). Out of line. */
+MT_HIDDEN __attribute__((noinline)) static stage *slow_stage(void) {
+    stage *s = t_stage;
+    if (s == NULL) return stage_start();
+    if (s->exited) return NULL;
+    emit_stage(s);
+    return s;
+}
+
+/* Hot path. Not recording: one load and one branch. Recording: a thread-local load and the
+ * stores of the staged memref; a full array takes the slow path. */
+#define MT_ACCESS(addr_, size_, type_)                                                  \
+    do {                                                                                \
+        if (__builtin_expect(!__atomic_load_n(&g_active, __ATOMIC_RELAXED), 1)) return; \
+        const uint64_t a_ = (uint64_t)(uintptr_t)(addr_);                               \
+        stage *s_ = t_stage;                                                            \
+        if (__builtin_expect(s_ == NULL || s_->n == kStage, 0)) {                       \
+            s_ = slow_stage();                                                          \
+            if (s_ == NULL) return;                                                     \
+        }                                                                               \
+        sonde_memref_t *m_ = &s_->refs[s_->n++];                                        \
+        m_->address = a_;                                                               \
+        m_->pc = (uint64_t)(uintptr_t)__builtin_return_address(0);                      \
+        m_->timestamp = s_->ts;                                                         \
+        m_->shard = s_->shard;                                                          \
+        m_->type = (type_);                                                             \
+        m_->size = (size_);                                                             \
+    } while (0)
+
+/* The 16-byte callbacks take an __int128 pointer in clang; a pointer is a pointer (ISO C has no
+ * __int128). */
+MT_API void __sanitizer_cov_load1(uint8_t *addr) { MT_ACCESS(addr, 1, SONDE_MEMREF_READ); }
+MT_API void __sanitizer_cov_load2(uint16_t *addr) { MT_ACCESS(addr, 2, SONDE_MEMREF_READ); }
+MT_API void __sanitizer_cov_load4(uint32_t *addr) { MT_ACCESS(addr, 4, SONDE_MEMREF_READ); }
+MT_API void __sanitizer_cov_load8(uint64_t *addr) { MT_ACCESS(addr, 8, SONDE_MEMREF_READ); }
+MT_API void __sanitizer_cov_load16(void *addr) { MT_ACCESS(addr, 16, SONDE_MEMREF_READ); }
+MT_API void __sanitizer_cov_store1(uint8_t *addr) { MT_ACCESS(addr, 1, SONDE_MEMREF_WRITE); }
+MT_API void __sanitizer_cov_store2(uint16_t *addr) { MT_ACCESS(addr, 2, SONDE_MEMREF_WRITE); }
+MT_API void __sanitizer_cov_store4(uint32_t *addr) { MT_ACCESS(addr, 4, SONDE_MEMREF_WRITE); }
+MT_API void __sanitizer_cov_store8(uint64_t *addr) { MT_ACCESS(addr, 8, SONDE_MEMREF_WRITE); }
+MT_API void __sanitizer_cov_store16(void *addr) { MT_ACCESS(addr, 16, SONDE_MEMREF_WRITE); }
+
+/* Edge guards: numbered from 1 at initialisation (as the sanitizer-coverage runtime does, so
+ * that a guard's value names its edge); a hit costs a load and a branch. Basic-block events are
+ * not recorded: the guards are accepted so that programs built with trace-pc-guard link and
+ * run. */
+MT_API void __sanitizer_cov_trace_pc_guard_init(uint32_t *start, uint32_t *stop) {
+    static uint32_t next = 1;
+    if (start == stop || *start != 0) return;
+    for (uint32_t *g = start; g < stop; ++g) *g = next++;
+}
+
+MT_API void __sanitizer_cov_trace_pc_guard(uint32_t *guard) { (void)guard; }
+
+/* -fsanitize-coverage=inline-8bit-counters: the counters live in the program and are updated
+ * inline; the runtime only has to accept their registration. */
+MT_API void __sanitizer_cov_8bit_counters_init(char *start, char *stop) {
+    (void)start;
+    (void)stop;
+}
+
+/* ---- the buffer's consumer ---- */
+
+MT_HIDDEN static void consume(const sonde_record_header_t *begin, const sonde_record_header_t *end,
+                              sonde_session_id_t session, sonde_buffer_id_t buffer, void *user_data) {
+    (void)user_data;
+    if (getpid() != g_pid) return; /* a fork child never writes the parent's file */
+    const sonde_record_header_t *rec = begin;
+    while (rec != NULL && rec < end) {
+        uint32_t size = 0;
+        const void *payload = sonde_record_payload(rec, &size);
+        if (sonde_record_kind(rec) == SONDE_RECORD_KIND_LOSS && size >= sizeof(sonde_loss_record_t)) {
+            /* LOSSLESS drops only after waiting 10 s for the consumer: said at the end. */
+            sonde_loss_record_t l;
+            memcpy(&l, payload, sizeof l);
+            g_lost_batches += l.count;
+        } else if (sonde_record_kind(rec) == kBatchKind && size >= sizeof(batch_header) && !g_write_failed) {
+            batch_header h;
+            memcpy(&h, payload, sizeof h);
+            if (sizeof h + (uint64_t)h.count * sizeof(sonde_memref_t) <= size) {
+                const sonde_memref_t *refs =
+                    (const sonde_memref_t *)(const void *)((const unsigned char *)payload + sizeof h);
+                if (sonde_trace_writer_write(g_writer, h.shard, refs, h.count) != SONDE_STATUS_SUCCESS) {
+                    /* A full disk or another write error: stop recording, let the program run. */
+                    g_write_failed = 1;
+                    __atomic_store_n(&g_active, 0, __ATOMIC_RELEASE);
+                    fprintf(stderr, "sonde: memory trace stopped: %s; the program goes on unrecorded\n",
+                            sonde_trace_writer_error(g_writer));
+                }
+            }
+        }
+        const sonde_record_header_t *next = NULL;
+        if (sonde_next_record(rec, &next, session, buffer) != SONDE_STATUS_SUCCESS) break;
+        rec = next;
+    }
+}
+
+/* ---- start and stop ---- */
+
+static const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+static struct sigaction g_old_actions[NSIG];
+static int g_crashed;
+static int g_started;
+static int g_stopped;
+
+MT_HIDDEN static void stop_recording(int crashing);
+
+MT_HIDDEN static void on_fatal_signal(int sig, siginfo_t *info, void *uc) {
+    const int saved_errno = errno;
+    if (__atomic_exchange_n(&g_crashed, 1, __ATOMIC_ACQ_REL) == 0 && g_writer != NULL) stop_recording(1);
+    const struct sigaction *old = &g_old_actions[sig];
+    sigaction(sig, old, NULL);
+    errno = saved_errno;
+    if ((old->sa_flags & SA_SIGINFO) != 0 && old->sa_sigaction != NULL)
+        old->sa_sigaction(sig, info, uc);
+    else if ((old->sa_flags & SA_SIGINFO) == 0 && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN)
+        old->sa_handler(sig);
+    else
+        raise(sig);
+}
+
+MT_HIDDEN static void install_crash_handlers(void) {
+    enum { kAltStack = 256 * 1024 };
+    stack_t ss;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_sp = malloc(kAltStack); /* leaked: it must outlive every signal */
+    ss.ss_size = kAltStack;
+    if (ss.ss_sp != NULL) sigaltstack(&ss, NULL);
+    for (size_t i = 0; i < sizeof kFatalSignals / sizeof kFatalSignals[0]; ++i) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal_signal;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(kFatalSignals[i], &sa, &g_old_actions[kFatalSignals[i]]);
+    }
+}
+
+MT_HIDDEN void sonde_memtrace_prepare(void) {
+    const char *env = secure_getenv("SONDE_MEMTRACE");
+    if (env == NULL || *env == '\0') return;
+    if (strlen(env) >= sizeof g_path) {
+        fprintf(stderr, "sonde: cannot record memory references: SONDE_MEMTRACE is too long\n");
+        return;
+    }
+    strcpy(g_path, env);
+    /* The program's own children must not record over this file. */
+    unsetenv("SONDE_MEMTRACE");
+    /* Before any record is emitted, so that this key's destructor runs before libsonde's. */
+    if (pthread_key_create(&g_key_exit, on_thread_key) == 0) g_key_made = 1;
+}
+
+MT_HIDDEN void sonde_memtrace_start(void) {
+    if (g_path[0] == '\0' || g_started) return;
+    g_started = 1;
+    sonde_trace_writer_properties_t wp;
+    memset(&wp, 0, sizeof wp);
+    wp.struct_size = sizeof wp;
+    sonde_status_t st = sonde_trace_writer_create(g_path, &wp, &g_writer);
+    if (st != SONDE_STATUS_SUCCESS) {
+        fprintf(stderr, "sonde: cannot record memory references to %s: %s\n", g_path,
+                sonde_status_string(st));
+        return;
+    }
+    /* 64 chunks of 1 MiB: a thread fills its own chunk with 64 KiB batches; LOSSLESS waits up
+     * to 10 s for the consumer; an interval flush every 100 ms bounds what a SIGKILL loses. */
+    const sonde_buffer_property_t props[] = {
+        {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 1u << 20},
+        {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_LOSSLESS},
+        {SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT, 0, 10000000000ull},
+        {SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH, 0, 100000000ull},
+    };
+    st = sonde_create_session(NULL, &g_session);
+    if (st == SONDE_STATUS_SUCCESS) {
+        st = sonde_create_buffer(g_session, 64u << 20, consume, NULL, props, 4, &g_buffer);
+        if (st == SONDE_STATUS_SUCCESS) st = sonde_start_session(g_session);
+        if (st != SONDE_STATUS_SUCCESS) sonde_destroy_session(g_session);
+    }
+    if (st != SONDE_STATUS_SUCCESS) {
+        fprintf(stderr, "sonde: cannot record memory references: %s\n", sonde_status_string(st));
+        sonde_trace_writer_close(g_writer);
+        g_writer = NULL;
+        return;
+    }
+    g_pid = getpid();
+    install_crash_handlers();
+    __atomic_store_n(&g_active, 1, __ATOMIC_RELEASE);
+}
+
+MT_HIDDEN static void stop_recording(int crashing) {
+    if (getpid() != g_pid || __atomic_exchange_n(&g_stopped, 1, __ATOMIC_ACQ_REL)) return;
+    __atomic_store_n(&g_active, 0, __ATOMIC_RELEASE);
+    /* Every batch emitted so far reaches the writer first; then the staged tails are written
+     * directly, after them: the calling thread's with its exit marker (it is the last to run),
+     * those of threads still running as they are. */
+    sonde_flush_data(g_session, g_buffer);
+    if (!crashing) pthread_mutex_lock(&g_mu); /* the crashed thread may hold it */
+    for (stage *s = g_stages; s != NULL && !g_write_failed; s = s->next) {
+        if (s->exited) continue;
+        if (s == t_stage && !crashing) {
+            if (s->n == kStage) {
+                sonde_trace_writer_write(g_writer, s->shard, s->refs, s->n);
+                s->n = 0;
+            }
+            put_marker(s, SONDE_MARKER_THREAD_EXIT, (uint64_t)syscall(SYS_gettid));
+            s->exited = 1;
+        }
+        const uint32_t n = __atomic_load_n(&s->n, __ATOMIC_ACQUIRE);
+        if (n != 0) sonde_trace_writer_write(g_writer, s->shard, s->refs, n);
+    }
+    if (!crashing) pthread_mutex_unlock(&g_mu);
+    if (!crashing) {
+        sonde_stop_session(g_session);
+        sonde_destroy_session(g_session);
+    }
+    const sonde_status_t st = sonde_trace_writer_close(g_writer);
+    g_writer = NULL;
+    if (st != SONDE_STATUS_SUCCESS && !g_write_failed)
+        fprintf(stderr, "sonde: memory trace failed: %s\n", sonde_status_string(st));
+    if (g_lost_batches != 0)
+        fprintf(stderr,
+                "sonde: warning: %llu batches of up to %d memory references were dropped (the trace writer "
+                "fell behind for more than 10 s)\n",
+                (unsigned long long)g_lost_batches, kStage);
+}
+
+MT_HIDDEN void sonde_memtrace_stop(void) {
+    if (g_writer != NULL) stop_recording(0);
+}
