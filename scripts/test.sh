@@ -3,7 +3,7 @@
 # node_modules/), then builds and tests
 #   build/        gcc, -Werror, every test (cmocka, Python, Node, ABI guards, examples)
 #   build-asan/   gcc, AddressSanitizer + UndefinedBehaviorSanitizer, every C test
-#   build-tsan/   gcc, ThreadSanitizer, the concurrency tests (suite 'stress')
+#   build-tsan/   gcc, ThreadSanitizer, the concurrency tests (suite 'stress'; only they are built)
 #   build-clang/  clang, -Werror, libFuzzer targets run briefly (suite 'fuzz')
 # Any failure stops the script with a non-zero status.
 set -euo pipefail
@@ -33,7 +33,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 
 section "ThreadSanitizer: concurrency tests"
 setup build-tsan -Dwerror=true -Db_sanitize=thread -Db_lundef=false -Dbench=false
-ninja -C build-tsan -j "$JOBS"
+# Only what the suite needs: the library and the concurrency tests (scripts/suite_targets.py).
+ninja -C build-tsan -j "$JOBS" $(python3 scripts/suite_targets.py build-tsan stress)
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes "$JOBS" --suite stress
 
