@@ -44,6 +44,7 @@ fi
 echo
 echo "== 2. Record a live session's memory references to a trace: examples/trace_record.c"
 build/examples/trace_record "$tmp/demo.sonde"
+"$sonde" dump "$tmp/demo.sonde" --limit 5   # its first records as text, one per line
 echo
 echo "== 3. Analyse it: built-in tools and the page_counts tool plugin (examples/tools/)"
 "$sonde" analyze "$tmp/demo.sonde" --tool "basic_counts,cache_sim,$PWD/build/examples/page_counts.so" --json "$tmp/demo.json"

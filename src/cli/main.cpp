@@ -1,4 +1,4 @@
-// The `sonde` executable: dispatches `analyze`, `convert`, `export`, `record`, `report` and `run`
+// The `sonde` executable: dispatches `analyze`, `convert`, `dump`, `export`, `record`, `report` and `run`
 // to their implementations and answers --help and --version. Every command exits 2 on bad usage, with a
 // message naming the option (options.h), and has --help and --version of its own.
 #include <cstdio>
@@ -6,6 +6,7 @@
 
 #include "cli/analyze.h"
 #include "cli/convert.h"
+#include "cli/dump.h"
 #include "cli/export.h"
 #include "cli/options.h"
 #include "cli/record.h"
@@ -23,6 +24,7 @@ void usage(FILE *f) {
         "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
         "  convert INPUT -o OUTPUT\n"
         "                     turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
+        "  dump INPUT         print a trace's records as text, one per line (sonde dump --help)\n"
         "  export FILE --format chrome|folded|csv -o OUT\n"
         "                     calls for Perfetto UI, speedscope, flame graphs (sonde export --help)\n"
         "  report FILE        functions, threads, call tree; JSON and HTML (sonde report --help)\n"
@@ -57,6 +59,7 @@ int main(int argc, char **argv) {
     }
     if (std::strcmp(cmd, "analyze") == 0) return sonde_cli_analyze(argc - 1, argv + 1);
     if (std::strcmp(cmd, "convert") == 0) return sonde_cli_convert(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "dump") == 0) return sonde_cli_dump(argc - 1, argv + 1);
     if (std::strcmp(cmd, "export") == 0) return sonde_cli_export(argc - 1, argv + 1);
     if (std::strcmp(cmd, "report") == 0) return sonde_cli_report(argc - 1, argv + 1);
     if (std::strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 1, argv + 1);
