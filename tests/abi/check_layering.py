@@ -18,7 +18,8 @@ ALLOWED = {
     "apitrace": {"core"},
     "instrument": set(),
     "report": set(),
-    "cli": {"report"},
+    "mpi": set(),
+    "cli": {"report", "mpi"},
 }
 
 root = sys.argv[1]
