@@ -58,6 +58,12 @@ if [ -f "$data" ]; then
   echo
   echo "== 5. The same trace: exact LRU reuse distances and the miss-ratio curve"
   "$sonde" analyze "$data" --format lackey --tool reuse_distance --line-size 64
+  if command -v mpirun >/dev/null && ! "$sonde" analyze --mpi /dev/null 2>&1 | grep -q "has no MPI"; then
+    echo
+    echo "== 5b. The same, as two MPI ranks: each reads half, rank 0 merges (the same histogram)"
+    mpirun --allow-run-as-root --oversubscribe -np 2 \
+      "$sonde" analyze --mpi "$data" --format lackey --tool reuse_distance --line-size 64
+  fi
 fi
 
 dr=tests/data/drmemtrace

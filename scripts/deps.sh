@@ -8,6 +8,7 @@ SONDE_PACKAGES=(
   libdw-dev libelf-dev doxygen abigail-tools clang-format groff-base man-db
   liblttng-ust-dev lttng-tools uftrace ltrace valgrind
   chromium nodejs
+  openmpi-bin libopenmpi-dev
 )
 
 sonde_install_deps() {

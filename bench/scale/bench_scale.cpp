@@ -23,10 +23,17 @@
 //      `sonde analyze --tool reuse_distance --jobs N` runs it, and the stack-distance calculator
 //      alone on the same lines in memory (sonde_stackdist_batch, N workers). Check: the JSON
 //      (histogram) and the calculator's bins are the same for every N.
+//   6. sonde analyze --mpi, 2 ranks against 1 (mpirun -np 2 and -np 1, the same command; only
+//      when the build has MPI): reuse_distance on a 20 M-access raw64 trace and cache_sim on a
+//      10 M-reference lackey trace, both made here (deterministic) in TMPDIR. Wall-time medians,
+//      the ratio (target >= 1.7x), and beside them the launch floor (mpirun -np N of `sonde
+//      --version`) and the ratio net of it. Check: both runs print the same results.
 // The machine (CPU model, online CPUs) is printed first. It prints and never fails; a failed
-// check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4.
+// check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
+// SONDE_BENCH_SCALE=mpi runs case 6 alone.
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
@@ -44,6 +51,8 @@
 #include <vector>
 
 #include <sonde/sonde.h>
+
+#include "../common/spawn.h"
 
 namespace {
 
@@ -304,6 +313,130 @@ std::vector<uint64_t> histogram_bins(sonde_histogram_t *h) {
     return out;
 }
 
+#ifdef SONDE_BENCH_MPIRUN
+// Case 6's inputs: `n` line addresses, 70% over 64 Ki hot lines and 30% over 4 Mi cold ones.
+std::vector<uint64_t> mpi_addresses(size_t n) {
+    std::vector<uint64_t> a(n);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < n; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        const uint64_t line = (x % 10 < 7) ? (x >> 20) % (1u << 16) : (1u << 20) + (x >> 24) % (1u << 22);
+        a[i] = 0x10000000 + line * 64 + (x >> 8) % 56;
+    }
+    return a;
+}
+
+bool write_raw64(const std::string &path, size_t n) {
+    const std::vector<uint64_t> a = mpi_addresses(n);
+    FILE *f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) return false;
+    const bool ok = std::fwrite(a.data(), 8, a.size(), f) == a.size();
+    return std::fclose(f) == 0 && ok;
+}
+
+// Lackey text: an instruction fetch before every data access, reads, writes and modifies.
+bool write_lackey(const std::string &path, size_t n) {
+    const std::vector<uint64_t> a = mpi_addresses(n);
+    FILE *f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) return false;
+    for (size_t i = 0; i < n; ++i) {
+        if (i % 2 == 0) {
+            std::fprintf(f, "I  %08llx,4\n", static_cast<unsigned long long>(0x400000 + (a[i] >> 4) % 65536));
+            continue;
+        }
+        const char kind = "LLLSM"[a[i] % 5];
+        std::fprintf(f, " %c %08llx,8\n", kind, static_cast<unsigned long long>(a[i]));
+    }
+    return std::fclose(f) == 0;
+}
+
+// The 1-minute load average: other programs on the machine take cores from the ranks.
+double load_average() {
+    double l[1] = {0};
+    return getloadavg(l, 1) == 1 ? l[0] : 0;
+}
+
+double children_cpu_seconds() {
+    rusage ru{};
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+// Median wall seconds of `mpirun -np ranks ARGS` (and in *cpu the median CPU seconds of all its
+// processes); *out gets the results it printed (its first line, which names the ranks, left
+// out). 0 when a run failed.
+double mpirun_seconds(unsigned ranks, const std::vector<std::string> &args, std::string *out, double *cpu) {
+    std::vector<double> t, c;
+    for (int r = 0; r < kReps; ++r) {
+        std::vector<std::string> cmd = {
+            SONDE_BENCH_MPIRUN,   "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np",
+            std::to_string(ranks)};
+        cmd.insert(cmd.end(), args.begin(), args.end());
+        const auto t0 = Clock::now();
+        const double c0 = children_cpu_seconds();
+        const sonde_bench::ChildOutput child = sonde_bench::run_child(cmd);
+        t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        c.push_back(children_cpu_seconds() - c0);
+        if (!child.ran) return 0;
+        *out = child.out.substr(std::min(child.out.size(), child.out.find('\n') + 1));
+    }
+    *cpu = median(c);
+    return median(t);
+}
+
+void mpi_case(const char *title, const std::vector<std::string> &analyze) {
+    std::printf("\n%s\n", title);
+    std::string one, two, ignored;
+    double c1 = 0, c2 = 0, fc = 0;
+    const double t1 = mpirun_seconds(1, analyze, &one, &c1);
+    const double t2 = mpirun_seconds(2, analyze, &two, &c2);
+    const double f1 = mpirun_seconds(1, {SONDE_BENCH_SONDE, "--version"}, &ignored, &fc);
+    const double f2 = mpirun_seconds(2, {SONDE_BENCH_SONDE, "--version"}, &ignored, &fc);
+    if (t1 == 0 || t2 == 0) {
+        std::printf("  a run failed; skipped\n");
+        return;
+    }
+    std::printf("  1 rank %.3f s, 2 ranks %.3f s: %.2fx (target >= 1.7x)%s\n", t1, t2, t1 / t2,
+                one == two ? "" : "   MISMATCH");
+    std::printf("  launch floor (mpirun of sonde --version) %.3f s / %.3f s; net of it: %.2fx\n", f1, f2,
+                (t1 - f1) / (t2 - f2));
+    std::printf("  CPU of all processes: 1 rank %.3f s, 2 ranks %.3f s (%.2fx the work); load average %.2f\n",
+                c1, c2, c2 / c1, load_average());
+}
+#endif
+
+// 6. (see the top of the file)
+void mpi_cases(bool quick) {
+#ifdef SONDE_BENCH_MPIRUN
+    const char *tmp = getenv("TMPDIR");
+    const std::string dir =
+        std::string(tmp != nullptr ? tmp : "/tmp") + "/sonde-bench-mpi-" + std::to_string(getpid());
+    const std::string raw = dir + "/reuse.raw64", lackey = dir + "/cache.lackey";
+    const size_t div = quick ? 4 : 1;
+    if (mkdir(dir.c_str(), 0700) != 0 || !write_raw64(raw, 20000000 / div) ||
+        !write_lackey(lackey, 10000000 / div)) {
+        std::printf("\n6. sonde analyze --mpi: cannot write the inputs in %s; skipped\n", dir.c_str());
+    } else {
+        mpi_case(
+            quick ? "6a. sonde analyze --mpi --tool reuse_distance, 5 M-access raw64 trace: 2 ranks vs 1"
+                  : "6a. sonde analyze --mpi --tool reuse_distance, 20 M-access raw64 trace: 2 ranks vs 1",
+            {SONDE_BENCH_SONDE, "analyze", "--mpi", "--format", "raw64", "--tool", "reuse_distance", raw});
+        mpi_case(
+            quick ? "6b. sonde analyze --mpi --tool cache_sim, 2.5 M-reference lackey trace: 2 ranks vs 1"
+                  : "6b. sonde analyze --mpi --tool cache_sim, 10 M-reference lackey trace: 2 ranks vs 1",
+            {SONDE_BENCH_SONDE, "analyze", "--mpi", "--format", "lackey", "--tool", "cache_sim", lackey});
+    }
+    std::remove(raw.c_str());
+    std::remove(lackey.c_str());
+    rmdir(dir.c_str());
+#else
+    (void)quick;
+    std::printf("\n6. sonde analyze --mpi: this build has no MPI; skipped\n");
+#endif
+}
+
 }  // namespace
 
 int main() {
@@ -317,6 +450,11 @@ int main() {
     std::printf("bench/scale: %s, %u online CPU(s); medians of %d repetitions\n", cpu_model().c_str(), cpus,
                 kReps);
     if (sonde_initialize() != SONDE_STATUS_SUCCESS) return 0;
+    if (getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "mpi") == 0) {
+        mpi_cases(false);  // case 6 alone
+        sonde_finalize();
+        return 0;
+    }
 
     // 1-3. Producers.
     const uint64_t per_thread = quick ? 2500000 : 10000000;
@@ -395,6 +533,7 @@ int main() {
     std::vector<sonde_memref_t> refs;
     if (!load_trace(path, &refs)) {
         std::printf("\n5. reuse_distance: %s cannot be read; skipped\n", path.c_str());
+        mpi_cases(quick);
         return 0;
     }
     if (quick) refs.resize(refs.size() / 4);
@@ -454,6 +593,7 @@ int main() {
             row(n, f, one, 0, bins == first && !bins.empty());
         }
     }
+    mpi_cases(quick);
     sonde_finalize();
     return 0;
 }

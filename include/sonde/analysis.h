@@ -80,6 +80,34 @@ typedef struct sonde_tool_ops_t {
      * record kind. @since 1.2
      */
     uint32_t (*memref_model)(void *tool);
+    /**
+     * Partitioned runs (sonde_analyzer_set_partition(), `sonde analyze --mpi`): asked once at
+     * the start of such a run with this process's @p rank of @p nranks and the kind of part the
+     * analyzer @p offers (a sonde_partition_value: ::SONDE_PARTITION_SHARDS or
+     * ::SONDE_PARTITION_TIME_SLICES). Answer @p offers to take that part only,
+     * ::SONDE_PARTITION_EVERY_RECORD (to a ::SONDE_PARTITION_TIME_SLICES offer only) to receive
+     * every record of the stream and keep only what this rank owns, or
+     * ::SONDE_PARTITION_REFUSE (get_error_string() says why). A tool without this entry, or
+     * without export_state and merge_state, is refused by a partitioned run. @since 1.2
+     */
+    uint32_t (*partition)(void *tool, uint32_t rank, uint32_t nranks, uint32_t offers);
+    /**
+     * Time-slice partitions: called before the first record of each slice this rank owns, with
+     * the slice's number (slices are numbered in stream order from 0). NULL: not told. @since 1.2
+     */
+    bool (*slice_begin)(void *tool, uint64_t slice);
+    /**
+     * After a partitioned run: this rank's partial state as bytes (owned by the tool, valid
+     * until the next call), *size set to their count; NULL on failure (get_error_string()).
+     * @since 1.2
+     */
+    const void *(*export_state)(void *tool, size_t *size);
+    /**
+     * Merges the bytes another rank's export_state() gave into this tool's state, so that after
+     * every other rank's bytes the results equal those of one process reading everything.
+     * Called in any rank order; false on bad bytes or failure (get_error_string()). @since 1.2
+     */
+    bool (*merge_state)(void *tool, const void *state, size_t size);
 } sonde_tool_ops_t;
 
 /**
@@ -90,11 +118,28 @@ typedef struct sonde_tool_ops_t {
 #define SONDE_TOOL_OPS_SIZE_1_0 136u
 
 /**
- * @brief Size of sonde_tool_ops_t in ABI version 1.2 (memref_model appended).
+ * @brief Size of sonde_tool_ops_t in ABI version 1.2 (memref_model, then the partition entries
+ * partition, slice_begin, export_state and merge_state appended).
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
  * @since 1.2
  */
-#define SONDE_TOOL_OPS_SIZE_1_2 144u
+#define SONDE_TOOL_OPS_SIZE_1_2 176u
+
+/**
+ * @brief Kinds of part in a partitioned run, and a tool's answers to
+ * sonde_tool_ops_t::partition. Values are pinned.
+ * @since 1.2
+ */
+enum sonde_partition_value {
+    /** The tool cannot run partitioned. */
+    SONDE_PARTITION_REFUSE = 0,
+    /** Whole shards: each rank reads some of the shards (a parallel run of two or more shards). */
+    SONDE_PARTITION_SHARDS = 1,
+    /** Time slices of the one interleaved stream: each rank is handed the records of its slices. */
+    SONDE_PARTITION_TIME_SLICES = 2,
+    /** The tool's answer to a time-slice offer: hand it every record; it keeps its own part. */
+    SONDE_PARTITION_EVERY_RECORD = 3
+};
 
 /**
  * @brief The smallest sonde_tool_ops_t struct_size the analyzer accepts: the 1.0 size
@@ -270,6 +315,65 @@ SONDE_API sonde_status_t sonde_analyzer_input_warnings(const sonde_analyzer_t *a
 SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analyzer,
                                                          const sonde_memref_t *memrefs, size_t count,
                                                          uint32_t *shard);
+
+/**
+ * @brief Makes the run process only this process's part of the inputs: rank @p rank of
+ * @p nranks processes that read the same inputs with the same tools and options (the `sonde
+ * analyze --mpi` ranks). A parallel run of two or more shards deals the shards, largest first,
+ * round-robin to the ranks; any other run is serial and cuts its one interleaved stream into
+ * time slices of records (ceil(records / nranks) each when every shard's record count is known,
+ * so rank r reads slice r; else slices of 4,194,304 records, slice k to rank k mod nranks).
+ * Every tool must have sonde_tool_ops_t::partition, export_state and merge_state. After the
+ * run, sonde_analyzer_export_state() gives this rank's state, and rank 0 merges the others' with
+ * sonde_analyzer_merge_state(). docs/scaling.md explains what each built-in tool does.
+ * @param analyzer The analyzer.
+ * @param rank This process's rank, below @p nranks.
+ * @param nranks How many ranks, 1 to 65536 (1: the whole input, but export and merge work).
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (nranks 0 or above 65536, rank >= nranks),
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (after sonde_analyzer_run()). One thread at a time.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_analyzer_set_partition(sonde_analyzer_t *analyzer, uint32_t rank,
+                                                      uint32_t nranks);
+
+/**
+ * @brief After a successful partitioned run: this rank's partial state as bytes (the records
+ * it read from each input and every tool's export_state()), for sonde_analyzer_merge_state()
+ * at another analyzer of the same inputs, tools and partition count.
+ * @param analyzer The analyzer.
+ * @param[out] buffer Room for @p size bytes (may be NULL when size is 0).
+ * @param size Bytes available.
+ * @param[out] actual_size Bytes the state takes.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer or actual_size),
+ *         SONDE_STATUS_ERROR_BUFFER_TOO_SHORT (see actual_size),
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (no successful partitioned run),
+ *         SONDE_STATUS_ERROR_TOOL (a tool's export_state failed),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. One thread at a time.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_analyzer_export_state(sonde_analyzer_t *analyzer, void *buffer, size_t size,
+                                                     size_t *actual_size);
+
+/**
+ * @brief Merges another rank's sonde_analyzer_export_state() bytes into this analyzer's results
+ * (after its own successful partitioned run). Once every other rank's state is merged, the
+ * results (sonde_analyzer_print_results(), sonde_analyzer_results_json()) equal those of one
+ * process that analysed everything. Each rank's state is merged at most once, in any order.
+ * @param analyzer The analyzer.
+ * @param state The bytes.
+ * @param size Their count.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (no successful partitioned run here),
+ *         SONDE_STATUS_ERROR_FORMAT (not a state, or truncated),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (another partition count, this rank's own state or
+ *         one merged already, other inputs or tools),
+ *         SONDE_STATUS_ERROR_TOOL (a tool's merge_state failed; the results are then unusable),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. sonde_analyzer_error() says why. One thread at a time.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_analyzer_merge_state(sonde_analyzer_t *analyzer, const void *state,
+                                                    size_t size);
 
 /**
  * @brief Runs every tool over every input. Can be called once.

@@ -16,6 +16,7 @@
 
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include <sonde/analysis.h>
@@ -116,6 +117,48 @@ public:
      */
     virtual uint32_t memref_model() const { return SONDE_MEMREF_MODEL_1_0; }
     /**
+     * @brief Whether the tool runs in partitioned runs (then override partition(),
+     * export_state() and merge_state(); slice_begin() when it needs slice boundaries). @since 1.2
+     * @return true when supported.
+     */
+    virtual bool partition_supported() const { return false; }
+    /**
+     * @brief sonde_tool_ops_t::partition: the part this rank takes. @since 1.2
+     * @param rank This rank. @param nranks Ranks. @param offers A sonde_partition_value.
+     * @return @p offers, ::SONDE_PARTITION_EVERY_RECORD or ::SONDE_PARTITION_REFUSE (with
+     * set_error()).
+     */
+    virtual uint32_t partition(uint32_t rank, uint32_t nranks, uint32_t offers) {
+        (void)rank;
+        (void)nranks;
+        (void)offers;
+        set_error("this tool does not run partitioned");
+        return SONDE_PARTITION_REFUSE;
+    }
+    /**
+     * @brief sonde_tool_ops_t::slice_begin: a slice of this rank begins. @since 1.2
+     * @param slice The slice's number. @return false on failure.
+     */
+    virtual bool slice_begin(uint64_t slice) {
+        (void)slice;
+        return true;
+    }
+    /**
+     * @brief sonde_tool_ops_t::export_state: this rank's partial state; an exception means
+     * failure. @since 1.2
+     * @return The bytes.
+     */
+    virtual std::string export_state() { throw std::logic_error("this tool does not run partitioned"); }
+    /**
+     * @brief sonde_tool_ops_t::merge_state: adds another rank's partial state. @since 1.2
+     * @param state The bytes. @param size Their count. @return false on failure.
+     */
+    virtual bool merge_state(const void *state, size_t size) {
+        (void)state;
+        (void)size;
+        return set_error("this tool does not run partitioned");
+    }
+    /**
      * @brief The message of a failed shard function (for failures reported by false).
      * @param shard_data The shard's data. @return The message.
      */
@@ -155,6 +198,7 @@ private:
     std::string error_;
     bool out_of_memory_ = false;  // the last message could not be stored
     std::string json_;
+    std::string state_;  // the last export_state()
     std::string name_copy_;
 
     static tool *self(void *t) { return static_cast<tool *>(t); }
@@ -285,6 +329,39 @@ private:
         }
     }
 
+    static uint32_t t_partition(void *t, uint32_t rank, uint32_t nranks, uint32_t offers) {
+        try {
+            return self(t)->partition(rank, nranks, offers);
+        } catch (const std::exception &e) {
+            self(t)->note_error(e.what());
+        } catch (...) {
+            self(t)->note_error("unknown exception");
+        }
+        return SONDE_PARTITION_REFUSE;
+    }
+    static bool t_slice_begin(void *t, uint64_t slice) {
+        return call(self(t), [&] { return self(t)->slice_begin(slice); });
+    }
+    static const void *t_export_state(void *t, size_t *size) {
+        *size = 0;
+        try {
+            self(t)->state_ = self(t)->export_state();
+        } catch (const std::exception &e) {
+            self(t)->state_.clear();
+            self(t)->note_error(e.what());
+            return nullptr;
+        } catch (...) {
+            self(t)->state_.clear();
+            self(t)->note_error("unknown exception");
+            return nullptr;
+        }
+        *size = self(t)->state_.size();
+        return self(t)->state_.data();
+    }
+    static bool t_merge_state(void *t, const void *state, size_t size) {
+        return call(self(t), [&] { return self(t)->merge_state(state, size); });
+    }
+
     static sonde_tool_ops_t make_ops() {
         sonde_tool_ops_t o = sonde_tool_ops_t();
         o.struct_size = static_cast<uint32_t>(sizeof(sonde_tool_ops_t));
@@ -313,17 +390,23 @@ public:
      * sonde_analyzer_add_tool_ops(), or return them from sonde_tool_create. The table lives in
      * the object (valid until destroy()). A tool that keeps the 1.0 memref model gets a table
      * of ::SONDE_TOOL_OPS_SIZE_1_0 bytes, so it also loads into a 1.0 or 1.1 library; one that
-     * asks for a later model gets the whole table.
+     * asks for a later model, or runs partitioned (partition_supported()), gets the whole table.
      * @return The table.
      */
     const sonde_tool_ops_t *table() {
         ops_ = *ops();
         name_copy_ = name();
         ops_.name = name_copy_.c_str();
-        if (memref_model() != SONDE_MEMREF_MODEL_1_0) {
+        if (memref_model() != SONDE_MEMREF_MODEL_1_0 || partition_supported()) {
             ops_.memref_model = t_memref_model;
         } else {
             ops_.struct_size = SONDE_TOOL_OPS_SIZE_1_0;
+        }
+        if (partition_supported()) {
+            ops_.partition = t_partition;
+            ops_.slice_begin = t_slice_begin;
+            ops_.export_state = t_export_state;
+            ops_.merge_state = t_merge_state;
         }
         return &ops_;
     }

@@ -341,6 +341,10 @@ sonde_status_t Analyzer::run() {
             }
         }
     }
+    if (nranks_ != 0) {
+        if (const sonde_status_t st = start_partition(can_parallel)) return st;
+        if (partition_kind_ == SONDE_PARTITION_TIME_SLICES) can_parallel = false;
+    }
     // Memory of the readers: a serial run holds every shard's at once, a parallel one a
     // shard's per worker.
     std::vector<const Input *> inputs;
@@ -374,13 +378,18 @@ sonde_status_t Analyzer::run() {
     const sonde_status_t st = can_parallel ? run_parallel(n) : run_serial();
     succeeded = st == SONDE_STATUS_SUCCESS;
     if (succeeded) {
-        std::vector<uint64_t> records(inputs_.size(), 0);
+        input_records_.assign(inputs_.size(), 0);
         for (const ShardSpec &spec : shards_)
-            if (spec.input != nullptr) records[spec.input_number] += spec.read;
-        for (size_t i = 0; i < inputs_.size(); ++i)
-            if (records[i] == 0) info_[i].add(inputs_[i]->path() + ": no records");
+            if (spec.input != nullptr) input_records_[spec.input_number] += spec.read;
+        // A partitioned run knows which inputs gave no record once every rank's reads are in.
+        if (nranks_ <= 1) note_empty_inputs();
     }
     return st;
+}
+
+void Analyzer::note_empty_inputs() {
+    for (size_t i = 0; i < inputs_.size(); ++i)
+        if (input_records_[i] == 0) info_[i].add(inputs_[i]->path() + ": no records");
 }
 
 // Serial mode: repeatedly take the shard whose next record has the smallest timestamp (ties:
@@ -419,6 +428,40 @@ sonde_status_t Analyzer::run_serial() {
         s.cursor.reset();
         return false;
     };
+    // Hands a span to the tools: all of them when `owned`, else (a slice of another rank) only
+    // those that take every record. False when a tool failed (error set).
+    auto hand = [&](const sonde_memref_t *p, size_t n, bool owned) -> bool {
+        const sonde_memref_t *lv = nullptr;  // the span's 1.0 view, made once for all 1.0 tools
+        size_t ln = 0;
+        for (size_t ti = 0; ti < tools_.size(); ++ti) {
+            const Tool &t = *tools_[ti];
+            if (!owned && modes_[ti] != SONDE_PARTITION_EVERY_RECORD) continue;
+            bool ok = true;
+            if (!t.full_model && lv == nullptr) lv = legacy.view(p, n, &ln);
+            const sonde_memref_t *v = t.full_model ? p : lv;
+            const size_t vn = t.full_model ? n : ln;
+            if (vn == 0) continue;
+            if (t.ops.process_memrefs != nullptr) {
+                ok = t.ops.process_memrefs(t.data, v, vn);
+            } else {
+                for (size_t k = 0; k < vn && ok; ++k) ok = t.ops.process_memref(t.data, &v[k]);
+            }
+            if (!ok) {
+                error = tool_message(t, "process_memref", global_error(t));
+                return false;
+            }
+        }
+        return true;
+    };
+    uint64_t ordinal = 0;         // records of the interleaved stream handed out so far
+    uint64_t begun = UINT64_MAX;  // the last slice whose slice_begin was called
+    uint64_t total = 0;           // records of the stream (UINT64_MAX: not known)
+    bool every_record = false;
+    for (uint32_t m : modes_) every_record = every_record || m == SONDE_PARTITION_EVERY_RECORD;
+    for (const ShardSpec &spec : shards_) {
+        const uint64_t r = spec.input != nullptr ? spec.input->shard_records(spec.index) : spec.count;
+        total = r == UINT64_MAX || total > UINT64_MAX - r ? UINT64_MAX : total + r;
+    }
     using Key = std::pair<uint64_t, size_t>;  // (timestamp of the next record, state)
     std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
     for (size_t i = 0; i < st.size(); ++i) {
@@ -442,23 +485,35 @@ sonde_status_t Analyzer::run_serial() {
             ++n;
         }
         s.last_ts = last;
-        const sonde_memref_t *lv = nullptr;  // the span's 1.0 view, made once for all 1.0 tools
-        size_t ln = 0;
-        for (const auto &t : tools_) {
-            bool ok = true;
-            if (!t->full_model && lv == nullptr) lv = legacy.view(s.p, n, &ln);
-            const sonde_memref_t *v = t->full_model ? s.p : lv;
-            const size_t vn = t->full_model ? n : ln;
-            if (vn == 0) continue;
-            if (t->ops.process_memrefs != nullptr) {
-                ok = t->ops.process_memrefs(t->data, v, vn);
-            } else {
-                for (size_t k = 0; k < vn && ok; ++k) ok = t->ops.process_memref(t->data, &v[k]);
+        if (nranks_ == 0) {
+            if (!hand(s.p, n, true)) return SONDE_STATUS_ERROR_TOOL;
+        } else {
+            // A time-slice partition: cut the span at slice boundaries; the slices of this rank
+            // go to every tool, the others only to the tools that take every record.
+            for (size_t off = 0; off < n;) {
+                const uint64_t slice = ordinal / slice_records_;
+                const size_t piece =
+                    static_cast<size_t>(std::min<uint64_t>(n - off, (slice + 1) * slice_records_ - ordinal));
+                const bool owned = slice % nranks_ == rank_;
+                if (owned && slice != begun) {
+                    begun = slice;
+                    for (size_t ti = 0; ti < tools_.size(); ++ti) {
+                        const Tool &t = *tools_[ti];
+                        if (modes_[ti] == SONDE_PARTITION_TIME_SLICES && t.ops.slice_begin != nullptr &&
+                            !t.ops.slice_begin(t.data, slice)) {
+                            error = tool_message(t, "slice_begin", global_error(t));
+                            return SONDE_STATUS_ERROR_TOOL;
+                        }
+                    }
+                }
+                if (!hand(s.p + off, piece, owned)) return SONDE_STATUS_ERROR_TOOL;
+                off += piece;
+                ordinal += piece;
             }
-            if (!ok) {
-                error = tool_message(*t, "process_memref", global_error(*t));
-                return SONDE_STATUS_ERROR_TOOL;
-            }
+            // Contiguous slices (one per rank) and no tool that wants every record: nothing
+            // after this rank's slice matters.
+            if (!every_record && nranks_ * slice_records_ >= total && ordinal >= (rank_ + 1) * slice_records_)
+                return SONDE_STATUS_SUCCESS;
         }
         s.p += n;
         s.left -= n;
@@ -495,7 +550,14 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
     Failure failure;
     const char *schedule = std::getenv("SONDE_ANALYZER_SCHEDULE");
     const bool fixed = schedule != nullptr && std::strcmp(schedule, "static") == 0;
-    const std::vector<size_t> order = fixed ? std::vector<size_t>() : shard_order();
+    std::vector<size_t> order = shard_order();
+    if (fixed)
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (nranks_ != 0) {  // a shard partition: this rank's shards, dealt largest first
+        std::vector<size_t> mine;
+        for (size_t k = rank_; k < order.size(); k += nranks_) mine.push_back(order[k]);
+        order.swap(mine);
+    }
     std::atomic<size_t> next{0};  // the next position in `order`; any worker takes it
     // A worker throws nothing: an exception while reading a shard is recorded and the shard's
     // and worker's exit functions still run; one before any tool function is called (the data
@@ -514,9 +576,9 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
             }
         }
         size_t k = fixed ? w : next.fetch_add(1, std::memory_order_relaxed);
-        for (; inited == nt && k < shards_.size() && !failure.stop.load(std::memory_order_relaxed);
+        for (; inited == nt && k < order.size() && !failure.stop.load(std::memory_order_relaxed);
              k = fixed ? k + nworkers : next.fetch_add(1, std::memory_order_relaxed)) {
-            const size_t s = fixed ? k : order[k];
+            const size_t s = order[k];
             size_t sinit = 0;
             for (; sinit < nt; ++sinit) {
                 Tool &t = *tools_[sinit];

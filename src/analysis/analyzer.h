@@ -89,6 +89,11 @@ public:
     void progress(uint64_t *done, uint64_t *total) const;
     sonde_status_t print_results(void *stream);
     sonde_status_t results_json(std::string *out);
+    // Partitioned runs (partition.cpp): this process is rank `rank` of `nranks`; after a
+    // successful run, export_state() gives its state and merge_state() adds another rank's.
+    sonde_status_t set_partition(uint32_t rank, uint32_t nranks);
+    sonde_status_t export_state(std::string *out);
+    sonde_status_t merge_state(const void *state, size_t size);
 
     bool parallel = true;
     uint32_t workers = 0;  // 0 = cores
@@ -101,6 +106,10 @@ public:
 private:
     sonde_status_t run_serial();
     sonde_status_t run_parallel(uint32_t nworkers);
+    // Asks every tool for its part (partition.cpp); sets partition_kind_ and modes_.
+    sonde_status_t start_partition(bool can_parallel);
+    // Adds "FILE: no records" to each input that gave none (own and merged reads).
+    void note_empty_inputs();
     std::vector<size_t> shard_order() const;
     sonde_status_t adopt(std::unique_ptr<Tool> tool);
 
@@ -109,6 +118,17 @@ private:
     std::vector<InputInfo> info_;  // one per input
     size_t memory_shards_ = 0;
     std::vector<ShardSpec> shards_;
+    // Partition (0 ranks: none). In a time-slice run, slice k (records [k * slice_records_,
+    // (k + 1) * slice_records_) of the interleaved stream) belongs to rank k % nranks_; modes_
+    // holds each tool's answer (SONDE_PARTITION_TIME_SLICES or _EVERY_RECORD).
+    uint32_t rank_ = 0;
+    uint32_t nranks_ = 0;
+    uint32_t partition_kind_ = SONDE_PARTITION_REFUSE;
+    uint64_t slice_records_ = 0;
+    std::vector<uint32_t> modes_;
+    std::vector<uint64_t> input_records_;  // records read per input, own and merged
+    std::vector<bool> merged_;             // ranks whose state is in the results
+    bool merge_failed_ = false;
 };
 
 // Built-in tools (builtin_tools.cpp): creates the tool `name` with `options` (*ops and *data as

@@ -156,4 +156,32 @@ SONDE_API sonde_status_t sonde_analyzer_results_json(sonde_analyzer_t *analyzer,
     });
 }
 
+SONDE_API sonde_status_t sonde_analyzer_set_partition(sonde_analyzer_t *analyzer, uint32_t rank,
+                                                      uint32_t nranks) {
+    if (analyzer == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (const sonde_status_t st = before_run(analyzer)) return st;
+    return sonde::guarded([&] { return analyzer->impl.set_partition(rank, nranks); });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_export_state(sonde_analyzer_t *analyzer, void *buffer, size_t size,
+                                                     size_t *actual_size) {
+    if (analyzer == nullptr || actual_size == nullptr || (buffer == nullptr && size != 0))
+        return SONDE_STATUS_ERROR_NULL_POINTER;
+    return sonde::guarded([&]() -> sonde_status_t {
+        std::string bytes;
+        const sonde_status_t st = analyzer->impl.export_state(&bytes);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        *actual_size = bytes.size();
+        if (size < bytes.size()) return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
+        if (!bytes.empty()) std::memcpy(buffer, bytes.data(), bytes.size());
+        return SONDE_STATUS_SUCCESS;
+    });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_merge_state(sonde_analyzer_t *analyzer, const void *state,
+                                                    size_t size) {
+    if (analyzer == nullptr || (state == nullptr && size != 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
+    return sonde::guarded([&] { return analyzer->impl.merge_state(state != nullptr ? state : "", size); });
+}
+
 }  // extern "C"

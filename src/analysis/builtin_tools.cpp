@@ -16,6 +16,7 @@
 #include "analysis/tool_options.h"
 #include "analysis/flat_set.h"
 #include "analysis/json_release.h"
+#include "analysis/state_bytes.h"
 #include <sonde/tool.hpp>
 
 namespace sonde::analysis {
@@ -75,6 +76,63 @@ public:
         std::unique_ptr<Counts> &c = *static_cast<std::unique_ptr<Counts> *>(sd);
         if (!c) c = std::make_unique<Counts>();
         for (size_t i = 0; i < n; ++i) count(c.get(), m[i]);
+        return true;
+    }
+    // Partitioned runs: any part (whole shards or time slices) counts exactly, as every count
+    // is a sum and every set a union: the state is each shard's counts and sets.
+    bool partition_supported() const override { return true; }
+    uint32_t partition(uint32_t, uint32_t, uint32_t offers) override { return offers; }
+    std::string export_state() override {
+        StateWriter w;
+        w.u64(line_size_);
+        w.u64(shards_.size());
+        for (const auto &p : shards_) {
+            w.u8(p ? 1 : 0);
+            if (!p) continue;
+            const Counts &c = *p;
+            for (uint64_t v : {c.reads, c.writes, c.ifetches, c.markers, c.total, c.non_fetched, c.prefetches,
+                               c.encodings, c.icache_flushes, c.dcache_flushes, c.records})
+                w.u64(v);
+            w.u8(c.extended ? 1 : 0);
+            for (uint64_t k : c.kinds) w.u64(k);
+            for (const FlatSet *set : {&c.lines, &c.pcs, &c.tids}) {
+                w.u64(set->size());
+                set->for_each([&](uint64_t v) { w.u64(v); });
+            }
+            w.u64(c.spans.size());
+            for (const auto &sp : c.spans) {
+                w.u64(sp.first);
+                w.u64(sp.second);
+            }
+        }
+        return std::move(w.out);
+    }
+    bool merge_state(const void *state, size_t size) override {
+        StateReader r(state, size);
+        if (r.u64() != line_size_) return set_error("partial state of another line size");
+        if (r.u64() != shards_.size()) return set_error("partial state of another shard count");
+        for (auto &p : shards_) {
+            if (r.u8() == 0) continue;
+            if (!p) p = std::make_unique<Counts>();
+            Counts &c = *p;
+            for (uint64_t *v :
+                 {&c.reads, &c.writes, &c.ifetches, &c.markers, &c.total, &c.non_fetched, &c.prefetches,
+                  &c.encodings, &c.icache_flushes, &c.dcache_flushes, &c.records})
+                *v += r.u64();
+            c.extended = r.u8() != 0 || c.extended;
+            for (uint64_t &k : c.kinds) k += r.u64();
+            for (FlatSet *set : {&c.lines, &c.pcs, &c.tids}) {
+                const uint64_t n = r.count(8);
+                for (uint64_t i = 0; i < n; ++i) set->insert(r.u64());
+            }
+            const uint64_t spans = r.count(16);
+            for (uint64_t i = 0; i < spans; ++i) {
+                const uint64_t first = r.u64(), last = r.u64();
+                if (last < first) return set_error("partial state has a span that ends before it starts");
+                add_span(c.spans, first, last);
+            }
+        }
+        if (!r.at_end()) return set_error("partial state has bytes after its end");
         return true;
     }
     bool print_results(void *stream) override {

@@ -19,6 +19,7 @@
 // Memory follows the data: a shard's caches are created on its first record, and a cache's
 // sets in pages on their first access, so 65,536 declared shards or a 1 GiB level cost
 // nothing until records reach them; a level holds at most 16M lines (32M over all levels).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -32,6 +33,7 @@
 #include "analysis/builtin_tools.h"
 #include "analysis/json_release.h"
 #include "analysis/seen_blocks.h"
+#include "analysis/state_bytes.h"
 
 namespace sonde::analysis {
 
@@ -164,7 +166,10 @@ public:
     }
     // One access of `size` bytes at `a` (size 0 counts as 1 byte); true on a miss. Hot path: no
     // allocation on hits.
-    bool access(uint64_t a, uint32_t size, bool ifetch) {
+    // `count` false (a partitioned run: another rank counts this access) changes the cache's
+    // state as the access does but none of its counters.
+    bool access(uint64_t a, uint32_t size, bool ifetch, bool count = true) {
+        if (!count) return access_uncounted(a, size);
         ++accesses;
         const uint64_t span = size != 0 ? size - 1u : 0u;
         const uint64_t last = a > UINT64_MAX - span ? UINT64_MAX : a + span;  // clamped at the top
@@ -192,9 +197,27 @@ public:
         }
         return miss;
     }
+    // One line of an access, for a partitioned run that simulates only some of its lines here:
+    // the set's state and the compulsory-miss set change as access() changes them; true on a miss.
+    bool touch(uint64_t block) {
+        if (!ref_is_miss(block)) return false;
+        seen_.insert(block);
+        return true;
+    }
     uint64_t accesses = 0, misses = 0, compulsory = 0, ifetch_misses = 0, data_misses = 0;
 
 private:
+    bool access_uncounted(uint64_t a, uint32_t size) {
+        const uint64_t span = size != 0 ? size - 1u : 0u;
+        const uint64_t last = a > UINT64_MAX - span ? UINT64_MAX : a + span;
+        bool miss = false;
+        for (uint64_t b = a >> line_bits_;; ++b) {
+            miss = touch(b) || miss;
+            if (b == last >> line_bits_) break;
+        }
+        return miss;
+    }
+
     static constexpr uint64_t kPageWords = 1024;
     static constexpr size_t kRecent = 64;  // direct-mapped cache of pages
 
@@ -300,7 +323,66 @@ public:
                 return set_error("memref of shard " + std::to_string(s) + " beyond the " +
                                  std::to_string(shards_.size()) + " shards announced");
             if (!shards_[s]) shards_[s] = make_hierarchy(false);
-            access(*shards_[s], shared_, m[i]);
+            if (groups_ == 0) {
+                access(*shards_[s], shared_, m[i]);
+            } else if (!access_part(*shards_[s], m[i])) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // Partitioned runs. By shards (a parallel run): each shard's hierarchy is private, so any
+    // split of the shards merges exactly. By time slices (one stream): every rank reads every
+    // record and simulates only the sets it owns (docs/analysis.md says why this is exact).
+    bool partition_supported() const override { return true; }
+    uint32_t partition(uint32_t rank, uint32_t nranks, uint32_t offers) override {
+        if (offers == SONDE_PARTITION_SHARDS) return offers;
+        for (const LevelConfig &c : levels_) {
+            if (c.line != levels_[0].line) {
+                set_error("levels of different line sizes (" + levels_[0].name + " " +
+                          std::to_string(levels_[0].line) + ", " + c.name + " " + std::to_string(c.line) +
+                          ") do not split by sets exactly; run it in one process");
+                return SONDE_PARTITION_REFUSE;
+            }
+            if (c.policy == Policy::random) {
+                set_error("level " + c.name +
+                          " replaces at random, from one generator for all its sets, so its sets do not "
+                          "split across ranks; run it in one process");
+                return SONDE_PARTITION_REFUSE;
+            }
+        }
+        groups_ = UINT64_MAX;
+        for (const LevelConfig &c : levels_) groups_ = std::min<uint64_t>(groups_, c.size / c.line / c.ways);
+        lo_ = groups_ * rank / nranks;
+        hi_ = groups_ * (rank + 1) / nranks;
+        while ((uint64_t{1} << line_bits_) < levels_[0].line) ++line_bits_;
+        depths_ = 1 + (levels_.size() - nfirst_);
+        return SONDE_PARTITION_EVERY_RECORD;
+    }
+    std::string export_state() override {
+        StateWriter w;
+        const std::vector<Totals> all = totals();
+        w.u64(all.size());
+        for (const Totals &t : all)
+            for (uint64_t v : {t.accesses, t.misses, t.compulsory, t.ifetch_misses, t.data_misses}) w.u64(v);
+        return std::move(w.out);
+    }
+    bool merge_state(const void *state, size_t size) override {
+        StateReader r(state, size);
+        if (r.u64() != levels_.size()) return set_error("partial state of another number of levels");
+        std::vector<Totals> add(levels_.size());
+        for (Totals &t : add)
+            for (uint64_t *v : {&t.accesses, &t.misses, &t.compulsory, &t.ifetch_misses, &t.data_misses})
+                *v = r.u64();
+        if (!r.at_end()) return set_error("partial state has bytes after its end");
+        if (merged_.empty()) merged_.resize(levels_.size());
+        for (size_t i = 0; i < add.size(); ++i) {
+            merged_[i].accesses += add[i].accesses;
+            merged_[i].misses += add[i].misses;
+            merged_[i].compulsory += add[i].compulsory;
+            merged_[i].ifetch_misses += add[i].ifetch_misses;
+            merged_[i].data_misses += add[i].data_misses;
         }
         return true;
     }
@@ -388,6 +470,61 @@ private:
         if (c != nullptr) miss = c->access(m.address, m.size, ifetch);
         for (size_t i = 0; miss && i < lower.size(); ++i) miss = lower[i].access(m.address, m.size, ifetch);
     }
+    // The partitioned path of one record (serial mode, sets split by line group). The group of
+    // line b is b mod groups_ (the smallest set count: with power-of-two set counts, every set
+    // of every level holds lines of one group); this rank owns groups [lo_, hi_). The cache at
+    // depth d (0: the first level, then each lower level) simulates the groups within
+    // depths_ - d of that range (circularly), one more at each shallower depth: an access whose
+    // first line is owned has both its lines simulated at every depth, and an access with a line
+    // outside depth d's groups has none inside depth d + 1's, so whether an access that matters
+    // here misses, and so which accesses reach the next depth's sets, is known exactly. The rank
+    // owning an access's first line counts it. Hot path: two group tests per depth reached.
+    bool access_part(Hierarchy &h, const sonde_memref_t &m) {
+        if (m.type > SONDE_MEMREF_IFETCH) return true;
+        const bool ifetch = m.type == SONDE_MEMREF_IFETCH;
+        const uint64_t span = m.size != 0 ? m.size - 1u : 0u;
+        const uint64_t last = m.address > UINT64_MAX - span ? UINT64_MAX : m.address + span;
+        const uint64_t b1 = m.address >> line_bits_, b2 = last >> line_bits_;
+        if (b2 - b1 > 1)
+            return set_error("an access of " + std::to_string(m.size) + " bytes at 0x" + hex(m.address) +
+                             " spans more than two lines, which a run split by cache sets cannot simulate "
+                             "exactly; run it in one process");
+        const bool own = inside(b1 % groups_, 0);
+        Cache *c = ifetch ? h.icache : h.dcache;
+        size_t depth = c != nullptr ? 0 : 1;
+        bool miss = true;
+        if (c == nullptr) c = shared_.empty() ? nullptr : &shared_[0];
+        for (size_t lower = 0; c != nullptr && miss;) {
+            const uint64_t margin = depths_ - depth;
+            const bool in1 = inside(b1 % groups_, margin), in2 = inside(b2 % groups_, margin);
+            if (in1 && in2) {
+                miss = c->access(m.address, m.size, ifetch, own);
+            } else {
+                // Lines out of this depth's range: the outcome is not known here, and no deeper
+                // depth simulates this access's lines.
+                if (in1) c->touch(b1);
+                if (in2) c->touch(b2);
+                return true;
+            }
+            if (depth != 0) ++lower;
+            ++depth;
+            c = lower < shared_.size() ? &shared_[lower] : nullptr;
+        }
+        return true;
+    }
+    // Whether group g lies within `margin` groups of [lo_, hi_), circularly.
+    bool inside(uint64_t g, uint64_t margin) const {
+        if (hi_ - lo_ + 2 * margin >= groups_) return true;
+        if (hi_ == lo_) return false;
+        const uint64_t from = (lo_ + groups_ - margin % groups_) % groups_;  // range start
+        const uint64_t len = hi_ - lo_ + 2 * margin;
+        return (g + groups_ - from) % groups_ < len;
+    }
+    static std::string hex(uint64_t v) {
+        char text[20];
+        std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(v));
+        return text;
+    }
     std::vector<Totals> totals() const {
         std::vector<Totals> out(levels_.size());
         for (size_t i = 0; i < levels_.size(); ++i) out[i].name = levels_[i].name;
@@ -404,6 +541,13 @@ private:
             for (size_t i = 0; i < h->lower.size(); ++i) add(out[nfirst_ + i], h->lower[i]);
         }
         for (size_t i = 0; i < shared_.size(); ++i) add(out[nfirst_ + i], shared_[i]);
+        for (size_t i = 0; i < merged_.size(); ++i) {
+            out[i].accesses += merged_[i].accesses;
+            out[i].misses += merged_[i].misses;
+            out[i].compulsory += merged_[i].compulsory;
+            out[i].ifetch_misses += merged_[i].ifetch_misses;
+            out[i].data_misses += merged_[i].data_misses;
+        }
         return out;
     }
 
@@ -411,6 +555,11 @@ private:
     size_t nfirst_ = 0;
     std::vector<std::unique_ptr<Hierarchy>> shards_;  // serial: by memref shard; parallel: slot per shard
     std::vector<Cache> shared_;                       // serial mode's lower levels
+    std::vector<Totals> merged_;                      // other ranks' counts (partitioned runs)
+    // Split by sets (groups_ != 0): line groups, this rank's [lo_, hi_), depths of the hierarchy.
+    uint64_t groups_ = 0, lo_ = 0, hi_ = 0;
+    uint64_t depths_ = 0;
+    unsigned line_bits_ = 0;
 };
 
 }  // namespace

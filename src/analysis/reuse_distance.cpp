@@ -9,14 +9,16 @@
 // Serial only: one global LRU stack over all shards in the order the analyzer interleaves them
 // (timestamp order), so the tool does not offer parallel shards. `jobs=N` instead runs the
 // calculator's parallel exact mode (chunks of the access sequence, merged exactly) on batches.
-// `per_shard=1` also keeps one stack per shard. The tool owns everything it holds; the analyzer
-// calls it from one thread.
+// `per_shard=1` also keeps one stack per shard. Partitioned runs (sonde analyze --mpi) take
+// time slices and merge them exactly at rank 0 (PARDA's scheme; exact mode only). The tool owns
+// everything it holds; the analyzer calls it from one thread.
 //
 // With jobs > 1 the batches go through a Pipeline: a calculator thread runs the parallel exact
 // calculation of one batch while the analyzer's thread reads, decodes and gathers the next, so
 // that reading overlaps the calculation. Threads: the analyzer's thread owns the batch being
 // gathered; the calculator thread owns `global_` and the batch handed over from the hand-over
 // (Pipeline::mu) until it says it is done; results are read after finish() joined it.
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
@@ -33,6 +35,7 @@
 #include "analysis/json_release.h"
 
 #include "analysis/builtin_tools.h"
+#include "analysis/state_bytes.h"
 #include "analysis/tool_options.h"
 #include <sonde/tool.hpp>
 #include "stackdist/reuse.h"
@@ -183,6 +186,123 @@ public:
         if (opt_.per_shard) shards_.resize(num_shards);
         return true;
     }
+    // Partitioned runs (PARDA, Niu et al., IPDPS 2012): this rank's time slices, each on its
+    // own stack; distances inside a slice are final, and its first accesses (the ordered
+    // distinct lines of the slice, with their recency ranks at its end) are resolved at rank 0
+    // against the stack of every earlier slice (Stack::merge_*, as the parallel exact mode
+    // merges its chunks), so the histogram equals one process's exactly.
+    bool partition_supported() const override { return true; }
+    uint32_t partition(uint32_t, uint32_t, uint32_t offers) override {
+        if (opt_.cfg.mode != stackdist::Mode::kExact) {
+            set_error(
+                "SHARDS sampling (sample_rate, sample_size) does not run partitioned: its scaled "
+                "distances depend on the whole stream's batches; run it in one process");
+            return SONDE_PARTITION_REFUSE;
+        }
+        if (opt_.per_shard) {
+            set_error("per_shard does not run partitioned; run it in one process");
+            return SONDE_PARTITION_REFUSE;
+        }
+        if (offers != SONDE_PARTITION_TIME_SLICES) {
+            set_error("one global stack needs time slices");
+            return SONDE_PARTITION_REFUSE;
+        }
+        partitioned_ = true;
+        return SONDE_PARTITION_TIME_SLICES;
+    }
+    bool slice_begin(uint64_t slice) override {
+        flush();
+        close_slice();
+        current_ = std::make_unique<Slice>();
+        current_->index = slice;
+        return true;
+    }
+    std::string export_state() override {
+        flush();
+        close_slice();
+        StateWriter w;
+        w.u64(opt_.line_size);
+        w.u64(slices_.size());
+        for (const auto &sp : slices_) {
+            const Slice &sl = *sp;
+            w.u64(sl.index);
+            w.u64(sl.accesses);
+            for (unsigned k = 0; k < 2; ++k) {
+                uint64_t nonzero = 0;
+                for (uint32_t c : sl.hist.units[k]) nonzero += c != 0;
+                w.u64(nonzero);
+                for (size_t d = 0; d < sl.hist.units[k].size(); ++d)
+                    if (sl.hist.units[k][d] != 0) {
+                        w.u64(d);
+                        w.u32(sl.hist.units[k][d]);
+                    }
+                // Counts past 2^32 (a wrapped unit counter) live in the weights.
+                uint64_t wrapped = 0;
+                for (double v : sl.hist.weights[k]) wrapped += v != 0;
+                w.u64(wrapped);
+                for (size_t d = 0; d < sl.hist.weights[k].size(); ++d)
+                    if (sl.hist.weights[k][d] != 0) {
+                        w.u64(d);
+                        w.u64(static_cast<uint64_t>(sl.hist.weights[k][d] / 4294967296.0));
+                    }
+            }
+            w.u64(sl.first_lines.size());
+            for (size_t j = 0; j < sl.first_lines.size(); ++j) {
+                w.u64(sl.first_lines[j]);
+                w.u8(sl.first_writes[j]);
+                w.u32(sl.rank[j]);
+            }
+        }
+        return std::move(w.out);
+    }
+    bool merge_state(const void *state, size_t size) override {
+        StateReader r(state, size);
+        if (r.u64() != opt_.line_size) return set_error("partial state of another line size");
+        const uint64_t n = r.count(16);
+        std::vector<std::unique_ptr<Slice>> got;
+        for (uint64_t i = 0; i < n; ++i) {
+            auto sl = std::make_unique<Slice>();
+            sl->index = r.u64();
+            sl->accesses = r.u64();
+            for (unsigned k = 0; k < 2; ++k) {
+                const uint64_t units = r.count(12);
+                for (uint64_t u = 0; u < units; ++u) {
+                    const uint64_t d = r.u64();
+                    const uint32_t c = r.u32();
+                    if (d > sl->accesses)
+                        return set_error("partial state has a distance beyond its accesses");
+                    if (d >= sl->hist.units[k].size()) sl->hist.grow_units(d);
+                    sl->hist.units[k][d] = c;
+                }
+                const uint64_t wrapped = r.count(16);
+                for (uint64_t u = 0; u < wrapped; ++u) {
+                    const uint64_t d = r.u64();
+                    const uint64_t times = r.u64();
+                    if (d > sl->accesses)
+                        return set_error("partial state has a distance beyond its accesses");
+                    sl->hist.add_weight(d, k, static_cast<double>(times) * 4294967296.0);
+                }
+            }
+            const uint64_t m = r.count(13);
+            sl->first_lines.resize(m);
+            sl->first_writes.resize(m);
+            sl->rank.resize(m);
+            for (uint64_t j = 0; j < m; ++j) {
+                sl->first_lines[j] = r.u64();
+                sl->first_writes[j] = r.u8();
+                sl->rank[j] = r.u32();
+                if (sl->rank[j] >= m) return set_error("partial state has a recency rank beyond its lines");
+            }
+            for (const auto &have : slices_)
+                if (have->index == sl->index)
+                    return set_error("partial state repeats slice " + std::to_string(sl->index));
+            got.push_back(std::move(sl));
+        }
+        if (!r.at_end()) return set_error("partial state has bytes after its end");
+        for (auto &sl : got) slices_.push_back(std::move(sl));
+        resolved_.reset();
+        return true;
+    }
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
         for (size_t i = 0; i < n; ++i) {
             const uint16_t type = m[i].type;
@@ -215,7 +335,7 @@ public:
     bool print_results(void *stream) override {
         finish();
         FILE *f = static_cast<FILE *>(stream);
-        const ReuseResult r = global_.result();
+        const ReuseResult r = result();
         std::fprintf(f, "reuse_distance: line size %llu, %llu accesses, %llu cold (infinite)%s\n",
                      static_cast<unsigned long long>(opt_.line_size),
                      static_cast<unsigned long long>(r.accesses), static_cast<unsigned long long>(r.infinite),
@@ -238,7 +358,7 @@ public:
         finish();
         nlohmann::json j = nlohmann::json::object();
         const JsonRelease release_j(j);
-        put_result(j, global_.result());
+        put_result(j, result());
         j["line_size"] = opt_.line_size;
         if (opt_.per_shard) {
             nlohmann::json per;
@@ -274,7 +394,37 @@ private:
         std::vector<uint8_t> writes;
     };
 
+    // One time slice of a partitioned run: its private stack (until closed), the distances
+    // found inside it, and its first accesses in order with their recency ranks at its end
+    // (0 = least recent).
+    struct Slice {
+        uint64_t index = 0;
+        uint64_t accesses = 0;
+        std::unique_ptr<stackdist::Stack> stack = std::make_unique<stackdist::Stack>();
+        stackdist::Histogram hist;
+        std::vector<uint64_t> first_lines;
+        std::vector<uint8_t> first_writes;
+        std::vector<uint32_t> rank;
+    };
+
     void flush() {
+        if (partitioned_) {
+            // Records before this rank's first slice_begin belong to no slice of its own:
+            // the analyzer hands a slice-taking tool only its slices, so there are none.
+            if (current_ && !lines_.empty()) {
+                Slice &sl = *current_;
+                std::vector<uint32_t> firsts;
+                sl.stack->access_chunk(lines_.data(), writes_.data(), lines_.size(), sl.hist, firsts);
+                for (uint32_t off : firsts) {
+                    sl.first_lines.push_back(lines_[off]);
+                    sl.first_writes.push_back(writes_[off]);
+                }
+                sl.accesses += lines_.size();
+            }
+            lines_.clear();
+            writes_.clear();
+            return;
+        }
         if (opt_.cfg.workers > 1) {
             if (lines_.empty()) return;
             if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(global_);
@@ -284,6 +434,52 @@ private:
         global_.add(lines_.data(), writes_.data(), lines_.size());
         lines_.clear();
         writes_.clear();
+    }
+    void close_slice() {
+        if (!current_) return;
+        Slice &sl = *current_;
+        std::vector<uint32_t> identity(sl.first_lines.size());
+        for (size_t j = 0; j < identity.size(); ++j) identity[j] = static_cast<uint32_t>(j);
+        sl.rank.resize(identity.size());
+        sl.stack->chunk_ranks(sl.first_lines.data(), identity.data(), identity.size(), sl.rank.data());
+        sl.stack.reset();
+        slices_.push_back(std::move(current_));
+        resolved_.reset();
+    }
+    // The partitioned run's histogram: every slice in stream order, merged into one stack.
+    ReuseResult result() {
+        if (!partitioned_) {
+            if (pipeline_) pipeline_->drain();  // global_ is the calculator thread's until then
+            return global_.result();
+        }
+        flush();
+        close_slice();
+        if (resolved_) return *resolved_;
+        std::vector<const Slice *> order;
+        for (const auto &sl : slices_) order.push_back(sl.get());
+        std::sort(order.begin(), order.end(),
+                  [](const Slice *a, const Slice *b) { return a->index < b->index; });
+        stackdist::Stack stack;
+        stackdist::Histogram h;
+        std::vector<uint32_t> identity;
+        std::vector<uint64_t> old;
+        for (const Slice *sl : order) {
+            const size_t m = sl->first_lines.size();
+            identity.resize(m);
+            for (size_t j = 0; j < m; ++j) identity[j] = static_cast<uint32_t>(j);
+            old.assign(m, 0);
+            const uint64_t base = stack.merge_reserve(m);
+            stack.merge_probe(sl->first_lines.data(), identity.data(), sl->rank.data(), 0, m, base,
+                              old.data());
+            stack.merge_resolve(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
+                                sl->rank.data(), old.data(), m, base, h);
+            h.merge(sl->hist);
+            h.accesses += sl->accesses;
+            h.sampled += sl->accesses;
+        }
+        h.set_adjustment();
+        resolved_ = std::make_unique<ReuseResult>(Reuse::result_of(h));
+        return *resolved_;
     }
     void finish() {
         if (finished_) return;
@@ -334,7 +530,11 @@ private:
     std::vector<uint8_t> writes_;
     std::vector<std::unique_ptr<Shard>> shards_;
     bool finished_ = false;
-    std::unique_ptr<Pipeline> pipeline_;  // jobs > 1, from the first batch; after global_
+    bool partitioned_ = false;
+    std::unique_ptr<Slice> current_;              // the slice being read
+    std::vector<std::unique_ptr<Slice>> slices_;  // closed: this rank's and merged ones
+    std::unique_ptr<ReuseResult> resolved_;       // result() of the slices as they are
+    std::unique_ptr<Pipeline> pipeline_;          // jobs > 1, from the first batch; after global_
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "cli/metadata.h"
 #include "cli/options.h"
 #include "cli/progress.h"
+#include "mpi/ranks.h"
 
 namespace {
 
@@ -87,16 +89,79 @@ bool print_warnings(sonde_analyzer_t *a, uint32_t input, size_t *printed) {
     return complete;
 }
 
+// The message of the last failure, for the other ranks of an --mpi run (main thread only).
+std::string last_failure;
+
 int fail(const char *what, sonde_status_t st, sonde_analyzer_t *a) {
-    std::fprintf(stderr, "sonde analyze: %s: %s (%s)\n", what, sonde_analyzer_error(a),
-                 sonde_status_name(st));
+    last_failure = std::string(what) + ": " + sonde_analyzer_error(a) + " (" + sonde_status_name(st) + ")";
+    std::fprintf(stderr, "sonde analyze: %s\n", last_failure.c_str());
     sonde_analyzer_destroy(a);
     return 1;
 }
 
+// An --mpi run: its ranks, and whether this rank has made the one exchange of the protocol
+// (src/mpi/ranks.h).
+struct Mpi {
+    std::unique_ptr<sonde::mpi::Ranks> ranks;
+    bool exchanged = false;
+};
+
+// 64-bit FNV-1a of the command line, arguments separated by NUL: ranks compare it.
+uint64_t command_hash(int argc, char **argv) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < argc; ++i)
+        for (const char *p = argv[i];; ++p) {
+            h = (h ^ static_cast<unsigned char>(*p)) * 0x100000001b3ull;
+            if (*p == '\0') break;
+        }
+    return h;
+}
+
+int analyze(int argc, char **argv, Mpi *mpi);
+int report(sonde_analyzer_t *a, const std::vector<std::string> &inputs, std::vector<size_t> *printed,
+           const std::string &ranks_text, const std::string &json_path, const std::string &format,
+           const std::vector<std::string> &tools, const std::vector<std::string> &analyzer_options,
+           bool serial, uint32_t jobs, bool strict, const std::string &start_time);
+
 }  // namespace
 
+// With --mpi, every rank goes through the protocol of src/mpi/ranks.h: agreement on the command
+// line, then one exchange, also when this rank failed before its analysis ended (then its exit
+// code and message reach the others, which stop too). --help and --version never start MPI.
 int sonde_cli_analyze(int argc, char **argv) {
+    bool want_mpi = false, info = false;
+    for (int i = 1; i < argc; ++i) {
+        want_mpi = want_mpi || std::strcmp(argv[i], "--mpi") == 0;
+        info = info || std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0 ||
+               std::strcmp(argv[i], "--version") == 0;
+    }
+    if (!want_mpi || info) return analyze(argc, argv, nullptr);
+    Mpi mpi;
+    std::string why;
+    mpi.ranks = sonde::mpi::start(&why);
+    if (!mpi.ranks) {
+        std::fprintf(stderr, "sonde analyze: --mpi: %s\n", why.c_str());
+        return 2;
+    }
+    if (!mpi.ranks->agree(command_hash(argc, argv), &why)) {
+        std::fprintf(stderr, "sonde analyze: --mpi: %s\n", why.c_str());
+        return 2;
+    }
+    const int rc = analyze(argc, argv, &mpi);
+    if (mpi.exchanged) return rc;
+    // This rank stopped before its exchange (its own message is printed): tell the others.
+    std::vector<std::string> states;
+    int first = 0;
+    const std::string message = !last_failure.empty()
+                                    ? last_failure
+                                    : "stopped with exit status " + std::to_string(rc) + " (bad usage)";
+    mpi.ranks->exchange(rc != 0 ? rc : 1, message, std::string(), &states, &first, &why);
+    return rc != 0 ? rc : 1;
+}
+
+namespace {
+
+int analyze(int argc, char **argv, Mpi *mpi) {
     CLI::App app{
         "Run analysis tools over memory-reference traces.\n"
         "Exit status: 0 success, 1 an input or a tool fails while running, 2 bad usage\n"
@@ -178,6 +243,12 @@ int sonde_cli_analyze(int argc, char **argv) {
                    "Also write the results as JSON to this file (its directory must exist; not an input)")
         ->check(cli::output_file());
     app.add_flag("--strict", strict, "Refuse an incomplete input (a truncated trace) instead of warning");
+    bool mpi_flag = false;
+    app.add_flag(
+        "--mpi", mpi_flag,
+        "Run as one rank of an MPI job (mpirun -np N sonde analyze --mpi ...): each rank analyses its "
+        "part of the inputs and rank 0 prints and writes the merged results, equal to one process's; "
+        "without mpirun, one rank");
     const std::string start_time = cli::utc_now();
     const int parsed = cli::parse(app, argc, argv);
     if (parsed >= 0) return parsed;
@@ -310,23 +381,35 @@ int sonde_cli_analyze(int argc, char **argv) {
             return cli::usage_error(kCommand, "--tool " + t + ": " + why);
         }
     }
+    // Only rank 0 of an --mpi run prints the readers' warnings (every rank reads the same inputs).
+    const bool quiet = mpi != nullptr && mpi->ranks->rank() != 0;
     std::vector<size_t> printed(inputs.size(), 0);
     for (uint32_t i = 0; i < inputs.size(); ++i) {
         const std::string path = inputs[i] == "-" ? "/dev/stdin" : inputs[i];
         st = sonde_analyzer_add_input(a, path.c_str(), format_value(format));
         if (st != SONDE_STATUS_SUCCESS) return fail("input", st, a);
-        if (!print_warnings(a, i, &printed[i]) && strict) {
-            std::fprintf(stderr, "sonde analyze: input %s is incomplete (--strict); nothing was analysed\n",
-                         path.c_str());
+        bool complete = true;
+        if (quiet) {
+            sonde_analyzer_input_warnings(a, i, &complete, nullptr);
+        } else {
+            complete = print_warnings(a, i, &printed[i]);
+        }
+        if (!complete && strict) {
+            last_failure = "input " + path + " is incomplete (--strict); nothing was analysed";
+            std::fprintf(stderr, "sonde analyze: %s\n", last_failure.c_str());
             sonde_analyzer_destroy(a);
             return 1;
         }
     }
     sonde_analyzer_set_parallel(a, !serial);
     sonde_analyzer_set_workers(a, jobs);
+    if (mpi != nullptr) {
+        st = sonde_analyzer_set_partition(a, mpi->ranks->rank(), mpi->ranks->size());
+        if (st != SONDE_STATUS_SUCCESS) return fail("--mpi", st, a);
+    }
 
     Progress progress;
-    if (isatty(STDERR_FILENO)) {
+    if (isatty(STDERR_FILENO) && mpi == nullptr) {
         const sonde_tool_ops_t ops = progress_ops();
         st = sonde_analyzer_add_tool_ops(a, &ops, &progress);
         if (st != SONDE_STATUS_SUCCESS) return fail("progress", st, a);
@@ -341,14 +424,56 @@ int sonde_cli_analyze(int argc, char **argv) {
         st = sonde_analyzer_run(a);
     }
     if (st != SONDE_STATUS_SUCCESS) return fail("run", st, a);
-    for (uint32_t i = 0; i < inputs.size(); ++i) print_warnings(a, i, &printed[i]);  // e.g. "no records"
+    std::string ranks_text;
+    if (mpi != nullptr) {
+        // The exchange: this rank's state to rank 0, which merges every other rank's into its
+        // results; the other ranks are done, and answer rank 0's final exit status.
+        size_t need = 0;
+        std::string state;
+        st = sonde_analyzer_export_state(a, nullptr, 0, &need);
+        if (st == SONDE_STATUS_ERROR_BUFFER_TOO_SHORT || st == SONDE_STATUS_SUCCESS) {
+            state.resize(need);
+            st = sonde_analyzer_export_state(a, need != 0 ? &state[0] : nullptr, state.size(), &need);
+        }
+        if (st != SONDE_STATUS_SUCCESS) return fail("--mpi: export", st, a);
+        std::vector<std::string> states;
+        int first = 0;
+        std::string why;
+        mpi->exchanged = true;
+        if (!mpi->ranks->exchange(0, std::string(), state, &states, &first, &why)) {
+            std::fprintf(stderr, "sonde analyze: --mpi: stopped because %s\n", why.c_str());
+            sonde_analyzer_destroy(a);
+            return first;
+        }
+        if (mpi->ranks->rank() != 0) {
+            sonde_analyzer_destroy(a);
+            return mpi->ranks->finish(0);
+        }
+        for (size_t r = 1; r < states.size(); ++r) {
+            st = sonde_analyzer_merge_state(a, states[r].data(), states[r].size());
+            if (st != SONDE_STATUS_SUCCESS)
+                return mpi->ranks->finish(fail(("--mpi: merging rank " + std::to_string(r)).c_str(), st, a));
+        }
+        ranks_text = std::to_string(mpi->ranks->size()) + " MPI rank(s), ";
+    }
+    const int rc = report(a, inputs, &printed, ranks_text, json_path, format, tools, analyzer_options, serial,
+                          jobs, strict, start_time);
+    return mpi != nullptr ? mpi->ranks->finish(rc) : rc;
+}
+
+// Prints the results (and the warnings found while reading) and writes the JSON file.
+int report(sonde_analyzer_t *a, const std::vector<std::string> &inputs, std::vector<size_t> *printed,
+           const std::string &ranks_text, const std::string &json_path, const std::string &format,
+           const std::vector<std::string> &tools, const std::vector<std::string> &analyzer_options,
+           bool serial, uint32_t jobs, bool strict, const std::string &start_time) {
+    for (uint32_t i = 0; i < inputs.size(); ++i) print_warnings(a, i, &(*printed)[i]);  // e.g. "no records"
 
     bool parallel = false;
     uint32_t workers = 0;
     sonde_analyzer_run_info(a, &parallel, &workers);
-    std::printf("sonde analyze: %zu input(s), %s\n", inputs.size(),
+    std::printf("sonde analyze: %zu input(s), %s%s\n", inputs.size(), ranks_text.c_str(),
                 parallel ? ("parallel, " + std::to_string(workers) + " worker(s)").c_str() : "serial");
-    st = sonde_analyzer_print_results(a, stdout);
+    sonde_status_t st = sonde_analyzer_print_results(a, stdout);
     if (st != SONDE_STATUS_SUCCESS) return fail("results", st, a);
     if (!json_path.empty()) {
         size_t need = 0;
@@ -377,3 +502,5 @@ int sonde_cli_analyze(int argc, char **argv) {
     sonde_analyzer_destroy(a);
     return 0;
 }
+
+}  // namespace

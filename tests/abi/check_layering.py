@@ -19,7 +19,8 @@ ALLOWED = {
     "instrument": {"memtrace"},
     "memtrace": set(),
     "report": set(),
-    "cli": {"report"},
+    "mpi": set(),
+    "cli": {"report", "mpi"},
 }
 
 root = sys.argv[1]

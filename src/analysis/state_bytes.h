@@ -1,0 +1,78 @@
+// The byte encoding of partial states that ranks of a partitioned run exchange
+// (sonde_analyzer_export_state, sonde_tool_ops_t::export_state): little-endian fixed-width
+// integers and length-prefixed byte strings, appended to a std::string. StateReader throws
+// std::invalid_argument ("truncated state") when the bytes end early, so that a tool's
+// merge_state fails with that message and never reads past the end. Both are used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace sonde::analysis {
+
+class StateWriter {
+public:
+    void u8(uint8_t v) { out.push_back(static_cast<char>(v)); }
+    void u32(uint32_t v) {
+        for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
+    }
+    void u64(uint64_t v) {
+        for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
+    }
+    void bytes(const std::string &b) {
+        u64(b.size());
+        out += b;
+    }
+    std::string out;
+};
+
+class StateReader {
+public:
+    StateReader(const void *data, size_t size)
+        : p_(static_cast<const unsigned char *>(data)), end_(p_ + size) {}
+    uint8_t u8() {
+        need(1);
+        return *p_++;
+    }
+    uint32_t u32() {
+        need(4);
+        uint32_t v = 0;
+        for (int i = 0; i < 4; ++i) v |= uint32_t{p_[i]} << (8 * i);
+        p_ += 4;
+        return v;
+    }
+    uint64_t u64() {
+        need(8);
+        uint64_t v = 0;
+        for (int i = 0; i < 8; ++i) v |= uint64_t{p_[i]} << (8 * i);
+        p_ += 8;
+        return v;
+    }
+    std::string bytes() {
+        const uint64_t n = u64();
+        need(n);
+        std::string b(reinterpret_cast<const char *>(p_), static_cast<size_t>(n));
+        p_ += n;
+        return b;
+    }
+    // A count of items of at least `item_bytes` each: refused when the rest cannot hold them,
+    // so that a forged count never makes a reader reserve memory the bytes do not back.
+    uint64_t count(size_t item_bytes) {
+        const uint64_t n = u64();
+        if (item_bytes != 0 && n > left() / item_bytes) throw std::invalid_argument("truncated state");
+        return n;
+    }
+    size_t left() const { return static_cast<size_t>(end_ - p_); }
+    bool at_end() const { return p_ == end_; }
+
+private:
+    void need(uint64_t n) const {
+        if (n > static_cast<uint64_t>(end_ - p_)) throw std::invalid_argument("truncated state");
+    }
+    const unsigned char *p_;
+    const unsigned char *end_;
+};
+
+}  // namespace sonde::analysis
