@@ -21,8 +21,9 @@
 //   5. reuse_distance over a real trace (tests/data/gzip-gpl3.lackey.zst, about 2 M data
 //      references): the analyzer with the tool's exact parallel mode (jobs=N), as
 //      `sonde analyze --tool reuse_distance --jobs N` runs it, and the stack-distance calculator
-//      alone on the same lines in memory (sonde_stackdist_batch, N workers). Check: the JSON
-//      (histogram) and the calculator's bins are the same for every N.
+//      alone on the same lines in memory (sonde_stackdist_batch, N workers), and (5c) the
+//      `sonde analyze` command on the file end to end. Check: the JSON (histogram) and the
+//      calculator's bins are the same for every N.
 //   6. sonde analyze --mpi, 2 ranks against 1 (mpirun -np 2 and -np 1, the same command; only
 //      when the build has MPI): reuse_distance on a 20 M-access raw64 trace and cache_sim on a
 //      10 M-reference lackey trace, both made here (deterministic) in TMPDIR. Wall-time medians,
@@ -358,6 +359,44 @@ double load_average() {
     return getloadavg(l, 1) == 1 ? l[0] : 0;
 }
 
+double children_cpu_seconds();
+
+// 5c: `sonde analyze INPUT --format lackey --tool reuse_distance --jobs N --json /dev/stdout` end to end
+// (reading and decoding the zstd lackey text, gathering, the calculation), wall time of the
+// child, medians; the JSON's results (metadata aside) must not depend on N.
+void cli_reuse_case(const std::string &path, const std::vector<unsigned> &counts) {
+    const std::string title =
+        "5c. sonde analyze " + path.substr(path.rfind('/') + 1) +
+        " --tool reuse_distance --jobs N, end to end (reading overlaps the calculation)";
+    header(title.c_str(), "runs/s");
+    Figure one{};
+    std::string first;
+    for (unsigned n : counts) {
+        std::vector<double> wall, cpu;
+        std::string results;
+        bool ran = true;
+        for (int r = 0; r < kReps; ++r) {
+            const double c0 = children_cpu_seconds();
+            const auto t0 = Clock::now();
+            const sonde_bench::ChildOutput child = sonde_bench::run_child(
+                {SONDE_BENCH_SONDE, "analyze", path, "--format", "lackey", "--tool", "reuse_distance",
+                 "--jobs", std::to_string(n), "--json", "/dev/stdout"});
+            wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+            cpu.push_back(children_cpu_seconds() - c0);
+            ran = ran && child.ran;
+            const size_t at = child.out.find("\"reuse_distance\":");  // the results, after the metadata
+            results = at == std::string::npos ? std::string() : child.out.substr(at);
+        }
+        Figure f{1.0 / median(wall), median(cpu) * 1e9};
+        if (n == 1) {
+            one = f;
+            first = results;
+        }
+        row(n, f, one, 0, ran && !results.empty() && results == first);
+    }
+    std::printf("       (rate: whole runs per second; CPU ns/rec column: CPU ns per run)\n");
+}
+
 double children_cpu_seconds() {
     rusage ru{};
     getrusage(RUSAGE_CHILDREN, &ru);
@@ -593,6 +632,7 @@ int main() {
             row(n, f, one, 0, bins == first && !bins.empty());
         }
     }
+    cli_reuse_case(path, counts);
     mpi_cases(quick);
     sonde_finalize();
     return 0;

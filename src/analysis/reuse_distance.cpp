@@ -13,9 +13,9 @@
 // time slices and merge them exactly at rank 0 (PARDA's scheme; exact mode only). The tool owns
 // everything it holds; the analyzer calls it from one thread.
 //
-// With jobs > 1 the batches go through a Pipeline: a calculator thread runs the parallel exact
-// calculation of one batch while the analyzer's thread reads, decodes and gathers the next, so
-// that reading overlaps the calculation. Threads: the analyzer's thread owns the batch being
+// With jobs > 1 the batches (of 4 M accesses) go through a Pipeline: a calculator thread runs
+// the parallel exact calculation of one batch while the analyzer's thread reads, decodes and
+// gathers the next, so that reading overlaps the calculation on traces longer than a batch. Threads: the analyzer's thread owns the batch being
 // gathered; the calculator thread owns `global_` and the batch handed over from the hand-over
 // (Pipeline::mu) until it says it is done; results are read after finish() joined it.
 #include <algorithm>
@@ -379,7 +379,7 @@ public:
 
 private:
     static constexpr size_t kBatch = 1 << 16;
-    static constexpr size_t kParallelBatch = 1 << 20;  // overlapped with the gathering of the next
+    static constexpr size_t kParallelBatch = 1 << 22;
     static constexpr size_t kShardBatch = 1 << 14;
 
     struct Shard {
