@@ -119,6 +119,15 @@ void set_usage(CLI::App &app, const std::string &usage) {
     app.formatter(std::make_shared<UsageFormatter>(usage));
 }
 
+void add_api_options(CLI::App &app, std::string *api, std::string *prototypes, const std::string &purpose) {
+    app.add_option(
+        "--api", *api,
+        purpose + ": 'LIB:FUNC[,FUNC...][;LIB:...]' (fnmatch patterns in FUNC), e.g. 'libz:crc32,compress2'");
+    app.add_option("--api-prototypes", *prototypes,
+                   "C declarations of the traced functions, one per line (typedef lines allowed)")
+        ->check(CLI::ExistingFile);
+}
+
 void add_version(CLI::App &app) {
     app.set_version_flag("--version", version_string(), "Print the version and exit");
 }

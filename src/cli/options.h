@@ -31,6 +31,10 @@ std::string version_string();
 // Adds --version (prints version_string() on stdout, exit 0) to a command.
 void add_version(CLI::App &app);
 
+// Adds --api SPEC (`purpose` begins its help text) and --api-prototypes FILE (an existing file),
+// the API tracing options of `sonde record` and `sonde run` (docs/api-tracing.md).
+void add_api_options(CLI::App &app, std::string *api, std::string *prototypes, const std::string &purpose);
+
 // Replaces the "Usage:" line of --help with "Usage: " + `usage` (for commands whose program
 // comes after "--", which the parser does not list).
 void set_usage(CLI::App &app, const std::string &usage);

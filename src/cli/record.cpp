@@ -154,12 +154,7 @@ int sonde_cli_record(int argc, char **argv) {
     app.add_flag("--memory", memory,
                  "record the program's memory references (loads and stores) instead of its call graph");
     std::string api, prototypes;
-    app.add_option("--api", api,
-                   "trace calls into shared-library functions: 'LIB:FUNC[,FUNC...][;LIB:...]' (fnmatch "
-                   "patterns in FUNC), e.g. 'libz:crc32,compress2'");
-    app.add_option("--api-prototypes", prototypes,
-                   "C declarations of the traced functions, one per line (typedef lines allowed)")
-        ->check(CLI::ExistingFile);
+    sonde::cli::add_api_options(app, &api, &prototypes, "trace calls into shared-library functions");
     try {
         app.parse(split, argv);
     } catch (const CLI::ParseError &e) {

@@ -79,12 +79,8 @@ int sonde_cli_run(int argc, char **argv) {
         ->required()
         ->allow_extra_args(false);
     std::string api, prototypes;
-    app.add_option("--api", api,
-                   "trace calls into shared-library functions for the clients' API_CALL events: "
-                   "'LIB:FUNC[,FUNC...][;LIB:...]' (fnmatch patterns in FUNC), e.g. 'libz:crc32,compress2'");
-    app.add_option("--api-prototypes", prototypes,
-                   "C declarations of the traced functions, one per line (typedef lines allowed)")
-        ->check(CLI::ExistingFile);
+    cli::add_api_options(app, &api, &prototypes,
+                         "trace calls into shared-library functions for the clients' API_CALL events");
     app.add_flag("--strict", strict,
                  "Run the program only with every client loaded: a client that fails to load inside it "
                  "ends it before main (exit 125), and a program Sonde cannot be loaded into is refused");

@@ -26,13 +26,8 @@ lib_d = os.path.join(build, "tests", "apitrace", "libapitrace_d.so")
 logger = os.path.join(build, "examples", "api_logger.so")
 failures = []
 
-ZLIB_PROTOS = """typedef unsigned long uLong;
-typedef unsigned int uInt;
-typedef unsigned char Bytef;
-uLong crc32(uLong crc, const Bytef *buf, uInt len);
-int compress2(Bytef *dest, uLong *destLen, const Bytef *source, uLong sourceLen, int level);
-int uncompress(Bytef *dest, uLong *destLen, const Bytef *source, uLong sourceLen);
-"""
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "zlib.protos")) as _f:
+    ZLIB_PROTOS = _f.read()  # the declarations check_api_record.py uses
 
 AT_PROTOS = """int at_ping(int n);
 int at_pong(int n);

@@ -29,14 +29,8 @@ lib_d = os.path.join(build, "tests", "apitrace", "libapitrace_d.so")
 instrumented = os.path.join(build, "tests", "record", "record_prog")
 failures = []
 
-ZLIB_PROTOS = """# zlib 1.2
-typedef unsigned long uLong;
-typedef unsigned int uInt;
-typedef unsigned char Bytef;
-uLong crc32(uLong crc, const Bytef *buf, uInt len);
-int compress2(Bytef *dest, uLong *destLen, const Bytef *source, uLong sourceLen, int level);
-int uncompress(Bytef *dest, uLong *destLen, const Bytef *source, uLong sourceLen);
-"""
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "zlib.protos")) as _f:
+    ZLIB_PROTOS = _f.read()  # zlib's declarations, also used by check_api_client.py
 
 AT_PROTOS = """int at_ping(int n);
 int at_pong(int n);
