@@ -5,9 +5,9 @@
 //
 // Runtime::lifecycle_mu serialises starting and stopping the runtime: sonde_initialize holds it
 // from its check to the end of SessionResources::start_runtime, sonde_finalize from clearing
-// the flag to the end of stop_runtime (which joins the delivery thread, so Runtime::mu cannot
+// the flag to the end of stop_runtime (which joins the delivery pool's workers, so Runtime::mu cannot
 // be held then). Without it an initialise that ran between a finalise's flag and its
-// stop_runtime started a delivery thread that the finalise then stopped or lost. It comes
+// stop_runtime started a delivery pool that the finalise then stopped or lost. It comes
 // first in the lock order. A callback that calls sonde_initialize only tries it (the holder may
 // be waiting for that very callback).
 //

@@ -1,4 +1,4 @@
-// Sonde's own threads (the buffer delivery thread): created past any
+// Sonde's own threads (the buffer delivery pool's workers): created past any
 // pthread_create interposer and marked, so that the client concept does not report them as
 // program threads.
 #pragma once

@@ -26,7 +26,8 @@
  * Threads: a Stage belongs to its thread (the hot path and its flush run there); the stage list
  * (g_mu) is read by the thread that stops the recording, which takes the tails of threads still
  * running at that moment as they are (best effort: such a thread may be writing its array). The
- * consumer runs on libsonde's delivery thread or a flushing thread; the writer has its own lock.
+ * consumer runs on a worker of libsonde's delivery pool or a flushing thread, one call at a time
+ * (one buffer, callbacks serialised); the writer has its own lock.
  * The hot path reads g_active (set at start, cleared once at stop) and nothing else shared.
  */
 #include "memtrace/memtrace.h"
@@ -81,8 +82,8 @@ static pid_t g_pid;
 static sonde_session_id_t g_session;
 static sonde_buffer_id_t g_buffer;
 static sonde_trace_writer_t *g_writer;
-static int g_write_failed;      /* the consumer stopped writing (delivery thread) */
-static uint64_t g_lost_batches; /* batches the buffer dropped (delivery thread) */
+static int g_write_failed;      /* the consumer stopped writing (the consumer) */
+static uint64_t g_lost_batches; /* batches the buffer dropped (the consumer) */
 static char g_path[4096];
 
 MT_HIDDEN static uint64_t now_ns(void) {

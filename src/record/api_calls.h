@@ -12,7 +12,7 @@
 // Threads: the sink runs on the traced thread (possibly in a signal handler): it takes no lock
 // and allocates nothing once the thread is registered (its first traced call registers it,
 // like its first method event). Decoding runs under the recorder's lock on whichever thread
-// writes (the delivery thread, a flushing thread, the stopping thread).
+// writes (a delivery pool worker, a flushing thread, the stopping thread).
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@
 // keeps every chunk written before, which readers recover by scanning.
 //
 // Threads: the sink's batch runs on the recorded threads, its tail and stop on the thread that
-// stops, the consumer on the delivery thread or a flushing thread, the crash handler on the
+// stops, the consumer on a delivery pool worker or a flushing thread, the crash handler on the
 // crashing thread. Recorder::mu guards the per-shard OS thread ids and the loss count; the
 // writer has its own lock. Lock order: Registry::mu -> the writer's lock, and
 // Buffer::deliver_mu -> Recorder::mu -> the writer's lock; nothing here takes Registry::mu from
