@@ -58,18 +58,26 @@ std::string human_size(uint64_t bytes) {
     return buf;
 }
 
-// Reads the trace back: the summary line, the reader's warnings, and the warning for a program
-// that reported no call.
-void summarise(const std::string &path, const std::string &program, bool api) {
+// Opens the trace just written and prints its reader's warnings; nullptr (said why) when it
+// cannot be read.
+sonde_trace_reader_t *open_recorded(const std::string &path) {
     char error[512];
     sonde_trace_reader_t *r = nullptr;
     if (sonde_trace_reader_open(path.c_str(), SONDE_TRACE_FORMAT_SONDE, error, sizeof error, &r) !=
         SONDE_STATUS_SUCCESS) {
         std::fprintf(stderr, "sonde record: the trace cannot be read: %s\n", error);
-        return;
+        return nullptr;
     }
     const char *warnings = sonde_trace_reader_warnings(r);
     if (*warnings != '\0') std::fprintf(stderr, "sonde record: %s\n", warnings);
+    return r;
+}
+
+// Reads the trace back: the summary line, the reader's warnings, and the warning for a program
+// that reported no call.
+void summarise(const std::string &path, const std::string &program, bool api) {
+    sonde_trace_reader_t *r = open_recorded(path);
+    if (r == nullptr) return;
     sonde_trace_event_info_t info{};
     info.struct_size = sizeof info;
     sonde_trace_reader_event_info(r, &info);
@@ -89,15 +97,8 @@ void summarise(const std::string &path, const std::string &program, bool api) {
 
 // The summary of a memory trace: shards (threads), records, file size.
 void summarise_memory(const std::string &path) {
-    char error[512];
-    sonde_trace_reader_t *r = nullptr;
-    if (sonde_trace_reader_open(path.c_str(), SONDE_TRACE_FORMAT_SONDE, error, sizeof error, &r) !=
-        SONDE_STATUS_SUCCESS) {
-        std::fprintf(stderr, "sonde record: the trace cannot be read: %s\n", error);
-        return;
-    }
-    const char *warnings = sonde_trace_reader_warnings(r);
-    if (*warnings != '\0') std::fprintf(stderr, "sonde record: %s\n", warnings);
+    sonde_trace_reader_t *r = open_recorded(path);
+    if (r == nullptr) return;
     uint32_t shards = 0;
     sonde_trace_reader_num_shards(r, &shards);
     uint64_t refs = 0;
