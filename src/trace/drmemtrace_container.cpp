@@ -184,8 +184,13 @@ public:
         return static_cast<size_t>(got);
     }
 
+    // gzoffset() costs a system call (lseek), so it is asked again only after another MiB of
+    // output: the count is for progress, and the end of the shard reports the whole file.
     uint64_t consumed() const override {
-        const z_off_t off = gz_ != nullptr ? gzoffset(gz_) : -1;
+        if (gz_ == nullptr || (consumed_at_ != 0 && member_offset_ - consumed_at_ < kConsumedStep))
+            return consumed_;
+        consumed_at_ = member_offset_ != 0 ? member_offset_ : 1;
+        const z_off_t off = gzoffset(gz_);
         if (off > 0 && static_cast<uint64_t>(off) > consumed_) consumed_ = static_cast<uint64_t>(off);
         return consumed_;
     }
@@ -196,7 +201,9 @@ public:
 private:
     gzFile gz_ = nullptr;
     bool done_ = false;
-    mutable uint64_t consumed_ = 0;  // the largest offset gzoffset() gave
+    static constexpr uint64_t kConsumedStep = 1u << 20;
+    mutable uint64_t consumed_ = 0;     // the largest offset gzoffset() gave
+    mutable uint64_t consumed_at_ = 0;  // member_offset_ when it was asked (0: never)
 };
 
 // One lz4 frame (or several concatenated), decoded by liblz4's frame API.
