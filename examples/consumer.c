@@ -1,5 +1,5 @@
 /* A complete Sonde consumer: a session with one buffer, four threads emitting TRACER records
- * (and one custom kind), delivery to a callback that walks records with sonde_next_record, and
+ * (and two custom kinds, one of them through the header-inline sonde_emit_inline), delivery to a callback that walks records with sonde_next_record, and
  * the buffer's statistics at the end.
  *
  * Build against an installed Sonde:  cc consumer.c $(pkg-config --cflags --libs sonde) -pthread */
@@ -17,11 +17,12 @@ typedef struct {
     pthread_mutex_t mu; /* the callback runs on Sonde's delivery thread or a flusher */
     uint64_t thread_ids[THREADS + 1];
     uint64_t per_thread[THREADS + 1];
-    uint64_t custom, spans, losses;
+    uint64_t custom, samples, spans, losses;
     sonde_tracer_record_t last;
 } summary_t;
 
-enum { KIND_HEARTBEAT = SONDE_RECORD_KIND_USER + 1 };
+enum { KIND_HEARTBEAT = SONDE_RECORD_KIND_USER + 1, KIND_SAMPLE = SONDE_RECORD_KIND_USER + 2 };
+#define SAMPLE_EVERY 100
 
 static void on_records(const sonde_record_header_t *begin, const sonde_record_header_t *end,
                        sonde_session_id_t session, sonde_buffer_id_t buffer, void *user_data) {
@@ -52,6 +53,7 @@ static void on_records(const sonde_record_header_t *begin, const sonde_record_he
                 memcpy(&s->last, payload, sizeof s->last);
                 break;
             case KIND_HEARTBEAT: s->custom++; break;
+            case KIND_SAMPLE: s->samples++; break;
         }
         r = next;
     }
@@ -65,6 +67,12 @@ typedef struct {
 
 static void *work(void *arg) {
     worker_t *w = (worker_t *)arg;
+    /* This thread's producer for sonde_emit_inline: asked for once, on the thread that uses it.
+     * If the call failed, sonde_emit_inline would answer as sonde_emit does. */
+    sonde_producer_t producer;
+    memset(&producer, 0, sizeof producer);
+    producer.struct_size = SONDE_PRODUCER_SIZE_1_2;
+    sonde_buffer_producer(w->buffer, &producer);
     for (uint64_t i = 0; i < RECORDS_PER_THREAD; ++i) {
         sonde_tracer_record_t rec;
         rec.begin_ns = sonde_get_timestamp();
@@ -74,6 +82,10 @@ static void *work(void *arg) {
         rec.operation = (uint32_t)(i % 7);
         sonde_emit(w->buffer, SONDE_RECORD_KIND_TRACER, &rec, sizeof rec);
         if (i % 10000 == 0) sonde_emit_timestamped(w->buffer, KIND_HEARTBEAT, &i, sizeof i);
+        if (i % SAMPLE_EVERY == 0) { /* a timestamp the caller has, and a value: no call */
+            const uint64_t sample[2] = {rec.begin_ns, i};
+            sonde_emit_inline(&producer, KIND_SAMPLE, sample, sizeof sample);
+        }
     }
     return NULL; /* thread exit delivers what this thread emitted */
 }
@@ -119,8 +131,9 @@ int main(void) {
     for (int i = 0; i < THREADS; ++i)
         printf("  thread %" PRIu64 ": %" PRIu64 " TRACER records\n", summary.thread_ids[i],
                summary.per_thread[i]);
-    printf("  %" PRIu64 " heartbeat records (custom kind), %" PRIu64 " reported lost\n", summary.custom,
-           summary.losses);
+    printf("  %" PRIu64 " heartbeat records (custom kind), %" PRIu64 " samples (inline), %" PRIu64
+           " reported lost\n",
+           summary.custom, summary.samples, summary.losses);
     printf("  last TRACER: domain %u operation %u correlation %" PRIu64 "\n", summary.last.domain,
            summary.last.operation, summary.last.correlation_id);
     printf("buffer stats: emitted %" PRIu64 ", delivered %" PRIu64 ", dropped %" PRIu64 ", bytes %" PRIu64
@@ -128,7 +141,9 @@ int main(void) {
            stats.records_emitted, stats.records_delivered, stats.records_dropped, stats.bytes_delivered,
            stats.callbacks);
     const int ok = stats.records_emitted == stats.records_delivered + stats.records_dropped &&
-                   stats.records_emitted == THREADS * (RECORDS_PER_THREAD + RECORDS_PER_THREAD / 10000);
+                   stats.records_emitted == THREADS * (RECORDS_PER_THREAD + RECORDS_PER_THREAD / 10000 +
+                                                       RECORDS_PER_THREAD / SAMPLE_EVERY) &&
+                   summary.samples == THREADS * (RECORDS_PER_THREAD / SAMPLE_EVERY);
     sonde_destroy_session(session);
     sonde_finalize();
     return ok ? 0 : 1;

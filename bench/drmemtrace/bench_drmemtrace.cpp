@@ -326,7 +326,8 @@ void measure(const char *label, const std::string &dir, const std::vector<std::s
         "alone) %.1f "
         "M "
         "records/s; ratio %.2f (target >= 0.8)\n",
-        label, records / tr / 1e6, static_cast<double>(memrefs) / tr / 1e6, records / tf / 1e6, median(ratio));
+        label, records / tr / 1e6, static_cast<double>(memrefs) / tr / 1e6, records / tf / 1e6,
+        median(ratio));
     std::printf(
         "%s, %u workers (wall time): sonde analyze parallel %.1f M trace records/s (%.1f M memrefs/s); floor "
         "%.1f M "

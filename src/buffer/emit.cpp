@@ -10,7 +10,9 @@
 // takes no lock and makes no system call: until the consumer returns a chunk, refill only
 // compares the buffer's free generation, reads the clock (rdtsc) and counts the drop in the
 // writer (relaxed stores).
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "buffer/buffer.h"
 #include "buffer/internal.h"
@@ -238,6 +240,50 @@ SONDE_API const volatile uint64_t *sonde_buffer_state_word(sonde_buffer_id_t buf
     // The encoding (generation << 2 | allocated << 1 | active) is part of the ABI through
     // sonde_buffer_is_recording in buffer.h.
     return reinterpret_cast<const volatile uint64_t *>(&g_slot_state[slot]);
+}
+
+// sonde_writer_state_t is the first fields of Writer, and Chunk::commit the first word of a
+// chunk (buffer.h; the inline path in the public header depends on both).
+static_assert(std::is_standard_layout<Writer>::value && std::is_standard_layout<Chunk>::value,
+              "offsetof below needs standard-layout types");
+static_assert(offsetof(Writer, handle) == offsetof(sonde_writer_state_t, handle) &&
+                  offsetof(Writer, owner) == offsetof(sonde_writer_state_t, owner) &&
+                  offsetof(Writer, pos) == offsetof(sonde_writer_state_t, pos) &&
+                  offsetof(Writer, end) == offsetof(sonde_writer_state_t, end) &&
+                  offsetof(Writer, base) == offsetof(sonde_writer_state_t, base) &&
+                  offsetof(Writer, chunk) == offsetof(sonde_writer_state_t, commit) &&
+                  offsetof(Writer, records) == offsetof(sonde_writer_state_t, records) &&
+                  offsetof(Writer, busy) == offsetof(sonde_writer_state_t, busy) &&
+                  offsetof(Chunk, commit) == 0,
+              "Writer must begin with sonde_writer_state_t's fields");
+static_assert(sizeof(std::atomic<uint64_t>) == 8 && sizeof(std::atomic<uint32_t>) == 4 &&
+                  std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+              "the inline path uses plain integers with atomic builtins");
+static_assert(sizeof(sonde_writer_state_t) == 56 && sizeof(sonde_producer_t) == SONDE_PRODUCER_SIZE_1_2,
+              "ABI 1.2 layouts");
+
+SONDE_API sonde_status_t sonde_buffer_producer(sonde_buffer_id_t buffer, sonde_producer_t *producer) {
+    if (producer == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (producer->struct_size < SONDE_PRODUCER_SIZE_1_2) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+    // Until it is filled, the producer sends every record to sonde_emit.
+    producer->writer = nullptr;
+    const uint64_t h = buffer.handle;
+    const uint32_t slot = static_cast<uint32_t>(h);
+    if (!sonde::core::initialized()) return SONDE_STATUS_ERROR_NOT_INITIALIZED;
+    if (h == 0 || slot >= kMaxBuffers) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+    const uint64_t state = g_slot_state[slot].load(std::memory_order_relaxed);
+    if (state != active_state(h) && state != stopped_state(h)) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;
+    ThreadState *t;
+    try {
+        t = thread_state();
+    } catch (...) {
+        return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+    }
+    producer->buffer = buffer;
+    producer->state = reinterpret_cast<const uint64_t *>(&g_slot_state[slot]);
+    producer->active = active_state(h);
+    producer->writer = reinterpret_cast<sonde_writer_state_t *const *>(&t->writers[slot]);
+    return SONDE_STATUS_SUCCESS;
 }
 
 SONDE_API sonde_status_t sonde_reserve(sonde_buffer_id_t buffer, uint32_t kind, uint32_t size,

@@ -32,6 +32,9 @@ std::atomic<bool> g_key_made{false};
 // so that nothing of the parent is delivered or freed in the child, and stay reachable.
 std::mutex g_states_mu;
 ThreadState *g_states = nullptr;
+// Writers at rest (see alloc_writer), linked through next_retired.
+std::mutex g_writers_mu;
+Writer *g_free_writers = nullptr;
 
 void link_state(ThreadState *t) {
     std::lock_guard<std::mutex> g(g_states_mu);
@@ -49,6 +52,26 @@ void unlink_state(ThreadState *t) {
     if (t->next_state != nullptr) t->next_state->prev_state = t->prev_state;
 }
 
+// Thread states at rest (see ThreadState): every writer cell detached, no owner.
+ThreadState *g_free_states = nullptr;  // g_states_mu
+
+ThreadState *take_free_state() {
+    std::lock_guard<std::mutex> g(g_states_mu);
+    ThreadState *t = g_free_states;
+    if (t != nullptr) {
+        g_free_states = t->next_free;
+        t->next_free = nullptr;
+        t->prev_state = t->next_state = nullptr;
+    }
+    return t;
+}
+
+void give_free_state(ThreadState *t) {
+    std::lock_guard<std::mutex> g(g_states_mu);
+    t->next_free = g_free_states;
+    g_free_states = t;
+}
+
 void thread_key_destructor(void *p) { thread_exit(static_cast<ThreadState *>(p)); }
 
 }  // namespace
@@ -60,11 +83,15 @@ ThreadState *thread_state() {
         if (pthread_key_create(&g_thread_key, thread_key_destructor) == 0)
             g_key_made.store(true, std::memory_order_release);
     });
-    t = new ThreadState();
-    for (auto &w : t->writers) w = &g_detached_writer;
     // Without the key the thread's exit could not deliver its records: refuse, as for memory.
-    if (!g_key_made.load(std::memory_order_acquire) || pthread_setspecific(g_thread_key, t) != 0) {
-        delete t;
+    if (!g_key_made.load(std::memory_order_acquire)) throw std::bad_alloc();
+    t = take_free_state();
+    if (t == nullptr) {
+        t = new ThreadState();
+        for (auto &w : t->writers) w = &g_detached_writer;
+    }
+    if (pthread_setspecific(g_thread_key, t) != 0) {
+        give_free_state(t);
         throw std::bad_alloc();
     }
     t->thread_id = g_next_thread_id.fetch_add(1, std::memory_order_relaxed);
@@ -75,14 +102,53 @@ ThreadState *thread_state() {
 }
 
 void thread_forked_child() {
-    // The list's lock may have been held by a parent thread; the states stay in the list.
+    // The list's lock may have been held by a parent thread; the states stay in the list. Their
+    // writers keep their owners: a parent's producer used in the child finds its buffer's state
+    // word refusing (table.cpp) and goes to sonde_emit, which answers NOT_INITIALIZED.
     new (&g_states_mu) std::mutex();
+    new (&g_writers_mu) std::mutex();
     if (tls_thread == nullptr) return;
     tls_thread = nullptr;
     if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_thread_key, nullptr);
 }
 
 namespace {
+
+// What a writer's owner holds (buffer.h, sonde_writer_state_t): its thread's thread pointer,
+// which sonde_emit_inline compares with the caller's. Where the header cannot read the thread
+// pointer it gives 0, and an owner of ~0 keeps every record on the out-of-line path.
+uint64_t owner_token() {
+    const uint64_t tp = sonde_thread_pointer_();
+    return tp != 0 ? tp : ~uint64_t{0};
+}
+
+// Writers, like thread states, are never freed: a producer used on another thread may read a
+// writer (its handle and owner) that its thread is retiring at that moment. A writer at rest
+// has owner 0, so that read sends the record to sonde_emit.
+Writer *alloc_writer() {
+    {
+        std::lock_guard<std::mutex> g(g_writers_mu);
+        if (Writer *w = g_free_writers) {
+            g_free_writers = w->next_retired;
+            w->~Writer();
+            return new (w) Writer();
+        }
+    }
+    return new Writer();
+}
+
+void free_writer(Writer *w) {
+    w->owner.store(0, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> g(g_writers_mu);
+    w->next_retired = g_free_writers;
+    g_free_writers = w;
+}
+
+// A writer cell is written by its thread only; a producer used on another thread reads it
+// (sonde_emit_inline's atomic load), so the stores are atomic too.
+void set_cell(ThreadState *t, uint32_t slot, Writer *w) {
+    __atomic_store_n(&t->writers[slot], w, __ATOMIC_RELEASE);
+}
 
 // Frees the retired writers that their buffer's drain has detached (handle 0).
 void free_retired(ThreadState *t) {
@@ -93,7 +159,7 @@ void free_retired(ThreadState *t) {
             continue;
         }
         *pp = w->next_retired;
-        delete w;
+        free_writer(w);
     }
 }
 
@@ -114,15 +180,16 @@ sonde_status_t attach(uint64_t handle, Writer **out) {
             // would splice the two buffers' writer lists. Leave it to that drain.
             w->next_retired = t->retired;
             t->retired = w;
-            t->writers[slot] = &g_detached_writer;
+            set_cell(t, slot, &g_detached_writer);
             w = &g_detached_writer;
         }
     }
     if (w == &g_detached_writer) {
-        w = new Writer();
+        w = alloc_writer();
+        w->owner.store(owner_token(), std::memory_order_relaxed);
         w->thread = t;
         w->slot = slot;
-        t->writers[slot] = w;
+        set_cell(t, slot, w);
     }
     if (w->handle.load(std::memory_order_relaxed) == handle) {
         *out = w;
@@ -335,17 +402,18 @@ void thread_exit(ThreadState *t) {
             }
             while (w->handle.load(std::memory_order_acquire) != 0) sched_yield();
         }
-        delete w;
+        set_cell(t, slot, &g_detached_writer);
+        free_writer(w);
     }
     // Retired writers belong to buffers already being drained: wait for their detach.
     while (Writer *w = t->retired) {
         while (w->handle.load(std::memory_order_acquire) != 0) sched_yield();
         t->retired = w->next_retired;
-        delete w;
+        free_writer(w);
     }
     tls_thread = nullptr;
     unlink_state(t);
-    delete t;
+    give_free_state(t);
 }
 
 }  // namespace sonde::buffer

@@ -95,6 +95,23 @@ FIELD(sonde_buffer_stats_t, records_dropped, 24, 8);
 FIELD(sonde_buffer_stats_t, bytes_delivered, 32, 8);
 FIELD(sonde_buffer_stats_t, callbacks, 40, 8);
 FIELD(sonde_buffer_stats_t, callback_failures, 48, 8);
+/* 1.2: header-inline emission; sonde_writer_state_t is read by inlined code */
+LAYOUT(sonde_producer_t, 40, 8);
+FIELD(sonde_producer_t, struct_size, 0, 4);
+FIELD(sonde_producer_t, reserved, 4, 4);
+FIELD(sonde_producer_t, buffer, 8, 8);
+FIELD(sonde_producer_t, writer, 16, 8);
+FIELD(sonde_producer_t, state, 24, 8);
+FIELD(sonde_producer_t, active, 32, 8);
+LAYOUT(sonde_writer_state_t, 56, 8);
+FIELD(sonde_writer_state_t, handle, 0, 8);
+FIELD(sonde_writer_state_t, owner, 8, 8);
+FIELD(sonde_writer_state_t, pos, 16, 8);
+FIELD(sonde_writer_state_t, end, 24, 8);
+FIELD(sonde_writer_state_t, base, 32, 8);
+FIELD(sonde_writer_state_t, commit, 40, 8);
+FIELD(sonde_writer_state_t, records, 48, 4);
+FIELD(sonde_writer_state_t, busy, 52, 4);
 
 /* profile.h: growable structs and the shared-memory layout */
 LAYOUT(sonde_profile_allocator_t, 24, 8);
@@ -390,7 +407,7 @@ FIELD(sonde_trace_event_info_t, last_timestamp, 40, 8);
 #if SONDE_TRACE_METHOD_SIZE_1_2 != 80 || SONDE_TRACE_MODULE_SIZE_1_2 != 40 ||                            \
     SONDE_TRACE_THREAD_SIZE_1_2 != 24 || SONDE_TRACE_EVENT_INFO_SIZE_1_2 != 48 ||                        \
     SONDE_EVENT_COUNT_1_1 != 14 || SONDE_TOOL_OPS_SIZE_1_2 != 176 || SONDE_EVENT_DATA_SIZE_1_2 != 168 || \
-    SONDE_FILTER_ELEMENT_SIZE_1_2 != 88 || SONDE_EVENT_GROUP_COUNT_1_1 != 6
+    SONDE_FILTER_ELEMENT_SIZE_1_2 != 88 || SONDE_EVENT_GROUP_COUNT_1_1 != 6 || SONDE_PRODUCER_SIZE_1_2 != 40
 #error "a 1.2 size macro is not the literal size of its struct in 1.2"
 #endif
 
@@ -420,6 +437,8 @@ PINNED(SONDE_TRACE_EVENT_INFO_SIZE_1_2, sonde_trace_event_info_t, 48);
 /* 1.2: API_CALL client events */
 PINNED(SONDE_EVENT_DATA_SIZE_1_2, sonde_event_data_t, 168);
 PINNED(SONDE_FILTER_ELEMENT_SIZE_1_2, sonde_filter_element_t, 88);
+/* 1.2: header-inline emission */
+PINNED(SONDE_PRODUCER_SIZE_1_2, sonde_producer_t, 40);
 
 /* Every check above runs at compile time; reaching main means the layout holds. */
 int main(void) { return 0; }
