@@ -11,7 +11,8 @@
 #   4. library calls of an uninstrumented program (zlib) traced with `sonde record --api`, and
 #      observed by a client plugin with `sonde run --api`;
 #   5. the loads and stores of a program built with clang's sanitizer coverage, recorded with
-#      `sonde record --memory` and simulated through cachegrind's caches.
+#      `sonde record --memory` and simulated through cachegrind's caches; the same sampled at
+#      the source (--sample-rate) for reuse distances.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -129,4 +130,11 @@ if command -v clang >/dev/null; then
     -Wl,-rpath,"$PWD/build/src/instrument" -Wl,-rpath,"$PWD/build"
   "$sonde" record --memory -o "$tmp/fill_sum.trace" -- "$tmp/fill_sum"
   "$sonde" analyze "$tmp/fill_sum.trace" --tool basic_counts,cache_sim
+  echo "== 11b. The same references sampled at the source (SHARDS, 1 line in 100): reuse distances"
+  clang -O1 -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores -fno-sanitize-link-runtime \
+    -o "$tmp/mixed_reuse" tests/memtrace/mixed_reuse.c \
+    $(PKG_CONFIG_PATH="$PWD/build/meson-uninstalled" pkg-config --libs sonde-instrument) \
+    -Wl,-rpath,"$PWD/build/src/instrument" -Wl,-rpath,"$PWD/build"
+  "$sonde" record --memory --sample-rate 0.01 -o "$tmp/mixed.trace" -- "$tmp/mixed_reuse" >/dev/null
+  "$sonde" analyze "$tmp/mixed.trace" --tool reuse_distance | head -n 12
 fi

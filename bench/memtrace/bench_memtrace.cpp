@@ -7,6 +7,8 @@
 //   sonde, not recording   the same build linked with libsonde-instrument.so, no SONDE_MEMTRACE
 //   sonde, recording       SONDE_MEMTRACE set: every reference into a compressed trace
 //   sonde record --memory  the command, including its summary (which reads the trace back)
+//   sonde, sampled 1/100   SONDE_MEMTRACE with SONDE_MEMTRACE_SAMPLE_RATE=0.01 (what
+//                          `sonde record --memory --sample-rate 0.01` sets): SHARDS at the source
 //   cachegrind             valgrind --tool=cachegrind on the native build (a peer)
 //   lackey                 valgrind --tool=lackey --trace-mem=yes on the native build, at a smaller
 //                          size (LACKEY_N), its time scaled by the N^3 ratio (the peer of the
@@ -16,6 +18,7 @@
 // sanitizer runtime of clang's is linked beside the callbacks measured.
 //
 // usage: bench_memtrace SONDE NATIVE COUNTING SONDE_BUILD [N] [REPS] [LACKEY_N]
+#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
@@ -77,6 +80,7 @@ int main(int argc, char **argv) {
     if (tmp == nullptr) return 1;
     const std::string trace = std::string(tmp) + "/mem.sonde";
     const std::string lackey_log = std::string(tmp) + "/lackey.log";
+    const std::string sampled_trace = std::string(tmp) + "/sampled.sonde";
     const bool have_valgrind = system("command -v valgrind >/dev/null 2>&1") == 0;
 
     struct Variant {
@@ -101,6 +105,9 @@ int main(int argc, char **argv) {
     add("sonde, recording", {build, n}, {"SONDE_MEMTRACE=" + trace}, 1);
     add("sonde record --memory", {sonde, "record", "--memory", "--force", "-o", trace, "--", build, n}, {},
         1);
+    add("sonde, sampled 1/100", {build, n},
+        {"SONDE_MEMTRACE=" + sampled_trace, "SONDE_MEMTRACE_SAMPLE_RATE=0.01"}, 1);
+    const size_t sampled = v.size() - 1;
     if (have_valgrind) {
         add("cachegrind",
             {"valgrind", "--tool=cachegrind", "--cache-sim=yes", "--cachegrind-out-file=/dev/null", native,
@@ -119,6 +126,9 @@ int main(int argc, char **argv) {
             }
             x.s.push_back(t * x.scale);
         }
+    struct stat full_st {
+    }, sampled_st{};
+    const bool sizes = stat(trace.c_str(), &full_st) == 0 && stat(sampled_trace.c_str(), &sampled_st) == 0;
     const std::string cleanup = std::string("rm -rf ") + tmp;
     if (system(cleanup.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", tmp);
 
@@ -132,15 +142,22 @@ int main(int argc, char **argv) {
     }
     std::printf("\nnot recording / counting callbacks: %.2fx (target <= 1.5x)   %s\n", m[2] / m[1],
                 m[2] / m[1] <= 1.5 ? "met" : "missed");
+    std::printf("sampled 1/100 / recording:          %.2fx the time", m[sampled] / m[3]);
+    if (sizes)
+        std::printf(", %.1f%% of the trace (%lld of %lld bytes)",
+                    100.0 * sampled_st.st_size / full_st.st_size, static_cast<long long>(sampled_st.st_size),
+                    static_cast<long long>(full_st.st_size));
+    std::printf("\n");
     if (have_valgrind) {
-        std::printf("lackey / sonde, recording:          %.1fx (target >= 30x)   %s\n", m[6] / m[3],
-                    m[6] / m[3] >= 30 ? "met" : "missed");
-        std::printf("lackey / sonde record --memory:     %.1fx\n", m[6] / m[4]);
-        std::printf("cachegrind / sonde, recording:      %.1fx\n", m[5] / m[3]);
+        const size_t cg = sampled + 1, lk = sampled + 2;
+        std::printf("lackey / sonde, recording:          %.1fx (target >= 30x)   %s\n", m[lk] / m[3],
+                    m[lk] / m[3] >= 30 ? "met" : "missed");
+        std::printf("lackey / sonde record --memory:     %.1fx\n", m[lk] / m[4]);
+        std::printf("cachegrind / sonde, recording:      %.1fx\n", m[cg] / m[3]);
         std::printf(
             "(lackey ran at N = %s and is scaled by (N / %s)^3 = %.1f; it also traces instruction "
             "fetches)\n",
-            lackey_n.c_str(), lackey_n.c_str(), v[6].scale);
+            lackey_n.c_str(), lackey_n.c_str(), v[lk].scale);
     } else {
         std::printf("valgrind: not installed, no peer figures\n");
     }

@@ -90,6 +90,16 @@ enum sonde_marker_type_value {
     SONDE_MARKER_THREAD_ID = 4,                          /**< value: the operating system's id of the thread whose records follow. @since 1.2 */
     SONDE_MARKER_PROCESS_ID = 5,                         /**< value: the process id of that thread. @since 1.2 */
     SONDE_MARKER_THREAD_EXIT = 6,                        /**< value: the thread id; the thread exited. @since 1.2 */
+    /**
+     * The shard was sampled at the source (SHARDS): a data reference was recorded only when
+     * the hash of its line (address / ::SONDE_MARKER_SAMPLE_LINE_SIZE) under the seed of
+     * ::SONDE_MARKER_SAMPLE_SEED is below this value: rate = value / 2^32. At the shard's start.
+     * @since 1.2
+     */
+    SONDE_MARKER_SAMPLE_THRESHOLD = 7,
+    SONDE_MARKER_SAMPLE_SEED = 8,      /**< value: the seed of the source's sampling hash. @since 1.2 */
+    SONDE_MARKER_SAMPLE_LINE_SIZE = 9, /**< value: the line size in bytes the source hashed. @since 1.2 */
+    SONDE_MARKER_SAMPLE_SKIPPED = 10,  /**< value: data references of the shard not recorded since the previous one. @since 1.2 */
     SONDE_MARKER_DRMEMTRACE = 0x100,                     /**< Base of drmemtrace's marker types. @since 1.2 */
     SONDE_MARKER_KERNEL_EVENT = 0x100,                   /**< Signal or other kernel event handler start; value: interrupted pc. @since 1.2 */
     SONDE_MARKER_KERNEL_XFER = 0x101,                    /**< Return from a kernel event (sigreturn); value: pc. @since 1.2 */

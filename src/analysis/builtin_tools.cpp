@@ -226,6 +226,10 @@ private:
             case SONDE_MARKER_THREAD_ID:
             case SONDE_MARKER_PROCESS_ID:
             case SONDE_MARKER_THREAD_EXIT:
+            case SONDE_MARKER_SAMPLE_THRESHOLD:
+            case SONDE_MARKER_SAMPLE_SEED:
+            case SONDE_MARKER_SAMPLE_LINE_SIZE:
+            case SONDE_MARKER_SAMPLE_SKIPPED:
             case SONDE_MARKER_BRANCH_TARGET:
             case SONDE_MARKER_VIRTUAL_ADDRESS:
             case SONDE_MARKER_DRMEMTRACE + 22:  // record ordinal

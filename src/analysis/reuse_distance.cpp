@@ -52,6 +52,7 @@ struct Options {
     uint64_t line_size = 64;
     ReuseConfig cfg;
     bool per_shard = false;
+    bool seed_given = false;
 };
 
 Options parse(const std::string &text) {
@@ -64,8 +65,8 @@ Options parse(const std::string &text) {
         const bool number = !value.empty() &&
                             value.find_first_not_of(key == "sample_rate" ? "0123456789.eE-+"
                                                                          : "0123456789") == std::string::npos;
-        const bool numeric =
-            key == "line_size" || key == "sample_rate" || key == "sample_size" || key == "jobs";
+        const bool numeric = key == "line_size" || key == "sample_rate" || key == "sample_size" ||
+                             key == "jobs" || key == "seed";
         if (numeric && !number) throw std::invalid_argument("bad value for '" + key + "': " + value);
         try {
             if (key == "line_size") {
@@ -81,6 +82,9 @@ Options parse(const std::string &text) {
                 o.cfg.sample_size = std::stoull(value);
                 if (o.cfg.sample_size == 0) throw std::invalid_argument("sample_size must be at least 1");
                 o.cfg.mode = stackdist::Mode::kFixedSize;
+            } else if (key == "seed") {
+                o.cfg.seed = std::stoull(value);
+                o.seed_given = true;
             } else if (key == "jobs") {
                 const unsigned long jobs = std::stoul(value);
                 if (jobs == 0 || jobs > 1024) throw std::invalid_argument("jobs must be 1..1024");
@@ -177,10 +181,14 @@ private:
 
 class ReuseDistanceTool final : public sonde::tool {
 public:
-    explicit ReuseDistanceTool(const std::string &options) : opt_(parse(options)), global_(opt_.cfg) {
+    explicit ReuseDistanceTool(const std::string &options)
+        : opt_(parse(options)), global_(std::make_unique<Reuse>(opt_.cfg)) {
         while ((uint64_t{1} << line_bits_) < opt_.line_size) ++line_bits_;
     }
     const char *name() const override { return "reuse_distance"; }
+    // Every record kind: data loads and stores count as before (the 1.2 kinds, instructions,
+    // prefetches and flushes are not accesses here), and the source-sampling markers are read.
+    uint32_t memref_model() const override { return SONDE_MEMREF_MODEL_1_2; }
     bool initialize(uint32_t num_shards) override {
         // per_shard: a stack per shard, created on the shard's first data access.
         if (opt_.per_shard) shards_.resize(num_shards);
@@ -306,8 +314,13 @@ public:
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
         for (size_t i = 0; i < n; ++i) {
             const uint16_t type = m[i].type;
-            if (type != SONDE_MEMREF_READ && type != SONDE_MEMREF_WRITE && type != SONDE_MEMREF_MODIFY)
+            if (type != SONDE_MEMREF_READ && type != SONDE_MEMREF_WRITE && type != SONDE_MEMREF_MODIFY) {
+                if (type == SONDE_MEMREF_MARKER && m[i].size >= SONDE_MARKER_SAMPLE_THRESHOLD &&
+                    m[i].size <= SONDE_MARKER_SAMPLE_SKIPPED && !source_marker(m[i]))
+                    return false;
                 continue;
+            }
+            data_seen_ = true;
             const uint64_t line = m[i].address >> line_bits_;
             const uint8_t w = type != SONDE_MEMREF_READ;
             lines_.push_back(line);
@@ -316,13 +329,7 @@ public:
                 if (m[i].shard >= shards_.size())
                     return set_error("memref of shard " + std::to_string(m[i].shard) +
                                      " beyond the shards announced");
-                std::unique_ptr<Shard> &slot = shards_[m[i].shard];
-                if (!slot) {
-                    ReuseConfig serial = opt_.cfg;
-                    serial.workers = 1;
-                    slot = std::make_unique<Shard>(serial);
-                }
-                Shard &s = *slot;
+                Shard &s = shard_at(m[i].shard);
                 s.lines.push_back(line);
                 s.writes.push_back(w);
                 if (s.lines.size() >= kShardBatch) s.flush();
@@ -379,8 +386,6 @@ public:
 
 private:
     static constexpr size_t kBatch = 1 << 16;
-    static constexpr size_t kParallelBatch = 1 << 22;
-    static constexpr size_t kShardBatch = 1 << 14;
 
     struct Shard {
         explicit Shard(const ReuseConfig &c) : reuse(c) {}
@@ -407,6 +412,78 @@ private:
         std::vector<uint32_t> rank;
     };
 
+    // A trace sampled at the source (memory-traces.md): its shards start with the sampling's
+    // threshold, seed and line size, which make this tool's calculator SHARDS at that rate and
+    // seed, so that it keeps exactly the lines the source kept; SAMPLE_SKIPPED markers count
+    // the references left out, which SHARDS counts among the accesses.
+    // per_shard: the shard's stack, created on its first use.
+    Shard &shard_at(uint32_t shard) {
+        std::unique_ptr<Shard> &slot = shards_[shard];
+        if (!slot) {
+            ReuseConfig serial = opt_.cfg;
+            serial.workers = 1;
+            slot = std::make_unique<Shard>(serial);
+        }
+        return *slot;
+    }
+    bool source_marker(const sonde_memref_t &m) {
+        switch (m.size) {
+            case SONDE_MARKER_SAMPLE_THRESHOLD: marker_threshold_ = m.address; return true;
+            case SONDE_MARKER_SAMPLE_SEED: marker_seed_ = m.address; return true;
+            case SONDE_MARKER_SAMPLE_LINE_SIZE: return adopt_source_sampling(m.address);
+            default: break;  // SAMPLE_SKIPPED
+        }
+        if (!source_sampled_)
+            return set_error("a SAMPLE_SKIPPED marker comes before the trace's sampling markers");
+        if (opt_.per_shard) {
+            if (m.shard >= shards_.size())
+                return set_error("memref of shard " + std::to_string(m.shard) +
+                                 " beyond the shards announced");
+            shard_at(m.shard).reuse.add_unsampled(m.address);
+        } else {
+            pending_skipped_ += m.address;
+        }
+        return true;
+    }
+    bool adopt_source_sampling(uint64_t line) {
+        const uint64_t t = marker_threshold_, seed = marker_seed_;
+        if (t == 0 || t > (uint64_t{1} << 32))
+            return set_error("bad sampling threshold marker " + std::to_string(t));
+        if (source_sampled_) {
+            if (t != source_threshold_ || seed != opt_.cfg.seed || line != opt_.line_size)
+                return set_error(
+                    "the trace's shards were sampled at the source with different rates, seeds or line "
+                    "sizes");
+            return true;
+        }
+        const double rate = static_cast<double>(t) / 4294967296.0;
+        const std::string what = "the trace was sampled at the source at rate " + std::to_string(rate) +
+                                 " (seed " + std::to_string(seed) + ", " + std::to_string(line) +
+                                 "-byte lines)";
+        if (line != opt_.line_size)
+            return set_error(what + "; analyze it with a line size of " + std::to_string(line) +
+                             " (--line-size)");
+        if (opt_.cfg.mode == stackdist::Mode::kFixedSize ||
+            (opt_.cfg.mode == stackdist::Mode::kFixedRate &&
+             static_cast<uint64_t>(std::llround(opt_.cfg.sample_rate * 4294967296.0)) != t) ||
+            (opt_.seed_given && opt_.cfg.seed != seed))
+            return set_error(
+                what + "; analyze it without sample_rate, sample_size and seed, or with that rate and seed");
+        if (partitioned_) return set_error(what + ", which does not run partitioned; run it in one process");
+        if (data_seen_) return set_error(what + ", but its sampling markers come after its first access");
+        opt_.cfg.mode = stackdist::Mode::kFixedRate;
+        opt_.cfg.sample_rate = rate;
+        opt_.cfg.seed = seed;
+        opt_.cfg.workers = 1;  // sampling is serial
+        global_ = std::make_unique<Reuse>(opt_.cfg);
+        source_sampled_ = true;
+        source_threshold_ = t;
+        return true;
+    }
+
+    static constexpr size_t kParallelBatch = 1 << 22;
+    static constexpr size_t kShardBatch = 1 << 14;
+
     void flush() {
         if (partitioned_) {
             // Records before this rank's first slice_begin belong to no slice of its own:
@@ -427,11 +504,15 @@ private:
         }
         if (opt_.cfg.workers > 1) {
             if (lines_.empty()) return;
-            if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(global_);
+            if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(*global_);
             pipeline_->submit(lines_, writes_);
             return;
         }
-        global_.add(lines_.data(), writes_.data(), lines_.size());
+        if (pending_skipped_ != 0) {
+            global_->add_unsampled(pending_skipped_);
+            pending_skipped_ = 0;
+        }
+        global_->add(lines_.data(), writes_.data(), lines_.size());
         lines_.clear();
         writes_.clear();
     }
@@ -450,7 +531,7 @@ private:
     ReuseResult result() {
         if (!partitioned_) {
             if (pipeline_) pipeline_->drain();  // global_ is the calculator thread's until then
-            return global_.result();
+            return global_->result();
         }
         flush();
         close_slice();
@@ -524,7 +605,12 @@ private:
     }
 
     Options opt_;
-    Reuse global_;
+    std::unique_ptr<Reuse> global_;  // replaced once, before any access, by a trace sampled at the source
+    bool data_seen_ = false;
+    bool source_sampled_ = false;
+    uint64_t source_threshold_ = 0;
+    uint64_t marker_threshold_ = 0, marker_seed_ = 0;  // the sampling markers read so far
+    uint64_t pending_skipped_ = 0;                     // SAMPLE_SKIPPED counts for the next batch
     unsigned line_bits_ = 0;
     std::vector<uint64_t> lines_;
     std::vector<uint8_t> writes_;

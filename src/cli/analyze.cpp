@@ -233,6 +233,10 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     auto *rate = app.add_option("--sample-rate", sample_rate,
                                 "reuse_distance: SHARDS fixed-rate sampling, a finite rate")
                      ->check(cli::real_range(1e-9, 1.0));
+    uint64_t sample_seed = 0;
+    app.add_option("--sample-seed", sample_seed,
+                   "reuse_distance: the SHARDS hash's seed (default 0; a trace sampled at the source "
+                   "brings its own)");
     auto *size_opt = app.add_option("--sample-size", sample_size,
                                     "reuse_distance: SHARDS fixed-size sampling, most lines kept")
                          ->check(cli::unsigned_range(1, UINT64_MAX))
@@ -362,6 +366,7 @@ int analyze(int argc, char **argv, Mpi *mpi) {
                 if (!reuse_options.empty()) options += "," + reuse_options;
                 if (sample_rate > 0) options += std::string(",sample_rate=") + rate_text;
                 if (sample_size > 0) options += ",sample_size=" + std::to_string(sample_size);
+                if (app.count("--sample-seed") > 0) options += ",seed=" + std::to_string(sample_seed);
                 // The drcachesim model keeps a stack per shard: --jobs is its parallel workers only.
                 if (jobs > 1 && reuse_model == "gem5") options += ",jobs=" + std::to_string(jobs);
                 if (per_shard) options += ",per_shard=1";

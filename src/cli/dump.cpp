@@ -161,6 +161,10 @@ const char *marker_name(uint32_t marker) {
         case SONDE_MARKER_THREAD_ID: return "thread_id";
         case SONDE_MARKER_PROCESS_ID: return "process_id";
         case SONDE_MARKER_THREAD_EXIT: return "thread_exit";
+        case SONDE_MARKER_SAMPLE_THRESHOLD: return "sample_threshold";
+        case SONDE_MARKER_SAMPLE_SEED: return "sample_seed";
+        case SONDE_MARKER_SAMPLE_LINE_SIZE: return "sample_line_size";
+        case SONDE_MARKER_SAMPLE_SKIPPED: return "sample_skipped";
         case SONDE_MARKER_KERNEL_EVENT: return "kernel_event";
         case SONDE_MARKER_KERNEL_XFER: return "kernel_xfer";
         case SONDE_MARKER_FUNC_ID: return "func_id";

@@ -142,7 +142,9 @@ int sonde_cli_record(int argc, char **argv) {
         "With --memory, record instead every load and store of a program built with\n"
         "clang -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores and linked with\n"
         "$(pkg-config --libs sonde-instrument), one shard per thread (docs/memory-traces.md); a\n"
-        "program without those callbacks is refused with exit status 2.",
+        "program without those callbacks is refused with exit status 2. --sample-rate R records\n"
+        "only the references to lines whose hash is below R (SHARDS at the source); sonde analyze\n"
+        "--tool reuse_distance then reads the trace as sampled at that rate.",
         "sonde record"};
     std::string output = "sonde.trace";
     bool force = false;
@@ -154,6 +156,14 @@ int sonde_cli_record(int argc, char **argv) {
     bool memory = false;
     app.add_flag("--memory", memory,
                  "record the program's memory references (loads and stores) instead of its call graph");
+    double sample_rate = 1.0;
+    uint64_t sample_seed = 0, line_size = 64;
+    app.add_option("--sample-rate", sample_rate,
+                   "with --memory: record only references to lines whose hash is below R, 0 < R <= 1 "
+                   "(default 1: every reference)")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--sample-seed", sample_seed, "with --memory: the sampling hash's seed (default 0)");
+    app.add_option("--line-size", line_size, "with --memory: the line size the sampling hashes (default 64)");
     std::string api, prototypes;
     sonde::cli::add_api_options(app, &api, &prototypes, "trace calls into shared-library functions");
     try {
@@ -171,6 +181,20 @@ int sonde_cli_record(int argc, char **argv) {
     }
     if (memory && !api.empty()) {
         std::fprintf(stderr, "sonde record: --memory and --api cannot be combined\n");
+        return 2;
+    }
+    const bool sampling_given =
+        app.count("--sample-rate") + app.count("--sample-seed") + app.count("--line-size") > 0;
+    if (sampling_given && !memory) {
+        std::fprintf(stderr, "sonde record: --sample-rate, --sample-seed and --line-size need --memory\n");
+        return 2;
+    }
+    if (!(sample_rate > 0)) {
+        std::fprintf(stderr, "sonde record: --sample-rate: must be above 0 and at most 1\n");
+        return 2;
+    }
+    if (line_size == 0 || (line_size & (line_size - 1)) != 0) {
+        std::fprintf(stderr, "sonde record: --line-size: must be a power of two\n");
         return 2;
     }
     if (memory && !calls_memtrace_callbacks(find_program(argv[split + 1]))) {
@@ -231,6 +255,13 @@ int sonde_cli_record(int argc, char **argv) {
             // The program links libsonde-instrument.so itself (its callbacks are resolved at
             // link time): nothing is preloaded.
             setenv("SONDE_MEMTRACE", path.c_str(), 1);
+            if (sample_rate < 1) {
+                char rate[64];
+                std::snprintf(rate, sizeof rate, "%.17g", sample_rate);
+                setenv("SONDE_MEMTRACE_SAMPLE_RATE", rate, 1);
+                setenv("SONDE_MEMTRACE_SAMPLE_SEED", std::to_string(sample_seed).c_str(), 1);
+                setenv("SONDE_MEMTRACE_LINE_SIZE", std::to_string(line_size).c_str(), 1);
+            }
         } else {
             setenv("LD_PRELOAD", preload.c_str(), 1);
             setenv("SONDE_RECORD", path.c_str(), 1);

@@ -61,16 +61,22 @@ typedef struct batch_header {
 
 typedef struct stage {
     uint32_t shard;
-    uint32_t n;         /* records staged (owner thread) */
-    uint64_t ts;        /* timestamp of the batch being staged */
-    int exited;         /* the THREAD_EXIT marker was written */
-    struct stage *next; /* g_stages list (g_mu) */
-    batch_header head;  /* immediately before refs: a batch is emitted in place */
-    sonde_memref_t refs[kStage];
+    uint32_t n;                      /* records staged (owner thread) */
+    uint64_t skipped;                /* references left out by sampling since the last one staged */
+    uint64_t ts;                     /* timestamp of the batch being staged */
+    int exited;                      /* the THREAD_EXIT marker was written */
+    struct stage *next;              /* g_stages list (g_mu) */
+    batch_header head;               /* immediately before refs: a batch is emitted in place */
+    sonde_memref_t refs[kStage + 1]; /* + 1: a SAMPLE_SKIPPED marker and its record may end a batch */
 } stage;
 
 /* Set once recording starts, cleared at stop: the one shared word of the hot path. */
 static int g_active;
+/* Sampling at the source (SHARDS, docs/memory-traces.md), set before recording starts: a
+ * reference is recorded when the hash of its line is below g_sample_threshold. */
+static int g_sampling;
+static uint64_t g_sample_threshold, g_sample_seed, g_sample_key, g_sample_line = 64;
+static unsigned g_sample_shift = 6;
 static __thread stage *t_stage __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -92,6 +98,59 @@ MT_HIDDEN static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- sampling at the source ---- */
+
+/* The hash of reuse_distance's sample_rate (src/stackdist/reuse.cpp, shards_key and
+ * shards_hash), so that the lines kept here are the lines it keeps: splitmix64's finalizer. */
+MT_HIDDEN static inline uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+MT_HIDDEN static inline int sample_keeps(uint64_t address) {
+    return (mix64((address >> g_sample_shift) ^ g_sample_key) >> 32) < g_sample_threshold;
+}
+
+/* Reads SONDE_MEMTRACE_SAMPLE_RATE, _SEED and _LINE_SIZE (set by `sonde record --memory
+ * --sample-rate`); 0 when they are absent or valid, -1 (said on stderr) when not. */
+MT_HIDDEN static int read_sampling(void) {
+    const char *rate = secure_getenv("SONDE_MEMTRACE_SAMPLE_RATE");
+    const char *seed = secure_getenv("SONDE_MEMTRACE_SAMPLE_SEED");
+    const char *line = secure_getenv("SONDE_MEMTRACE_LINE_SIZE");
+    if (rate == NULL || *rate == '\0') return 0;
+    char *end = NULL;
+    const double r = strtod(rate, &end);
+    if (end == rate || *end != '\0' || !(r > 0 && r <= 1)) {
+        fprintf(stderr, "sonde: cannot record memory references: sample rate '%s' is not in (0, 1]\n", rate);
+        return -1;
+    }
+    if (seed != NULL && *seed != '\0') {
+        g_sample_seed = strtoull(seed, &end, 10);
+        if (*end != '\0') {
+            fprintf(stderr, "sonde: cannot record memory references: sample seed '%s' is not a number\n",
+                    seed);
+            return -1;
+        }
+    }
+    if (line != NULL && *line != '\0') {
+        g_sample_line = strtoull(line, &end, 10);
+        if (*end != '\0' || g_sample_line == 0 || (g_sample_line & (g_sample_line - 1)) != 0) {
+            fprintf(stderr, "sonde: cannot record memory references: line size '%s' is not a power of two\n",
+                    line);
+            return -1;
+        }
+    }
+    g_sample_shift = 0;
+    while ((1ull << g_sample_shift) < g_sample_line) ++g_sample_shift;
+    /* As reuse_distance rounds sample_rate * 2^32 (llround; r > 0 here). */
+    g_sample_threshold = (uint64_t)(r * 4294967296.0 + 0.5);
+    if (g_sample_threshold == 0) g_sample_threshold = 1;
+    g_sample_key = mix64(g_sample_seed + 0x9E3779B97F4A7C15ull);
+    g_sampling = g_sample_threshold < 4294967296ull;
+    return 0;
+}
+
 /* ---- per-thread staging ---- */
 
 MT_HIDDEN static void put_marker(stage *s, uint16_t marker, uint64_t value) {
@@ -102,6 +161,13 @@ MT_HIDDEN static void put_marker(stage *s, uint16_t marker, uint64_t value) {
     m->shard = s->shard;
     m->type = SONDE_MEMREF_MARKER;
     m->size = marker;
+}
+
+/* The references sampling left out since the last record staged, if any (owner thread). */
+MT_HIDDEN static void put_skipped(stage *s) {
+    if (s->skipped == 0) return;
+    put_marker(s, SONDE_MARKER_SAMPLE_SKIPPED, s->skipped);
+    s->skipped = 0;
 }
 
 /* Emits the staged records as one batch of the calling thread and starts a new one (owner
@@ -129,6 +195,11 @@ MT_HIDDEN static stage *stage_start(void) {
     s->ts = now_ns();
     put_marker(s, SONDE_MARKER_THREAD_ID, (uint64_t)syscall(SYS_gettid));
     put_marker(s, SONDE_MARKER_PROCESS_ID, (uint64_t)getpid());
+    if (g_sampling) {
+        put_marker(s, SONDE_MARKER_SAMPLE_THRESHOLD, g_sample_threshold);
+        put_marker(s, SONDE_MARKER_SAMPLE_SEED, g_sample_seed);
+        put_marker(s, SONDE_MARKER_SAMPLE_LINE_SIZE, g_sample_line);
+    }
     t_stage = s;
     if (g_key_made) pthread_setspecific(g_key_exit, s);
     return s;
@@ -138,7 +209,8 @@ MT_HIDDEN static void stage_exit(stage *s) {
     if (s == NULL || s->exited) return;
     s->exited = 1;
     if (!__atomic_load_n(&g_active, __ATOMIC_ACQUIRE)) return;
-    if (s->n == kStage) emit_stage(s);
+    if (s->n >= kStage - 1) emit_stage(s);
+    put_skipped(s);
     put_marker(s, SONDE_MARKER_THREAD_EXIT, (uint64_t)syscall(SYS_gettid));
     emit_stage(s);
 }
@@ -184,15 +256,24 @@ MT_HIDDEN __attribute__((noinline)) static stage *slow_stage(void) {
 }
 
 /* Hot path. Not recording: one load and one branch. Recording: a thread-local load and the
- * stores of the staged memref; a full array takes the slow path. */
+ * stores of the staged memref; a full array takes the slow path. Sampling adds the line's hash
+ * and, for a reference left out, one count; a kept one after left-out ones is preceded by a
+ * SAMPLE_SKIPPED marker (the array keeps room for both). */
 #define MT_ACCESS(addr_, size_, type_)                                                  \
     do {                                                                                \
         if (__builtin_expect(!__atomic_load_n(&g_active, __ATOMIC_RELAXED), 1)) return; \
         const uint64_t a_ = (uint64_t)(uintptr_t)(addr_);                               \
         stage *s_ = t_stage;                                                            \
-        if (__builtin_expect(s_ == NULL || s_->n == kStage, 0)) {                       \
+        if (__builtin_expect(s_ == NULL || s_->n >= kStage, 0)) {                       \
             s_ = slow_stage();                                                          \
             if (s_ == NULL) return;                                                     \
+        }                                                                               \
+        if (g_sampling) {                                                               \
+            if (!sample_keeps(a_)) {                                                    \
+                s_->skipped++;                                                          \
+                return;                                                                 \
+            }                                                                           \
+            put_skipped(s_);                                                            \
         }                                                                               \
         sonde_memref_t *m_ = &s_->refs[s_->n++];                                        \
         m_->address = a_;                                                               \
@@ -319,6 +400,7 @@ MT_HIDDEN void sonde_memtrace_prepare(void) {
         fprintf(stderr, "sonde: cannot record memory references: SONDE_MEMTRACE is too long\n");
         return;
     }
+    if (read_sampling() != 0) return;
     strcpy(g_path, env);
     /* The program's own children must not record over this file. */
     unsetenv("SONDE_MEMTRACE");
@@ -374,10 +456,11 @@ MT_HIDDEN static void stop_recording(int crashing) {
     for (stage *s = g_stages; s != NULL && !g_write_failed; s = s->next) {
         if (s->exited) continue;
         if (s == t_stage && !crashing) {
-            if (s->n == kStage) {
+            if (s->n >= kStage - 1) {
                 sonde_trace_writer_write(g_writer, s->shard, s->refs, s->n);
                 s->n = 0;
             }
+            put_skipped(s);
             put_marker(s, SONDE_MARKER_THREAD_EXIT, (uint64_t)syscall(SYS_gettid));
             s->exited = 1;
         }

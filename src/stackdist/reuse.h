@@ -57,6 +57,12 @@ public:
     bool add(const uint64_t *lines, const uint8_t *is_write, std::size_t n) {
         return add(lines, is_write, n, own_);
     }
+    // Counts n accesses that sampling left out before they reached this calculator (a trace
+    // sampled at the source): SHARDS counts them among the accesses.
+    void add_unsampled(uint64_t n) {
+        own_.accesses += n;
+        own_.set_adjustment();
+    }
     const Histogram &histogram() const { return own_; }
     ReuseResult result() const { return result_of(own_); }
     static ReuseResult result_of(const Histogram &h);

@@ -144,7 +144,7 @@ inline bool valid_record(uint16_t type, uint16_t size, uint32_t minor) {
     if (minor < kMinorKinds12)
         return type == SONDE_MEMREF_MARKER && size >= SONDE_MARKER_TIMESTAMP && size <= SONDE_MARKER_CPU_ID;
     if (type == SONDE_MEMREF_MARKER)
-        return (size >= SONDE_MARKER_TIMESTAMP && size <= SONDE_MARKER_THREAD_EXIT) ||
+        return (size >= SONDE_MARKER_TIMESTAMP && size <= SONDE_MARKER_SAMPLE_SKIPPED) ||
                size >= SONDE_MARKER_DRMEMTRACE;
     return (type >= SONDE_MEMREF_INSTR_NO_FETCH && type <= SONDE_MEMREF_DATA_FLUSH) ||
            (type >= SONDE_MEMREF_PREFETCH && type <= SONDE_MEMREF_PREFETCH_LAST);
@@ -170,7 +170,7 @@ std::string check_columns(const unsigned char *payload, size_t n, uint32_t minor
             return "chunk record " + std::to_string(i) + ": memref type " + std::to_string(t) +
                    (v12 ? " is not a known type (0 to 17, 32 to 55)" : " is not a known type (0 to 4)");
         return "chunk record " + std::to_string(i) + ": marker type " + std::to_string(sz) +
-               (v12 ? " is not a known marker type (1 to 6, 256 and above)"
+               (v12 ? " is not a known marker type (1 to 10, 256 and above)"
                     : " is not a known marker type (1 to 3)");
     }
     return {};

@@ -127,7 +127,7 @@ void decode_columns(const unsigned char *payload, size_t n, size_t from, size_t 
 // (SONDE_MEMREF_READ .. SONDE_MEMREF_MARKER; from minor version 2 also the 1.2 kinds,
 // SONDE_MEMREF_INSTR_NO_FETCH .. SONDE_MEMREF_DATA_FLUSH and SONDE_MEMREF_PREFETCH ..
 // SONDE_MEMREF_PREFETCH_LAST) and every marker a known marker type (SONDE_MARKER_TIMESTAMP ..
-// SONDE_MARKER_CPU_ID; from minor version 2 also up to SONDE_MARKER_THREAD_EXIT and
+// SONDE_MARKER_CPU_ID; from minor version 2 also up to SONDE_MARKER_SAMPLE_SKIPPED and
 // SONDE_MARKER_DRMEMTRACE and above), else "chunk record I: ..." for the first that is not.
 // Cost: one pass over 2n bytes.
 std::string check_columns(const unsigned char *payload, size_t n, uint32_t minor);

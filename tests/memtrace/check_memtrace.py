@@ -13,7 +13,13 @@ through `pkg-config --libs sonde-instrument` (the uninstalled .pc files of the b
 4. -fsanitize-coverage=inline-8bit-counters,trace-loads,trace-stores records the same accesses;
 5. errors: an uninstrumented program (exit 2, the flags named), --memory with --api, an
    unwritable output (exit 1), a file size limit reached mid-run (the recording stops with a
-   message, the program runs to its end, the trace so far stays readable).
+   message, the program runs to its end, the trace so far stays readable);
+6. sampling at the source (--sample-rate 0.01, seeds 1..5) on a program with reuse at several
+   distances: every data reference recorded is of a line the SHARDS hash keeps, reuse_distance
+   reads the trace as sampled at that rate and seed and counts every reference the program made
+   (the recorded ones and the skipped ones), and its miss-ratio curve is within a small error of
+   the full trace's (mean absolute error over 17 cache sizes, median over the seeds, printed);
+   a different rate, seed or line size at analysis is refused, and --sample-rate is checked.
 Skipped (77) when clang is missing.
 """
 import json
@@ -216,8 +222,88 @@ def main():
         got = sum(int(sh["reads"]) + int(sh["writes"]) for sh in shards)
         check(0 < got < 1 << 21, "the trace so far stays readable (%d references)" % got)
 
+        # 6. sampling at the source
+        sampling(tmp, libs)
+
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
+
+
+M64 = (1 << 64) - 1
+
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def mrc_at(mrc, lines):
+    """The miss ratio of a fully associative LRU cache of `lines` lines (a step function)."""
+    value = 1.0
+    for size, ratio in mrc:
+        if size > lines:
+            break
+        value = ratio
+    return value
+
+
+def sampling(tmp, libs):
+    prog = compile_prog(tmp, "mixed_reuse.c", libs)
+    full = os.path.join(tmp, "full.sonde")
+    r = run([sonde, "record", "--memory", "-o", full, "--", prog])
+    check(r.returncode == 0, "the full trace is recorded")
+    full_rd = analyze(full, "--tool", "reuse_distance")["reuse_distance"]
+    full_bc = analyze(full, "--tool", "basic_counts")["basic_counts"]
+    refs = full_bc["reads"] + full_bc["writes"]
+    check(full_rd["accesses"] == refs and refs > 3000000, "the full trace: %d data references" % refs)
+    rate, sizes, errors = 0.01, [1 << k for k in range(17)], []
+    threshold = int(rate * 4294967296.0 + 0.5)
+    for seed in range(1, 6):
+        trace = os.path.join(tmp, "sampled%d.sonde" % seed)
+        r = run([sonde, "record", "--memory", "--sample-rate", str(rate), "--sample-seed", str(seed),
+                 "-o", trace, "--", prog])
+        check(r.returncode == 0, "seed %d: the sampled trace is recorded: %s" % (seed, r.stderr.strip()))
+        d = run([sonde, "dump", trace])
+        check(d.returncode == 0, "seed %d: the sampled trace dumps" % seed)
+        key, kept, bad, skipped, meta = mix64((seed + 0x9E3779B97F4A7C15) & M64), 0, 0, 0, {}
+        for line in d.stdout.splitlines()[1:]:
+            f = line.split()
+            if f[2] in ("read", "write"):
+                kept += 1
+                bad += (mix64(((int(f[3], 16) >> 6) ^ key) & M64) >> 32) >= threshold
+            elif f[2] == "marker:sample_skipped":
+                skipped += int(f[3], 16)
+            elif f[2].startswith("marker:sample_"):
+                meta[f[2][len("marker:sample_"):]] = int(f[3], 16)
+        check(meta == {"threshold": threshold, "seed": seed, "line_size": 64},
+              "seed %d: the shard starts with the sampling's threshold, seed and line size" % seed)
+        check(bad == 0 and 0.005 * refs < kept < 0.02 * refs,
+              "seed %d: %d references kept, each of a line the hash keeps" % (seed, kept))
+        check(kept + skipped == refs, "seed %d: kept + skipped = every reference of the program" % seed)
+        rd = analyze(trace, "--tool", "reuse_distance")["reuse_distance"]
+        check(rd.get("sample_rate") == threshold / 4294967296.0 and rd["accesses"] == refs,
+              "seed %d: reuse_distance reads it as sampled at the rate and counts every reference" % seed)
+        same = analyze(trace, "--tool", "reuse_distance", "--sample-rate", str(rate), "--sample-seed",
+                       str(seed))["reuse_distance"]
+        check(same == rd, "seed %d: the same rate and seed given again change nothing" % seed)
+        errors.append(sum(abs(mrc_at(full_rd["mrc"], c) - mrc_at(rd["mrc"], c)) for c in sizes) / len(sizes))
+    median = sorted(errors)[len(errors) // 2]
+    print("miss-ratio curve at rate %g against the full trace: mean absolute error %s, median %.4f"
+          % (rate, " ".join("%.4f" % e for e in errors), median))
+    check(median < 0.04, "the sampled curves follow the full one (median error %.4f)" % median)
+    trace = os.path.join(tmp, "sampled1.sonde")
+    for args, what in ((["--sample-rate", "0.5"], "another rate"), (["--sample-seed", "9"], "another seed"),
+                       (["--line-size", "32"], "another line size")):
+        r = run([sonde, "analyze", trace, "--tool", "reuse_distance"] + args)
+        check(r.returncode != 0 and "sampled at the source at rate" in r.stderr,
+              "analysis with %s is refused: %s" % (what, r.stderr.strip()))
+    for args, what in ((["--sample-rate", "0"], "rate 0"), (["--sample-rate", "1.5"], "rate 1.5"),
+                       (["--sample-rate", "0.1", "--line-size", "48"], "line size 48")):
+        r = run([sonde, "record", "--memory", "-o", os.path.join(tmp, "bad.sonde"), "--force"] + args + ["--", prog])
+        check(r.returncode == 2, "record --memory %s: exit 2" % what)
+    r = run([sonde, "record", "--sample-rate", "0.1", "-o", os.path.join(tmp, "bad2.sonde"), "--", prog])
+    check(r.returncode == 2 and "need --memory" in r.stderr, "--sample-rate without --memory: exit 2")
 
 
 if __name__ == "__main__":

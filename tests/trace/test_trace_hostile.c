@@ -282,7 +282,7 @@ static void test_record_values(void **state) {
     m[1].type = 18;
     assert_int_equal(sonde_trace_writer_write(w, 0, m, 3), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     m[1].type = SONDE_MEMREF_MARKER;
-    m[1].size = SONDE_MARKER_THREAD_EXIT + 1;
+    m[1].size = SONDE_MARKER_SAMPLE_SKIPPED + 1;
     assert_int_equal(sonde_trace_writer_write(w, 0, m, 3), SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     m[1].type = SONDE_MEMREF_INSTR_INDIRECT_JUMP; /* a 1.2 kind: the 1.2 writer takes it */
     assert_int_equal(sonde_trace_writer_write(w, 0, m, 3), SONDE_STATUS_SUCCESS);
@@ -302,8 +302,9 @@ static void test_record_values(void **state) {
         expect_good_records(m, 3, 2);
         expect_bad_record_minor(m, 3, "old.sonde", "memref type", 1); /* not in a 1.1 file */
     }
-    const uint16_t markers[] = {SONDE_MARKER_THREAD_ID, SONDE_MARKER_THREAD_EXIT, SONDE_MARKER_DRMEMTRACE,
-                                0xFFFF};
+    const uint16_t markers[] = {SONDE_MARKER_THREAD_ID,        SONDE_MARKER_THREAD_EXIT,
+                                SONDE_MARKER_SAMPLE_THRESHOLD, SONDE_MARKER_SAMPLE_SKIPPED,
+                                SONDE_MARKER_DRMEMTRACE,       0xFFFF};
     for (size_t i = 0; i < sizeof markers / sizeof markers[0]; ++i) {
         m[1].type = SONDE_MEMREF_MARKER;
         m[1].size = markers[i];
@@ -318,9 +319,10 @@ static void test_record_values(void **state) {
     m[1].type = 56;
     expect_bad_record_minor(m, 3, "type56.sonde", "record 1: memref type 56", 2);
     m[1].type = SONDE_MEMREF_MARKER;
-    m[1].size = SONDE_MARKER_THREAD_EXIT + 1;
-    expect_bad_record_minor(m, 3, "marker7.sonde",
-                            "record 1: marker type 7 is not a known marker type (1 to 6, 256 and above)", 2);
+    m[1].size = SONDE_MARKER_SAMPLE_SKIPPED + 1;
+    expect_bad_record_minor(m, 3, "marker11.sonde",
+                            "record 1: marker type 11 is not a known marker type (1 to 10, 256 and above)",
+                            2);
 }
 
 /* ---- empty inputs name the real cause ---- */
