@@ -67,7 +67,7 @@ typedef struct stage {
     int exited;                      /* the THREAD_EXIT marker was written */
     struct stage *next;              /* g_stages list (g_mu) */
     batch_header head;               /* immediately before refs: a batch is emitted in place */
-    sonde_memref_t refs[kStage + 1]; /* + 1: a SAMPLE_SKIPPED marker and its record may end a batch */
+    sonde_memref_t refs[kStage + 1]; /* + 1: a SAMPLE_SKIPPED marker may end a full batch */
 } stage;
 
 /* Set once recording starts, cleared at stop: the one shared word of the hot path. */
@@ -209,7 +209,10 @@ MT_HIDDEN static void stage_exit(stage *s) {
     if (s == NULL || s->exited) return;
     s->exited = 1;
     if (!__atomic_load_n(&g_active, __ATOMIC_ACQUIRE)) return;
-    if (s->n >= kStage - 1) emit_stage(s);
+    if (s->n >= kStage) {
+        put_skipped(s);
+        emit_stage(s);
+    }
     put_skipped(s);
     put_marker(s, SONDE_MARKER_THREAD_EXIT, (uint64_t)syscall(SYS_gettid));
     emit_stage(s);
@@ -251,14 +254,15 @@ MT_HIDDEN __attribute__((noinline)) static stage *slow_stage(void) {
     stage *s = t_stage;
     if (s == NULL) return stage_start();
     if (s->exited) return NULL;
+    put_skipped(s); /* the array keeps room for it */
     emit_stage(s);
     return s;
 }
 
 /* Hot path. Not recording: one load and one branch. Recording: a thread-local load and the
  * stores of the staged memref; a full array takes the slow path. Sampling adds the line's hash
- * and, for a reference left out, one count; a kept one after left-out ones is preceded by a
- * SAMPLE_SKIPPED marker (the array keeps room for both). */
+ * and, for a reference left out, one count, which a SAMPLE_SKIPPED marker at the end of the
+ * batch (and before the thread's exit marker) reports. */
 #define MT_ACCESS(addr_, size_, type_)                                                  \
     do {                                                                                \
         if (__builtin_expect(!__atomic_load_n(&g_active, __ATOMIC_RELAXED), 1)) return; \
@@ -268,12 +272,9 @@ MT_HIDDEN __attribute__((noinline)) static stage *slow_stage(void) {
             s_ = slow_stage();                                                          \
             if (s_ == NULL) return;                                                     \
         }                                                                               \
-        if (g_sampling) {                                                               \
-            if (!sample_keeps(a_)) {                                                    \
-                s_->skipped++;                                                          \
-                return;                                                                 \
-            }                                                                           \
-            put_skipped(s_);                                                            \
+        if (g_sampling && !sample_keeps(a_)) {                                          \
+            s_->skipped++;                                                              \
+            return;                                                                     \
         }                                                                               \
         sonde_memref_t *m_ = &s_->refs[s_->n++];                                        \
         m_->address = a_;                                                               \
@@ -456,7 +457,8 @@ MT_HIDDEN static void stop_recording(int crashing) {
     for (stage *s = g_stages; s != NULL && !g_write_failed; s = s->next) {
         if (s->exited) continue;
         if (s == t_stage && !crashing) {
-            if (s->n >= kStage - 1) {
+            if (s->n >= kStage) {
+                put_skipped(s);
                 sonde_trace_writer_write(g_writer, s->shard, s->refs, s->n);
                 s->n = 0;
             }
