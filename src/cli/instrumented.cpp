@@ -52,7 +52,7 @@ bool has_symbol(const std::string &path, Match match) {
             GElf_Sym s;
             if (gelf_getsym(data, static_cast<int>(i), &s) == nullptr) continue;
             const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
-            found = name != nullptr && match(name);
+            found = name != nullptr && match(name, s);
         }
     }
     if (elf != nullptr) elf_end(elf);
@@ -63,15 +63,29 @@ bool has_symbol(const std::string &path, Match match) {
 }  // namespace
 
 bool calls_instrument_hooks(const std::string &path) {
-    return has_symbol(path,
-                      [](const char *name) { return std::strcmp(name, "__cyg_profile_func_enter") == 0; });
+    return has_symbol(path, [](const char *name, const GElf_Sym &) {
+        return std::strcmp(name, "__cyg_profile_func_enter") == 0;
+    });
 }
 
 bool calls_memtrace_callbacks(const std::string &path) {
-    return has_symbol(path, [](const char *name) {
+    return has_symbol(path, [](const char *name, const GElf_Sym &) {
         return std::strncmp(name, "__sanitizer_cov_load", 20) == 0 ||
                std::strncmp(name, "__sanitizer_cov_store", 21) == 0;
     });
+}
+
+bool defines_guard_callback(const std::string &path) {
+    if (path.empty()) return false;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;  // cannot be told
+    close(fd);
+    bool is_elf = false;
+    const bool found = has_symbol(path, [&is_elf](const char *name, const GElf_Sym &s) {
+        is_elf = true;
+        return s.st_shndx != SHN_UNDEF && std::strcmp(name, "__sanitizer_cov_trace_pc_guard") == 0;
+    });
+    return found && is_elf;
 }
 
 std::string preload_obstacle(const std::string &path) {

@@ -13,6 +13,10 @@ bool calls_instrument_hooks(const std::string &path);
 // load or store callback (__sanitizer_cov_load*, __sanitizer_cov_store*): it was not built with
 // -fsanitize-coverage=trace-loads,trace-stores; true when it does or when it cannot be told.
 bool calls_memtrace_callbacks(const std::string &path);
+// Whether the program `path` defines __sanitizer_cov_trace_pc_guard itself (clang's own
+// sanitizer runtime, linked by default, does): then its guard hits never reach
+// libsonde-instrument.so. False when it cannot be told.
+bool defines_guard_callback(const std::string &path);
 // Why LD_PRELOAD cannot bring Sonde into `path`: "is statically linked (no program
 // interpreter), so LD_PRELOAD cannot load Sonde into it" for an ELF executable without
 // PT_INTERP; "" when it can or when it cannot be told (a script, unreadable).

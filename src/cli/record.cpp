@@ -156,6 +156,10 @@ int sonde_cli_record(int argc, char **argv) {
     bool memory = false;
     app.add_flag("--memory", memory,
                  "record the program's memory references (loads and stores) instead of its call graph");
+    bool blocks = false;
+    app.add_flag("--blocks", blocks,
+                 "with --memory: also record each basic block entered (a trace-pc-guard hit) as an "
+                 "instruction fetch at the block's address");
     double sample_rate = 1.0;
     uint64_t sample_seed = 0, line_size = 64;
     app.add_option("--sample-rate", sample_rate,
@@ -185,8 +189,9 @@ int sonde_cli_record(int argc, char **argv) {
     }
     const bool sampling_given =
         app.count("--sample-rate") + app.count("--sample-seed") + app.count("--line-size") > 0;
-    if (sampling_given && !memory) {
-        std::fprintf(stderr, "sonde record: --sample-rate, --sample-seed and --line-size need --memory\n");
+    if ((sampling_given || blocks) && !memory) {
+        std::fprintf(stderr,
+                     "sonde record: --blocks, --sample-rate, --sample-seed and --line-size need --memory\n");
         return 2;
     }
     if (!(sample_rate > 0)) {
@@ -203,6 +208,14 @@ int sonde_cli_record(int argc, char **argv) {
                      "__sanitizer_cov_load/__sanitizer_cov_store callbacks); build it with\n"
                      "  clang -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores ... "
                      "$(pkg-config --libs sonde-instrument)\n",
+                     argv[split + 1]);
+        return 2;
+    }
+    if (memory && blocks && defines_guard_callback(find_program(argv[split + 1]))) {
+        std::fprintf(stderr,
+                     "sonde record: --blocks: %s has its own __sanitizer_cov_trace_pc_guard (clang's "
+                     "sanitizer runtime), so its basic blocks cannot be recorded; link it with "
+                     "-fno-sanitize-link-runtime\n",
                      argv[split + 1]);
         return 2;
     }
@@ -255,6 +268,7 @@ int sonde_cli_record(int argc, char **argv) {
             // The program links libsonde-instrument.so itself (its callbacks are resolved at
             // link time): nothing is preloaded.
             setenv("SONDE_MEMTRACE", path.c_str(), 1);
+            if (blocks) setenv("SONDE_MEMTRACE_BLOCKS", "1", 1);
             if (sample_rate < 1) {
                 char rate[64];
                 std::snprintf(rate, sizeof rate, "%.17g", sample_rate);

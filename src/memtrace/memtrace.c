@@ -5,7 +5,8 @@
  * __sanitizer_cov_store{1,2,4,8,16}, __sanitizer_cov_trace_pc_guard{,_init} and
  * __sanitizer_cov_8bit_counters_init, and, when SONDE_MEMTRACE names a file at start-up (what
  * `sonde record --memory` sets), records every load and store as a sonde_memref_t into a Sonde
- * trace, one shard per thread.
+ * trace, one shard per thread (with SONDE_MEMTRACE_BLOCKS=1 also every guard hit, a basic block,
+ * as an IFETCH; with SONDE_MEMTRACE_SAMPLE_RATE only the references to a sample of the lines).
  *
  * How references travel:
  *  - each thread stages memrefs {address, size, type, pc = the call site, shard, timestamp} in
@@ -28,7 +29,8 @@
  * running at that moment as they are (best effort: such a thread may be writing its array). The
  * consumer runs on a worker of libsonde's delivery pool or a flushing thread, one call at a time
  * (one buffer, callbacks serialised); the writer has its own lock.
- * The hot path reads g_active (set at start, cleared once at stop) and nothing else shared.
+ * The hot path reads g_active (set at start, cleared once at stop) and nothing else shared; the
+ * edge guards read g_blocks_active (the same, when basic blocks are asked for) alone.
  */
 #include "memtrace/memtrace.h"
 
@@ -72,6 +74,9 @@ typedef struct stage {
 
 /* Set once recording starts, cleared at stop: the one shared word of the hot path. */
 static int g_active;
+/* Basic blocks asked for (SONDE_MEMTRACE_BLOCKS=1), and that word while recording. */
+static int g_blocks;
+static int g_blocks_active;
 /* Sampling at the source (SHARDS, docs/memory-traces.md), set before recording starts: a
  * reference is recorded when the hash of its line is below g_sample_threshold. */
 static int g_sampling;
@@ -285,6 +290,26 @@ MT_HIDDEN __attribute__((noinline)) static stage *slow_stage(void) {
         m_->size = (size_);                                                             \
     } while (0)
 
+/* A guard hit (a basic block entered): an IFETCH of 1 byte at the address the guard's call
+ * returns to, in the block, standing for the block. Not sampled. */
+#define MT_BLOCK()                                                                             \
+    do {                                                                                       \
+        if (__builtin_expect(!__atomic_load_n(&g_blocks_active, __ATOMIC_RELAXED), 1)) return; \
+        stage *s_ = t_stage;                                                                   \
+        if (__builtin_expect(s_ == NULL || s_->n >= kStage, 0)) {                              \
+            s_ = slow_stage();                                                                 \
+            if (s_ == NULL) return;                                                            \
+        }                                                                                      \
+        const uint64_t pc_ = (uint64_t)(uintptr_t)__builtin_return_address(0);                 \
+        sonde_memref_t *m_ = &s_->refs[s_->n++];                                               \
+        m_->address = pc_;                                                                     \
+        m_->pc = pc_;                                                                          \
+        m_->timestamp = s_->ts;                                                                \
+        m_->shard = s_->shard;                                                                 \
+        m_->type = SONDE_MEMREF_IFETCH;                                                        \
+        m_->size = 1;                                                                          \
+    } while (0)
+
 /* The 16-byte callbacks take an __int128 pointer in clang; a pointer is a pointer (ISO C has no
  * __int128). */
 MT_API void __sanitizer_cov_load1(uint8_t *addr) { MT_ACCESS(addr, 1, SONDE_MEMREF_READ); }
@@ -299,16 +324,18 @@ MT_API void __sanitizer_cov_store8(uint64_t *addr) { MT_ACCESS(addr, 8, SONDE_ME
 MT_API void __sanitizer_cov_store16(void *addr) { MT_ACCESS(addr, 16, SONDE_MEMREF_WRITE); }
 
 /* Edge guards: numbered from 1 at initialisation (as the sanitizer-coverage runtime does, so
- * that a guard's value names its edge); a hit costs a load and a branch. Basic-block events are
- * not recorded: the guards are accepted so that programs built with trace-pc-guard link and
- * run. */
+ * that a guard's value names its edge); a hit costs a load and a branch, and, when basic blocks
+ * are recorded, the stores of one IFETCH memref (MT_BLOCK). */
 MT_API void __sanitizer_cov_trace_pc_guard_init(uint32_t *start, uint32_t *stop) {
     static uint32_t next = 1;
     if (start == stop || *start != 0) return;
     for (uint32_t *g = start; g < stop; ++g) *g = next++;
 }
 
-MT_API void __sanitizer_cov_trace_pc_guard(uint32_t *guard) { (void)guard; }
+MT_API void __sanitizer_cov_trace_pc_guard(uint32_t *guard) {
+    (void)guard;
+    MT_BLOCK();
+}
 
 /* -fsanitize-coverage=inline-8bit-counters: the counters live in the program and are updated
  * inline; the runtime only has to accept their registration. */
@@ -342,6 +369,7 @@ MT_HIDDEN static void consume(const sonde_record_header_t *begin, const sonde_re
                     /* A full disk or another write error: stop recording, let the program run. */
                     g_write_failed = 1;
                     __atomic_store_n(&g_active, 0, __ATOMIC_RELEASE);
+                    __atomic_store_n(&g_blocks_active, 0, __ATOMIC_RELEASE);
                     fprintf(stderr, "sonde: memory trace stopped: %s; the program goes on unrecorded\n",
                             sonde_trace_writer_error(g_writer));
                 }
@@ -402,6 +430,8 @@ MT_HIDDEN void sonde_memtrace_prepare(void) {
         return;
     }
     if (read_sampling() != 0) return;
+    const char *blocks = secure_getenv("SONDE_MEMTRACE_BLOCKS");
+    g_blocks = blocks != NULL && strcmp(blocks, "1") == 0;
     strcpy(g_path, env);
     /* The program's own children must not record over this file. */
     unsetenv("SONDE_MEMTRACE");
@@ -444,11 +474,13 @@ MT_HIDDEN void sonde_memtrace_start(void) {
     g_pid = getpid();
     install_crash_handlers();
     __atomic_store_n(&g_active, 1, __ATOMIC_RELEASE);
+    if (g_blocks) __atomic_store_n(&g_blocks_active, 1, __ATOMIC_RELEASE);
 }
 
 MT_HIDDEN static void stop_recording(int crashing) {
     if (getpid() != g_pid || __atomic_exchange_n(&g_stopped, 1, __ATOMIC_ACQ_REL)) return;
     __atomic_store_n(&g_active, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_blocks_active, 0, __ATOMIC_RELEASE);
     /* Every batch emitted so far reaches the writer first; then the staged tails are written
      * directly, after them: the calling thread's with its exit marker (it is the last to run),
      * those of threads still running as they are. */

@@ -19,7 +19,9 @@ through `pkg-config --libs sonde-instrument` (the uninstalled .pc files of the b
    reads the trace as sampled at that rate and seed and counts every reference the program made
    (the recorded ones and the skipped ones), and its miss-ratio curve is within a small error of
    the full trace's (mean absolute error over 17 cache sizes, median over the seeds, printed);
-   a different rate, seed or line size at analysis is refused, and --sample-rate is checked.
+   a different rate, seed or line size at analysis is refused, and --sample-rate is checked;
+7. --blocks: every guard hit is an instruction fetch (2^21 and a few for fill and sum's loops);
+   a program linked with clang's own guard callback is refused, naming -fno-sanitize-link-runtime.
 Skipped (77) when clang is missing.
 """
 import json
@@ -224,6 +226,22 @@ def main():
 
         # 6. sampling at the source
         sampling(tmp, libs)
+
+        # 7. basic blocks (--blocks): each guard hit an IFETCH at the block
+        trace7 = os.path.join(tmp, "blocks.sonde")
+        r = run([sonde, "record", "--memory", "--blocks", "-o", trace7, "--", bare])
+        check(r.returncode == 0, "record --memory --blocks runs: " + r.stderr.strip())
+        bc = analyze(trace7, "--tool", "basic_counts")["basic_counts"]
+        # fill and sum: a guard on each loop's back edge (2^20 - 1 hits) and on entry and exit.
+        check(bc["reads"] == 1 << 20 and bc["writes"] == 1 << 20, "the data references are unchanged")
+        check((1 << 21) <= bc["ifetches"] <= (1 << 21) + 16,
+              "one instruction fetch per block entered: %d" % bc["ifetches"])
+        check(0 < bc["unique_ifetches"] < 32, "a few distinct blocks: %d" % bc["unique_ifetches"])
+        r = run([sonde, "record", "--memory", "--blocks", "-o", os.path.join(tmp, "b2.sonde"), "--", fill_sum])
+        check(r.returncode == 2 and "-fno-sanitize-link-runtime" in r.stderr,
+              "--blocks with clang's own guard callback linked is refused, naming the flag")
+        r = run([sonde, "record", "--blocks", "-o", os.path.join(tmp, "b3.sonde"), "--", bare])
+        check(r.returncode == 2 and "need --memory" in r.stderr, "--blocks without --memory: exit 2")
 
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
