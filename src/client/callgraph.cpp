@@ -107,31 +107,18 @@ __attribute__((noinline)) Method *insert_method(ThreadState *t, uint64_t fn) {
     return m;
 }
 
-// Delivers a CALL_GRAPH event of method m on thread t (the shadow stack already pushed for an
-// enter, popped for a leave, so the method's depth follows from it). Five arguments, so the
-// hot path reaches it with a tail call.
-__attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, ThreadState *t, const Method *m,
-                                            const void *call_site) {
-    const Subs *s = g_subs[event].load(std::memory_order_acquire);
-    if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
-    mask &= s->mask;
-    if (mask == 0) return;
-    ++t->in_hook;
-    // The thread's own event struct, prepared once per set of items: every field an item of
-    // the set names is written below on each event (0 when the item is not available), every
-    // other field stays zero, so no clearing per event.
-    const uint64_t items = s->union_items & kCallItems;
-    sonde_event_data_t &d = t->call_data;
-    if (t->call_items != items) {
-        std::memset(&d, 0, sizeof d);
-        d.struct_size = sizeof d;
-        d.thread.handle = (items & SONDE_DATA_THREAD_ID) ? make_handle(kTagThread, t->index) : 0;
-        t->call_items = items;
-    }
+// Fills the thread's event struct for a CALL_GRAPH event with the items of `items`; returns the
+// valid ones. The struct is prepared once per set of items (prepare_call_data): every field an
+// item of the set names is written here on each event (0 when the item is not available), every
+// other field stays zero, so no clearing per event.
+template <bool kTimestamp>
+__attribute__((always_inline)) inline uint64_t fill_call(sonde_event_data_t &d, uint64_t items,
+                                                         uint32_t event, ThreadState *t, const Method *m,
+                                                         const void *call_site) {
     d.event = event;
     uint64_t valid = items;
     if (items & SONDE_DATA_METHOD_ID) d.method.handle = make_handle(kTagMethod, m->index);
-    if (items & SONDE_DATA_TIMESTAMP) d.timestamp = now_ns();
+    if (kTimestamp && (items & SONDE_DATA_TIMESTAMP)) d.timestamp = now_ns();
     if (items & SONDE_DATA_MODULE_ID) {
         d.module.handle = m->module != nullptr ? make_handle(kTagModule, m->module->index) : 0;
         if (m->module == nullptr) valid &= ~uint64_t{SONDE_DATA_MODULE_ID};
@@ -142,7 +129,26 @@ __attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, Threa
             t->depth.load(std::memory_order_relaxed) - (event == SONDE_EVENT_METHOD_ENTER ? 1 : 0);
     if (items & SONDE_DATA_ADDRESS) d.address = m->fn;
     d.valid_items = valid;
-    // One observer that asked for exactly what is filled (the common case): call it directly.
+    return valid;
+}
+
+__attribute__((noinline, cold)) void prepare_call_data(ThreadState *t, uint64_t items) {
+    sonde_event_data_t &d = t->call_data;
+    std::memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.thread.handle = (items & SONDE_DATA_THREAD_ID) ? make_handle(kTagThread, t->index) : 0;
+    t->call_items = items;
+}
+
+// Every case but the common one: the event struct to prepare, several observers, or one that
+// asked for items the event does not have.
+__attribute__((noinline)) void deliver_call_general(const Subs *s, uint64_t mask, uint32_t event,
+                                                    ThreadState *t, const Method *m, const void *call_site) {
+    ++t->in_hook;
+    const uint64_t items = s->union_items & kCallItems;
+    if (t->call_items != items) prepare_call_data(t, items);
+    sonde_event_data_t &d = t->call_data;
+    const uint64_t valid = fill_call<true>(d, items, event, t, m, call_site);
     const Subs::Entry &e = s->entries[0];
     if (s->count == 1 && (e.items & valid) == valid) {
         try {
@@ -151,6 +157,34 @@ __attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, Threa
         }
     } else {
         deliver(s, mask, d);
+    }
+    --t->in_hook;
+}
+
+// Delivers a CALL_GRAPH event of method m on thread t (the shadow stack already pushed for an
+// enter, popped for a leave, so the method's depth follows from it). Five arguments, so the
+// hot path reaches it with a tail call. The common case, one observer without timestamps whose
+// items the thread's event struct is prepared for, is kept lean (no clock call to keep
+// registers across): it calls the observer directly; everything else goes to
+// deliver_call_general.
+__attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, ThreadState *t, const Method *m,
+                                            const void *call_site) {
+    const Subs *s = g_subs[event].load(std::memory_order_acquire);
+    if (s == nullptr || !g_running.load(std::memory_order_relaxed)) return;
+    mask &= s->mask;
+    if (mask == 0) return;
+    const uint64_t items = s->union_items & kCallItems;
+    const Subs::Entry &e = s->entries[0];
+    if (__builtin_expect(t->call_items != items || s->count != 1 || (items & SONDE_DATA_TIMESTAMP) != 0, 0))
+        return deliver_call_general(s, mask, event, t, m, call_site);
+    sonde_event_data_t &d = t->call_data;
+    const uint64_t valid = fill_call<false>(d, items, event, t, m, call_site);
+    if (__builtin_expect((e.items & valid) != valid, 0))
+        return deliver_call_general(s, mask, event, t, m, call_site);
+    ++t->in_hook;
+    try {
+        e.fn(&d, e.user_data);
+    } catch (...) {
     }
     --t->in_hook;
 }
