@@ -194,8 +194,9 @@ typedef struct sonde_trace_writer_t sonde_trace_writer_t;
  *
  * The file is opened once: the format is told from the bytes the reader then reads, so a pipe
  * or FIFO (or /dev/stdin) works for lackey and raw64 input; its one shard can be read once (by
- * sonde_trace_reader_read_shard() or sonde_trace_reader_read(), not both). A Sonde trace needs
- * a seekable file (its index is at the end).
+ * sonde_trace_reader_read_shard() or sonde_trace_reader_read(), not both). A Sonde trace is read
+ * by seeking (its index is at its end): from a pipe it is first copied, as it arrives, into an
+ * unnamed temporary file in $TMPDIR (else /tmp), read once (since 1.2; 1.0 and 1.1 refused it).
  *
  * A drmemtrace trace may be a directory (since 1.2): each thread file in it is one shard, in
  * name order. The reader delivers every record kind (::SONDE_MEMREF_MODEL_1_2); a caller that
@@ -209,7 +210,8 @@ typedef struct sonde_trace_writer_t sonde_trace_writer_t;
  * @param[out] out The reader; set to NULL on failure.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (path or out),
  *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format), SONDE_STATUS_ERROR_IO (missing or
- *         unreadable file; a Sonde trace from a pipe), SONDE_STATUS_ERROR_FORMAT (bad magic,
+ *         unreadable file; a drmemtrace trace from a pipe; no room to copy a Sonde trace from a
+ *         pipe), SONDE_STATUS_ERROR_FORMAT (bad magic,
  *         version, header or index; AUTO could not tell the format, or the input is empty),
  *         SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  *         Thread-safe.

@@ -221,6 +221,15 @@ int sonde_cli_record(int argc, char **argv) {
     }
     const std::string path = absolute(output);
     struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+        // A trace is written by seeking (its index goes at its end) and read back for the
+        // summary: a pipe, a terminal or a device cannot hold one.
+        std::fprintf(stderr,
+                     "sonde record: %s is not a regular file; a trace is written to a file (it is read by "
+                     "seeking)\n",
+                     output.c_str());
+        return 2;
+    }
     if (stat(path.c_str(), &st) == 0 && !force) {
         std::fprintf(stderr, "sonde record: %s exists (use --force to overwrite it)\n", output.c_str());
         return 2;

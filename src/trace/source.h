@@ -80,7 +80,8 @@ public:
     // a drmemtrace header record is drmemtrace). The file is opened once (a drmemtrace file found by its
     // bytes is opened again by name, so it must be a file); a stream is probed from the
     // bytes its reader then reads. Returns SUCCESS and sets *out, or SONDE_STATUS_ERROR_IO
-    // (missing / unreadable file; a Sonde or drmemtrace trace from a pipe),
+    // (missing / unreadable file; a drmemtrace trace from a pipe; a Sonde trace from a pipe
+    // without room for its temporary copy),
     // SONDE_STATUS_ERROR_FORMAT (bad magic, version, header, index; unknown AUTO format; an
     // empty input AUTO cannot tell),
     // SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format value) with *error set to

@@ -70,12 +70,11 @@ public:
 
     sonde_status_t open(std::string *error) {
         const std::string &path = path_;
+        // A pipe or FIFO: its index is at its end, so the stream is copied to a temporary file
+        // as it arrives (read once), then read from there.
         if (!source_->seekable()) {
-            *error =
-                path +
-                ": a Sonde trace needs a seekable file (its index is at the end), and this input is a pipe "
-                "or FIFO; save it to a file first";
-            return SONDE_STATUS_ERROR_IO;
+            const sonde_status_t st = source_->spool(error);
+            if (st != SONDE_STATUS_SUCCESS) return st;
         }
         fd_ = source_->fd();
         size_ = source_->size();

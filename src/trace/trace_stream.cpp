@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -100,6 +101,62 @@ sonde_status_t Source::peek(size_t n, std::string *error) {
         }
         head_size_ += static_cast<size_t>(got);
     }
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t Source::spool(std::string *error) {
+    if (seekable_) return SONDE_STATUS_SUCCESS;
+    const char *env = std::getenv("TMPDIR");
+    const std::string dir = env != nullptr && *env != '\0' ? env : "/tmp";
+    int tmp = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (tmp < 0) {  // a file system without O_TMPFILE: a named file, unlinked at once
+        std::string name = dir + "/sonde-spool-XXXXXX";
+        tmp = ::mkostemp(&name[0], O_CLOEXEC);
+        if (tmp >= 0) ::unlink(name.c_str());
+    }
+    if (tmp < 0) {
+        *error = path_ + ": cannot make a temporary file in " + dir + " to copy the stream to: " +
+                 std::strerror(errno);
+        return SONDE_STATUS_ERROR_IO;
+    }
+    auto write_all = [&](const unsigned char *p, size_t n) {
+        while (n > 0) {
+            const ssize_t w = ::write(tmp, p, n);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) return false;
+            p += w;
+            n -= static_cast<size_t>(w);
+        }
+        return true;
+    };
+    const auto fail = [&](const std::string &what) {
+        *error = path_ + ": " + what;
+        ::close(tmp);
+        return SONDE_STATUS_ERROR_IO;
+    };
+    uint64_t total = 0;
+    if (head_size_ != 0 && !write_all(head_.get(), head_size_))
+        return fail("cannot copy the stream to a temporary file in " + dir + ": " + std::strerror(errno));
+    total += head_size_;
+    if (!stream_end_) {
+        std::unique_ptr<unsigned char[]> buf(new unsigned char[kStreamBlock]);
+        for (;;) {
+            const ssize_t got = ::read(fd_, buf.get(), kStreamBlock);
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0)
+                return fail(fmt::at(path_, total, std::string("read failed: ") + std::strerror(errno))
+                                .substr(path_.size() + 2));
+            if (got == 0) break;
+            if (!write_all(buf.get(), static_cast<size_t>(got)))
+                return fail("cannot copy the stream to a temporary file in " + dir + ": " + std::strerror(errno));
+            total += static_cast<uint64_t>(got);
+        }
+    }
+    ::close(fd_);
+    fd_ = tmp;
+    seekable_ = true;
+    size_ = total;
+    stream_end_ = false;
     return SONDE_STATUS_SUCCESS;
 }
 

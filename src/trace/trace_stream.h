@@ -47,6 +47,13 @@ public:
     uint64_t size() const { return size_; }
     // True when the input starts with a zstd frame (needs peek(4) first).
     bool zstd() const;
+    // For a stream: copies it, from its first byte to its end, into an unnamed temporary file
+    // (in $TMPDIR, else /tmp; gone when the Source closes it), which the Source then reads as
+    // a regular file: for formats whose readers need to seek (a Sonde trace's index is at its
+    // end). The stream is read once. SUCCESS (also for a seekable input, which stays as it
+    // is) or SONDE_STATUS_ERROR_IO with *error naming the stream and the temporary directory
+    // (a read failed, no temporary file, a full disk). Called while opening, before any reader.
+    sonde_status_t spool(std::string *error);
     // For a stream: hands it to the caller, once; false (with *error set) when another reader
     // has it already. Always true for a seekable input.
     bool take(std::string *error) const;

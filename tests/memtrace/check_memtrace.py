@@ -12,7 +12,7 @@ through `pkg-config --libs sonde-instrument` (the uninstalled .pc files of the b
    SIGKILL after the fill: the reader recovers the chunks written before, with a warning;
 4. -fsanitize-coverage=inline-8bit-counters,trace-loads,trace-stores records the same accesses;
 5. errors: an uninstrumented program (exit 2, the flags named), --memory with --api, an
-   unwritable output (exit 1), a file size limit reached mid-run (the recording stops with a
+   unwritable output (exit 1), a pipe as the output (exit 2, before the program runs), a file size limit reached mid-run (the recording stops with a
    message, the program runs to its end, the trace so far stays readable);
 6. sampling at the source (--sample-rate 0.01, seeds 1..5) on a program with reuse at several
    distances: every data reference recorded is of a line the SHARDS hash keeps, reuse_distance
@@ -211,6 +211,10 @@ def main():
         check(r.returncode == 2 and "cannot be combined" in r.stderr, "--memory with --api is refused")
         r = run([sonde, "record", "--memory", "-o", os.path.join(tmp, "no", "such", "dir.sonde"), "--", fill_sum])
         check(r.returncode == 1 and "cannot write" in r.stderr, "an unwritable output: exit 1")
+        for args in (["--memory"], []):  # a pipe as the output: refused before the program runs
+            r = run([sonde, "record"] + args + ["--force", "-o", "/dev/stdout", "--", fill_sum])
+            check(r.returncode == 2 and "not a regular file" in r.stderr and r.stdout == "",
+                  "record %s-o /dev/stdout (a pipe) is refused: %r" % (" ".join(args) + " " if args else "", r.stderr))
         # A file size limit of 100 KiB (the whole trace takes about 600 KiB): the recording stops when the trace reaches it; the
         # program, ignoring SIGXFSZ as the shell sets it up, runs on and prints its sum.
         trace4 = os.path.join(tmp, "limited.sonde")
