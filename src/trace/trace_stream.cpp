@@ -115,8 +115,8 @@ sonde_status_t Source::spool(std::string *error) {
         if (tmp >= 0) ::unlink(name.c_str());
     }
     if (tmp < 0) {
-        *error = path_ + ": cannot make a temporary file in " + dir + " to copy the stream to: " +
-                 std::strerror(errno);
+        *error = path_ + ": cannot make a temporary file in " + dir +
+                 " to copy the stream to: " + std::strerror(errno);
         return SONDE_STATUS_ERROR_IO;
     }
     auto write_all = [&](const unsigned char *p, size_t n) {
@@ -148,7 +148,8 @@ sonde_status_t Source::spool(std::string *error) {
                                 .substr(path_.size() + 2));
             if (got == 0) break;
             if (!write_all(buf.get(), static_cast<size_t>(got)))
-                return fail("cannot copy the stream to a temporary file in " + dir + ": " + std::strerror(errno));
+                return fail("cannot copy the stream to a temporary file in " + dir + ": " +
+                            std::strerror(errno));
             total += static_cast<uint64_t>(got);
         }
     }

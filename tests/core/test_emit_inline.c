@@ -38,6 +38,14 @@ static sonde_buffer_id_t make_buffer(collector_t *col, uint64_t chunk) {
     return b;
 }
 
+/* A collector, a buffer of 4 KiB chunks into it, and the session started. */
+static sonde_buffer_id_t started_buffer(collector_t *col) {
+    collector_init(col);
+    const sonde_buffer_id_t b = make_buffer(col, 4096);
+    assert_int_equal(sonde_start_session(g_session), SONDE_STATUS_SUCCESS);
+    return b;
+}
+
 static sonde_producer_t producer_for(sonde_buffer_id_t b) {
     sonde_producer_t p;
     memset(&p, 0, sizeof p);
@@ -52,6 +60,18 @@ static sonde_buffer_stats_t stats_of(sonde_buffer_id_t b) {
     st.struct_size = sizeof st;
     assert_int_equal(sonde_get_buffer_stats(g_session, b, &st), SONDE_STATUS_SUCCESS);
     return st;
+}
+
+/* Ends a test's buffer: every one of `records` emitted is delivered, none dropped; then the
+ * session stops and the buffer and collector go. */
+static void finish(sonde_buffer_id_t b, collector_t *col, uint64_t records) {
+    const sonde_buffer_stats_t st = stats_of(b);
+    assert_int_equal(st.records_emitted, records);
+    assert_int_equal(st.records_delivered, records);
+    assert_int_equal(st.records_dropped, 0);
+    assert_int_equal(sonde_stop_session(g_session), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_destroy_buffer(g_session, b), SONDE_STATUS_SUCCESS);
+    collector_free(col);
 }
 
 static void test_producer_arguments(void **state) {
@@ -97,9 +117,7 @@ static void test_producer_arguments(void **state) {
 static void test_inline_records_equal_emit(void **state) {
     (void)state;
     collector_t col;
-    collector_init(&col);
-    sonde_buffer_id_t b = make_buffer(&col, 4096);
-    assert_int_equal(sonde_start_session(g_session), SONDE_STATUS_SUCCESS);
+    sonde_buffer_id_t b = started_buffer(&col);
     sonde_producer_t p = producer_for(b);
     enum { N = 6000 };
     for (uint32_t i = 0; i < N; ++i) {
@@ -131,22 +149,14 @@ static void test_inline_records_equal_emit(void **state) {
         for (uint32_t k = size; k < c->payload_size; ++k) assert_int_equal(c->payload[k], 0);
     }
     assert_int_equal(col.items[N].payload_size, 0);
-    const sonde_buffer_stats_t st = stats_of(b);
-    assert_int_equal(st.records_emitted, N + 1);
-    assert_int_equal(st.records_delivered, N + 1);
-    assert_int_equal(st.records_dropped, 0);
-    assert_int_equal(sonde_stop_session(g_session), SONDE_STATUS_SUCCESS);
-    assert_int_equal(sonde_destroy_buffer(g_session, b), SONDE_STATUS_SUCCESS);
-    collector_free(&col);
+    finish(b, &col, N + 1);
 }
 
 /* Every case the fast path does not take answers as sonde_emit does. */
 static void test_unusual_cases_answer_as_emit(void **state) {
     (void)state;
     collector_t col;
-    collector_init(&col);
-    sonde_buffer_id_t b = make_buffer(&col, 4096);
-    assert_int_equal(sonde_start_session(g_session), SONDE_STATUS_SUCCESS);
+    sonde_buffer_id_t b = started_buffer(&col);
     sonde_producer_t p = producer_for(b);
     unsigned char big[200];
     memset(big, 0xAB, sizeof big);
@@ -246,9 +256,7 @@ static void check_threads(const collector_t *col, size_t threads, uint64_t per_t
 static void test_foreign_and_orphaned_producers(void **state) {
     (void)state;
     collector_t col;
-    collector_init(&col);
-    sonde_buffer_id_t b = make_buffer(&col, 4096);
-    assert_int_equal(sonde_start_session(g_session), SONDE_STATUS_SUCCESS);
+    sonde_buffer_id_t b = started_buffer(&col);
     sonde_producer_t mine = producer_for(b);
     enum { PER = 3000 };
     emit_arg_t borrow = {&mine, b, PER, PER, 0, SONDE_STATUS_SUCCESS};
@@ -270,12 +278,7 @@ static void test_foreign_and_orphaned_producers(void **state) {
     assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
     assert_int_equal(collector_count(&col), 4 * PER);
     check_threads(&col, 4, PER);
-    const sonde_buffer_stats_t st = stats_of(b);
-    assert_int_equal(st.records_emitted, 4 * PER);
-    assert_int_equal(st.records_delivered, 4 * PER);
-    assert_int_equal(sonde_stop_session(g_session), SONDE_STATUS_SUCCESS);
-    assert_int_equal(sonde_destroy_buffer(g_session, b), SONDE_STATUS_SUCCESS);
-    collector_free(&col);
+    finish(b, &col, 4 * PER);
 }
 
 /* Many producers emitting inline while another thread flushes, stops and starts the session:
@@ -309,9 +312,7 @@ static void *churn_worker(void *arg) {
 static void test_concurrent_inline_producers(void **state) {
     (void)state;
     collector_t col;
-    collector_init(&col);
-    sonde_buffer_id_t b = make_buffer(&col, 4096);
-    assert_int_equal(sonde_start_session(g_session), SONDE_STATUS_SUCCESS);
+    sonde_buffer_id_t b = started_buffer(&col);
     enum { THREADS = 4, PER = 40000 };
     churn_arg_t a[THREADS];
     pthread_t t[THREADS];
@@ -347,22 +348,14 @@ static void test_concurrent_inline_producers(void **state) {
         next[k]++;
     }
     for (int k = 0; k < THREADS; ++k) assert_int_equal(next[k], a[k].accepted);
-    const sonde_buffer_stats_t st = stats_of(b);
-    assert_int_equal(st.records_emitted, accepted);
-    assert_int_equal(st.records_delivered, accepted);
-    assert_int_equal(st.records_dropped, 0);
-    assert_int_equal(sonde_stop_session(g_session), SONDE_STATUS_SUCCESS);
-    assert_int_equal(sonde_destroy_buffer(g_session, b), SONDE_STATUS_SUCCESS);
-    collector_free(&col);
+    finish(b, &col, accepted);
 }
 
 /* In a forked child the parent's producer refuses, as sonde_emit does there. */
 static void test_forked_child_refuses(void **state) {
     (void)state;
     collector_t col;
-    collector_init(&col);
-    sonde_buffer_id_t b = make_buffer(&col, 4096);
-    assert_int_equal(sonde_start_session(g_session), SONDE_STATUS_SUCCESS);
+    sonde_buffer_id_t b = started_buffer(&col);
     sonde_producer_t p = producer_for(b);
     uint64_t v = 1;
     assert_int_equal(sonde_emit_inline(&p, SONDE_RECORD_KIND_USER, &v, 8), SONDE_STATUS_SUCCESS);
