@@ -66,6 +66,9 @@ struct Mapping {
     // For the hot loop, by min(type, 63) (63 is no type: the slow path): kFastData for a load,
     // store or prefetch, kFastFetch for a fetched instruction, 0 for the slow path.
     uint8_t fast[64];
+    // The same by the whole 16-bit type (0 from 64 up), so that the hot loop indexes it without
+    // clamping the type first.
+    uint8_t fast16[65536];
     // By the same index: the Sonde type minus the drmemtrace type (mod 2^32), so that adding it
     // to the record's first 32 bits (type | size << 16) gives the memref's type | size << 16.
     uint32_t delta[64];
@@ -103,6 +106,8 @@ struct Mapping {
             delta[t] = c == kData || c == kFetch ? static_cast<uint32_t>(type[t] - t) : 0;
             fast[t] = c == kData ? kFastData : c == kFetch ? kFastFetch : 0;
         }
+        std::memset(fast16, 0, sizeof fast16);
+        for (int t = 0; t < 63; ++t) fast16[t] = fast[t];
     }
     static constexpr uint8_t kFastData = 1, kFastFetch = 2;
 };
@@ -347,8 +352,8 @@ private:
         const uint64_t *const hi = hi_;
         // The fast path's table, or one that sends every record to the slow path while a header,
         // a chunk start or an encoding is pending.
-        static const uint8_t kNone[64] = {};
-        const uint8_t *fast = !special_ && enc_len_ == 0 ? kMap.fast : kNone;
+        static const uint8_t kNone[65536] = {};
+        const uint8_t *fast = !special_ && enc_len_ == 0 ? kMap.fast16 : kNone;
         // The fast loop runs to `stop`: the block's end or the caller's room, whichever is first.
         auto stop_at = [&] {
             return p + std::min(static_cast<size_t>(end - p) / kRec, static_cast<size_t>(limit - o)) * kRec;
@@ -360,8 +365,7 @@ private:
             const uint32_t head = static_cast<uint32_t>(w);
             const uint16_t t = static_cast<uint16_t>(head);
             const uint16_t size = static_cast<uint16_t>(head >> 16);
-            const unsigned idx = t < 63 ? t : 63;
-            const uint8_t k = fast[idx];
+            const uint8_t k = fast[t];  // 0 for every type from 63 up
             // A load, store or prefetch, or a fetched instruction, with a size (the rare size 0
             // goes to the slow path: a fetch of size 0 only sets the pc); tested with two
             // predictable branches, the kind selected without branching (loads and fetches
@@ -369,7 +373,7 @@ private:
             if (__builtin_expect(k != 0 && size != 0, 1)) {
                 const bool fetch = k == kMap.kFastFetch;
                 const uint64_t pc = fetch ? a : last_pc;
-                put(o, a, pc, ts, (w << 32) + hi[idx]);
+                put(o, a, pc, ts, (w << 32) + hi[t]);  // t < 63 here
                 ++o;
                 last_pc = pc;
                 last_size = fetch ? size : last_size;
@@ -379,7 +383,7 @@ private:
             // An encoding of up to 8 bytes followed by its instruction (about one record in
             // eight in an x86-64 trace): both at once, when nothing is pending and the caller has
             // room for both (stop - p counts records and room alike).
-            if (t == kEncoding && fast == kMap.fast && size - 1u < 8u &&
+            if (t == kEncoding && fast == kMap.fast16 && size - 1u < 8u &&
                 stop - p >= static_cast<ptrdiff_t>(2 * kRec)) {
                 const uint64_t nw = fmt::load64(p + kRec);
                 const uint32_t nhead = static_cast<uint32_t>(nw);
@@ -418,14 +422,15 @@ private:
                     ++o;
                     last_pc = a;
                     last_size = size;
-                    fast = kMap.fast;
+                    fast = kMap.fast16;
                     p += kRec;
                     stop = stop_at();
                     continue;
                 }
                 // Timestamp and cpu markers (one record in about 300): outside a header or chunk
                 // start nothing is skipped or settled, so marker() reduces to this.
-                if (t == kMarker && fast == kMap.fast && (size == kMarkerTimestamp || size == kMarkerCpuId)) {
+                if (t == kMarker && fast == kMap.fast16 &&
+                    (size == kMarkerTimestamp || size == kMarkerCpuId)) {
                     uint64_t value = a;
                     if (size == kMarkerTimestamp) {
                         ts = a > UINT64_MAX / 1000 ? UINT64_MAX : a * 1000;
@@ -442,7 +447,7 @@ private:
                     p += kRec;
                     continue;
                 }
-                if (t == kMarker && fast == kMap.fast && size <= kMarkerMax && size != kMarkerTimestamp &&
+                if (t == kMarker && fast == kMap.fast16 && size <= kMarkerMax && size != kMarkerTimestamp &&
                     size != kMarkerCpuId && size != kMarkerRecordOrdinal && size != kMarkerFiletype) {
                     put(o, a, 0, ts,
                         shard | uint64_t(SONDE_MEMREF_MARKER) << 32 |
@@ -470,7 +475,7 @@ private:
             last_pc = last_pc_;
             last_size = last_size_;
             ts = ts_;
-            fast = !special_ && enc_len_ == 0 ? kMap.fast : kNone;
+            fast = !special_ && enc_len_ == 0 ? kMap.fast16 : kNone;
             p += kRec;
             if (!pend_.empty()) break;  // the caller's room is full
             stop = stop_at();
