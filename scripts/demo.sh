@@ -23,6 +23,14 @@ ninja -C build >/dev/null
 sonde=build/src/cli/sonde
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Runs a command (the demo stops if it fails) and shows the first N lines of its output; piping
+# into head would end the command with SIGPIPE under pipefail once head has its lines.
+show() {
+  local n=$1
+  shift
+  "$@" >"$tmp/show.out"
+  head -n "$n" "$tmp/show.out"
+}
 
 echo "== 1. Sessions and buffers: examples/consumer.c"
 build/examples/consumer
@@ -72,9 +80,9 @@ if [ -d "$dr" ]; then
   echo
   echo "== 6. A DynamoRIO drmemtrace trace (9 threads, zip chunks; tests/data/drmemtrace/core_serial):"
   echo "      drcachesim's basic_counts categories, then its reuse distances"
-  "$sonde" analyze "$dr/core_serial/drmemtrace.threadsig.x64.tracedir" --tool basic_counts | head -n 5
-  "$sonde" analyze "$dr/core_serial/drmemtrace.threadsig.x64.tracedir" --tool reuse_distance \
-    --reuse-model drcachesim | head -n 10
+  show 5 "$sonde" analyze "$dr/core_serial/drmemtrace.threadsig.x64.tracedir" --tool basic_counts
+  show 10 "$sonde" analyze "$dr/core_serial/drmemtrace.threadsig.x64.tracedir" --tool reuse_distance \
+    --reuse-model drcachesim
   echo "   drcachesim's default cache simulator with -cpu_scheduling on its drcacheoff.cpu test trace"
   "$sonde" analyze "$dr/drcacheoff.cpu/drmemtrace.simple_app.trace.zip" --cache-model drcachesim
 fi
@@ -90,12 +98,12 @@ echo
 echo "== 8. Record the call graph of the same program and read the trace back (docs/recording.md)"
 "$sonde" record -o "$tmp/shapes.trace" -- build/examples/shapes 3
 echo "calls per function, from the trace with Python ctypes (first lines):"
-SONDE_LIBRARY=build/libsonde.so.1 python3 examples/python/sonde_trace.py "$tmp/shapes.trace" | head -n 5
+SONDE_LIBRARY=build/libsonde.so.1 show 5 python3 examples/python/sonde_trace.py "$tmp/shapes.trace"
 
 echo
 echo "== 9. Report it: functions by self time, the call tree, an HTML page and a chrome export"
-"$sonde" report "$tmp/shapes.trace" --html "$tmp/shapes.html" | head -n 8
-"$sonde" report "$tmp/shapes.trace" --tree --depth 3 | head -n 8
+show 8 "$sonde" report "$tmp/shapes.trace" --html "$tmp/shapes.html"
+show 8 "$sonde" report "$tmp/shapes.trace" --tree --depth 3
 "$sonde" export "$tmp/shapes.trace" --format chrome -o "$tmp/shapes.chrome.json"
 echo "(open $tmp/shapes.html in a browser; load $tmp/shapes.chrome.json in Perfetto UI or speedscope)"
 
@@ -111,7 +119,7 @@ int uncompress(Bytef *dest, uLong *destLen, const Bytef *source, uLong sourceLen
 EOF2
 "$sonde" record -o "$tmp/zlib.trace" --api 'libz:crc32,compress2,uncompress' --api-prototypes "$tmp/zlib.h" \
   -- build/tests/apitrace/api_prog zlib 1000
-"$sonde" report "$tmp/zlib.trace" | head -n 6
+show 6 "$sonde" report "$tmp/zlib.trace"
 "$sonde" export "$tmp/zlib.trace" --format chrome -o "$tmp/zlib.chrome.json"
 echo "the first two calls in the chrome export, with their arguments by name:"
 grep -m 2 '"cat":"api:' "$tmp/zlib.chrome.json"
@@ -136,5 +144,5 @@ if command -v clang >/dev/null; then
     $(PKG_CONFIG_PATH="$PWD/build/meson-uninstalled" pkg-config --libs sonde-instrument) \
     -Wl,-rpath,"$PWD/build/src/instrument" -Wl,-rpath,"$PWD/build"
   "$sonde" record --memory --sample-rate 0.01 -o "$tmp/mixed.trace" -- "$tmp/mixed_reuse" >/dev/null
-  "$sonde" analyze "$tmp/mixed.trace" --tool reuse_distance | head -n 12
+  show 12 "$sonde" analyze "$tmp/mixed.trace" --tool reuse_distance
 fi
