@@ -63,14 +63,6 @@ sonde_tool_ops_t progress_ops() {
     return o;
 }
 
-uint32_t format_value(const std::string &f) {
-    if (f == "sonde") return SONDE_TRACE_FORMAT_SONDE;
-    if (f == "lackey") return SONDE_TRACE_FORMAT_LACKEY;
-    if (f == "raw64") return SONDE_TRACE_FORMAT_RAW64;
-    if (f == "drmemtrace") return SONDE_TRACE_FORMAT_DRMEMTRACE;
-    return SONDE_TRACE_FORMAT_AUTO;
-}
-
 // Prints the warnings of input `input` after the first `*printed` ones, each on its own line
 // of stderr, and counts them in *printed; returns whether the input is complete.
 bool print_warnings(sonde_analyzer_t *a, uint32_t input, size_t *printed) {
@@ -184,13 +176,13 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     std::string reuse_model = "gem5";
     std::string reuse_options;
     cli::add_version(app);
-    app.add_option("INPUT", inputs,
-                   "Trace files or drmemtrace trace directories (each must exist and be readable); - reads "
-                   "standard input (lackey or raw64)")
+    app.add_option(
+           "INPUT", inputs,
+           "Trace files or drmemtrace trace directories (each must exist and be readable); - reads "
+           "standard input (lackey or raw64 streamed, a Sonde trace copied to a temporary file first)")
         ->required()
         ->check(cli::input_path(true));
-    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64, drmemtrace")
-        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}))
+    cli::add_format_option(app, &format, "Input format: auto, sonde, lackey, raw64, drmemtrace")
         ->capture_default_str();
     app.add_option(
         "--tool", tool_lists,
@@ -391,7 +383,7 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     std::vector<size_t> printed(inputs.size(), 0);
     for (uint32_t i = 0; i < inputs.size(); ++i) {
         const std::string path = inputs[i] == "-" ? "/dev/stdin" : inputs[i];
-        st = sonde_analyzer_add_input(a, path.c_str(), format_value(format));
+        st = sonde_analyzer_add_input(a, path.c_str(), cli::trace_format_value(format));
         if (st != SONDE_STATUS_SUCCESS) return fail("input", st, a);
         bool complete = true;
         if (quiet) {

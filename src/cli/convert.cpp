@@ -71,8 +71,8 @@ extern "C" int sonde_cli_convert(int argc, char **argv) {
            "Input trace: lackey text (plain or .zst), raw64, Sonde, or a drmemtrace directory or file")
         ->required()
         ->check(cli::input_path(false));
-    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64, drmemtrace (default auto)")
-        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}));
+    cli::add_format_option(app, &format,
+                           "Input format: auto, sonde, lackey, raw64, drmemtrace (default auto)");
     app.add_option("-o,--output", output, "Output Sonde trace; its directory must exist")
         ->required()
         ->check(cli::output_file());
@@ -86,11 +86,7 @@ extern "C" int sonde_cli_convert(int argc, char **argv) {
     if (cli::same_file(input, output))
         return cli::usage_error(kCommand, "--output: " + output + " is the input " + input);
 
-    const uint32_t fmt_value = format == "sonde"        ? SONDE_TRACE_FORMAT_SONDE
-                               : format == "lackey"     ? SONDE_TRACE_FORMAT_LACKEY
-                               : format == "raw64"      ? SONDE_TRACE_FORMAT_RAW64
-                               : format == "drmemtrace" ? SONDE_TRACE_FORMAT_DRMEMTRACE
-                                                        : SONDE_TRACE_FORMAT_AUTO;
+    const uint32_t fmt_value = cli::trace_format_value(format);
     // Refuse an existing output before reading anything.
     cli::AtomicOutput out;
     std::string error;

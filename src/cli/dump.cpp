@@ -436,14 +436,6 @@ std::string dump_events(sonde_trace_reader_t *reader, const Request &req, uint32
     return "";
 }
 
-uint32_t format_value(const std::string &f) {
-    if (f == "sonde") return SONDE_TRACE_FORMAT_SONDE;
-    if (f == "lackey") return SONDE_TRACE_FORMAT_LACKEY;
-    if (f == "raw64") return SONDE_TRACE_FORMAT_RAW64;
-    if (f == "drmemtrace") return SONDE_TRACE_FORMAT_DRMEMTRACE;
-    return SONDE_TRACE_FORMAT_AUTO;
-}
-
 }  // namespace
 
 extern "C" int sonde_cli_dump(int argc, char **argv) {
@@ -459,13 +451,15 @@ extern "C" int sonde_cli_dump(int argc, char **argv) {
     uint64_t limit = 0;
     bool events = false;
     cli::add_version(app);
-    app.add_option("INPUT", input,
-                   "Input trace: Sonde, lackey text (plain or .zst), raw64, a drmemtrace directory or "
-                   "file, or - for standard input (lackey or raw64)")
+    app.add_option(
+           "INPUT", input,
+           "Input trace: Sonde, lackey text (plain or .zst), raw64, a drmemtrace directory or "
+           "file, or - for standard input (lackey or raw64 streamed, a Sonde trace copied to a temporary "
+           "file first)")
         ->required()
         ->check(cli::input_path(true));
-    app.add_option("--format", format, "Input format: auto, sonde, lackey, raw64, drmemtrace (default auto)")
-        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}));
+    cli::add_format_option(app, &format,
+                           "Input format: auto, sonde, lackey, raw64, drmemtrace (default auto)");
     app.add_option("--shard", shard_text, "Print only this shard (thread), 0..65535")
         ->check(cli::unsigned_range(0, 65535));
     app.add_option("--limit", limit, "Stop after N records (or events) in all, 1..2^63")
@@ -488,8 +482,8 @@ extern "C" int sonde_cli_dump(int argc, char **argv) {
     const std::string path = input == "-" ? "/dev/stdin" : input;
     char open_error[1024];
     sonde_trace_reader_t *reader = nullptr;
-    if (sonde_trace_reader_open(path.c_str(), format_value(format), open_error, sizeof open_error, &reader) !=
-        SONDE_STATUS_SUCCESS) {
+    if (sonde_trace_reader_open(path.c_str(), cli::trace_format_value(format), open_error, sizeof open_error,
+                                &reader) != SONDE_STATUS_SUCCESS) {
         std::fprintf(stderr, "%s: %s\n", kCommand, open_error);
         return cli::kExitFailure;
     }

@@ -12,6 +12,7 @@
 #include <set>
 
 #include <sonde/defs.h>
+#include <sonde/trace.h>
 
 namespace sonde::cli {
 
@@ -117,6 +118,19 @@ private:
 
 void set_usage(CLI::App &app, const std::string &usage) {
     app.formatter(std::make_shared<UsageFormatter>(usage));
+}
+
+CLI::Option *add_format_option(CLI::App &app, std::string *format, const std::string &help) {
+    return app.add_option("--format", *format, help)
+        ->check(CLI::IsMember({"auto", "sonde", "lackey", "raw64", "drmemtrace"}));
+}
+
+uint32_t trace_format_value(const std::string &name) {
+    if (name == "sonde") return SONDE_TRACE_FORMAT_SONDE;
+    if (name == "lackey") return SONDE_TRACE_FORMAT_LACKEY;
+    if (name == "raw64") return SONDE_TRACE_FORMAT_RAW64;
+    if (name == "drmemtrace") return SONDE_TRACE_FORMAT_DRMEMTRACE;
+    return SONDE_TRACE_FORMAT_AUTO;
 }
 
 void add_api_options(CLI::App &app, std::string *api, std::string *prototypes, const std::string &purpose) {

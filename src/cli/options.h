@@ -35,6 +35,12 @@ void add_version(CLI::App &app);
 // the API tracing options of `sonde record` and `sonde run` (docs/api-tracing.md).
 void add_api_options(CLI::App &app, std::string *api, std::string *prototypes, const std::string &purpose);
 
+// Adds --format NAME, the input format of the commands that read traces: auto, sonde, lackey,
+// raw64 or drmemtrace (anything else is a usage error).
+CLI::Option *add_format_option(CLI::App &app, std::string *format, const std::string &help);
+// The sonde_trace_format_value of an add_format_option name (AUTO for "auto").
+uint32_t trace_format_value(const std::string &name);
+
 // Replaces the "Usage:" line of --help with "Usage: " + `usage` (for commands whose program
 // comes after "--", which the parser does not list).
 void set_usage(CLI::App &app, const std::string &usage);
