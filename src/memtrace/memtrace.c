@@ -158,20 +158,14 @@ MT_HIDDEN static int read_sampling(void) {
 
 /* ---- per-thread staging ---- */
 
-/* Stages one record in the thread's array, which has room for it (owner thread). */
-MT_HIDDEN static inline __attribute__((always_inline)) void put_ref(stage *s, uint64_t address, uint64_t pc,
-                                                                    uint16_t type, uint16_t size) {
+MT_HIDDEN static void put_marker(stage *s, uint16_t marker, uint64_t value) {
     sonde_memref_t *m = &s->refs[s->n++];
-    m->address = address;
-    m->pc = pc;
+    m->address = value;
+    m->pc = 0;
     m->timestamp = s->ts;
     m->shard = s->shard;
-    m->type = type;
-    m->size = size;
-}
-
-MT_HIDDEN static void put_marker(stage *s, uint16_t marker, uint64_t value) {
-    put_ref(s, value, 0, SONDE_MEMREF_MARKER, marker);
+    m->type = SONDE_MEMREF_MARKER;
+    m->size = marker;
 }
 
 /* The references sampling left out since the last record staged, if any (owner thread). */
@@ -220,7 +214,10 @@ MT_HIDDEN static void stage_exit(stage *s) {
     if (s == NULL || s->exited) return;
     s->exited = 1;
     if (!__atomic_load_n(&g_active, __ATOMIC_ACQUIRE)) return;
-    if (s->n >= kStage) emit_stage(s);
+    if (s->n >= kStage) {
+        put_skipped(s);
+        emit_stage(s);
+    }
     put_skipped(s);
     put_marker(s, SONDE_MARKER_THREAD_EXIT, (uint64_t)syscall(SYS_gettid));
     emit_stage(s);
@@ -267,28 +264,30 @@ MT_HIDDEN __attribute__((noinline)) static stage *slow_stage(void) {
     return s;
 }
 
-/* The calling thread's stage with room for one record (the slow path for its first record
- * and a full array), or NULL when the thread records no more. */
-MT_HIDDEN static inline __attribute__((always_inline)) stage *stage_with_room(void) {
-    stage *s = t_stage;
-    return __builtin_expect(s == NULL || s->n >= kStage, 0) ? slow_stage() : s;
-}
-
 /* Hot path. Not recording: one load and one branch. Recording: a thread-local load and the
  * stores of the staged memref; a full array takes the slow path. Sampling adds the line's hash
  * and, for a reference left out, one count, which a SAMPLE_SKIPPED marker at the end of the
  * batch (and before the thread's exit marker) reports. */
-#define MT_ACCESS(addr_, size_, type_)                                                       \
-    do {                                                                                     \
-        if (__builtin_expect(!__atomic_load_n(&g_active, __ATOMIC_RELAXED), 1)) return;      \
-        const uint64_t a_ = (uint64_t)(uintptr_t)(addr_);                                    \
-        stage *s_ = stage_with_room();                                                       \
-        if (s_ == NULL) return;                                                              \
-        if (g_sampling && !sample_keeps(a_)) {                                               \
-            s_->skipped++;                                                                   \
-            return;                                                                          \
-        }                                                                                    \
-        put_ref(s_, a_, (uint64_t)(uintptr_t)__builtin_return_address(0), (type_), (size_)); \
+#define MT_ACCESS(addr_, size_, type_)                                                  \
+    do {                                                                                \
+        if (__builtin_expect(!__atomic_load_n(&g_active, __ATOMIC_RELAXED), 1)) return; \
+        const uint64_t a_ = (uint64_t)(uintptr_t)(addr_);                               \
+        stage *s_ = t_stage;                                                            \
+        if (__builtin_expect(s_ == NULL || s_->n >= kStage, 0)) {                       \
+            s_ = slow_stage();                                                          \
+            if (s_ == NULL) return;                                                     \
+        }                                                                               \
+        if (g_sampling && !sample_keeps(a_)) {                                          \
+            s_->skipped++;                                                              \
+            return;                                                                     \
+        }                                                                               \
+        sonde_memref_t *m_ = &s_->refs[s_->n++];                                        \
+        m_->address = a_;                                                               \
+        m_->pc = (uint64_t)(uintptr_t)__builtin_return_address(0);                      \
+        m_->timestamp = s_->ts;                                                         \
+        m_->shard = s_->shard;                                                          \
+        m_->type = (type_);                                                             \
+        m_->size = (size_);                                                             \
     } while (0)
 
 /* A guard hit (a basic block entered): an IFETCH of 1 byte at the address the guard's call
@@ -296,10 +295,19 @@ MT_HIDDEN static inline __attribute__((always_inline)) stage *stage_with_room(vo
 #define MT_BLOCK()                                                                             \
     do {                                                                                       \
         if (__builtin_expect(!__atomic_load_n(&g_blocks_active, __ATOMIC_RELAXED), 1)) return; \
-        stage *s_ = stage_with_room();                                                         \
-        if (s_ == NULL) return;                                                                \
+        stage *s_ = t_stage;                                                                   \
+        if (__builtin_expect(s_ == NULL || s_->n >= kStage, 0)) {                              \
+            s_ = slow_stage();                                                                 \
+            if (s_ == NULL) return;                                                            \
+        }                                                                                      \
         const uint64_t pc_ = (uint64_t)(uintptr_t)__builtin_return_address(0);                 \
-        put_ref(s_, pc_, pc_, SONDE_MEMREF_IFETCH, 1);                                         \
+        sonde_memref_t *m_ = &s_->refs[s_->n++];                                               \
+        m_->address = pc_;                                                                     \
+        m_->pc = pc_;                                                                          \
+        m_->timestamp = s_->ts;                                                                \
+        m_->shard = s_->shard;                                                                 \
+        m_->type = SONDE_MEMREF_IFETCH;                                                        \
+        m_->size = 1;                                                                          \
     } while (0)
 
 /* The 16-byte callbacks take an __int128 pointer in clang; a pointer is a pointer (ISO C has no
@@ -482,6 +490,7 @@ MT_HIDDEN static void stop_recording(int crashing) {
         if (s->exited) continue;
         if (s == t_stage && !crashing) {
             if (s->n >= kStage) {
+                put_skipped(s);
                 sonde_trace_writer_write(g_writer, s->shard, s->refs, s->n);
                 s->n = 0;
             }
