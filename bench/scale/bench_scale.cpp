@@ -22,8 +22,9 @@
 //      references): the analyzer with the tool's exact parallel mode (jobs=N), as
 //      `sonde analyze --tool reuse_distance --jobs N` runs it, and the stack-distance calculator
 //      alone on the same lines in memory (sonde_stackdist_batch, N workers), and (5c) the
-//      `sonde analyze` command on the file end to end. Check: the JSON (histogram) and the
-//      calculator's bins are the same for every N.
+//      `sonde analyze` command on the file end to end. Where clang built bench/scale/sort.c,
+//      5d-5f do the same on a 20 M-reference trace recorded from it with `sonde record
+//      --memory`. Check: the JSON (histogram) and the calculator's bins are the same for every N.
 //   6. sonde analyze --mpi, 2 ranks against 1 (mpirun -np 2 and -np 1, the same command; only
 //      when the build has MPI): reuse_distance on a 20 M-access raw64 trace and cache_sim on a
 //      10 M-reference lackey trace, both made here (deterministic) in TMPDIR. Wall-time medians,
@@ -282,19 +283,19 @@ uint64_t analyzer_run(const std::vector<std::vector<sonde_memref_t>> &shards, co
     return n;
 }
 
-// The data references of the lackey trace, as memrefs and as 64-byte lines.
-bool load_trace(const std::string &path, std::vector<sonde_memref_t> *refs) {
+// The data references of a trace's first shard, as memrefs.
+bool load_trace(const std::string &path, uint32_t format, std::vector<sonde_memref_t> *refs) {
     char err[512];
     sonde_trace_reader_t *r = nullptr;
-    if (sonde_trace_reader_open(path.c_str(), SONDE_TRACE_FORMAT_LACKEY, err, sizeof err, &r) !=
-        SONDE_STATUS_SUCCESS)
+    if (sonde_trace_reader_open(path.c_str(), format, err, sizeof err, &r) != SONDE_STATUS_SUCCESS)
         return false;
     std::vector<sonde_memref_t> buf(65536);
     size_t got = 0;
     while (sonde_trace_reader_read_shard(r, 0, buf.data(), buf.size(), &got) == SONDE_STATUS_SUCCESS &&
            got > 0)
         for (size_t i = 0; i < got; ++i)
-            if (buf[i].type != SONDE_MEMREF_IFETCH && buf[i].type != SONDE_MEMREF_MARKER)
+            if (buf[i].type == SONDE_MEMREF_READ || buf[i].type == SONDE_MEMREF_WRITE ||
+                buf[i].type == SONDE_MEMREF_MODIFY)
                 refs->push_back(buf[i]);
     sonde_trace_reader_close(r);
     return !refs->empty();
@@ -361,13 +362,11 @@ double load_average() {
 
 double children_cpu_seconds();
 
-// 5c: `sonde analyze INPUT --format lackey --tool reuse_distance --jobs N --json /dev/stdout` end to end
-// (reading and decoding the zstd lackey text, gathering, the calculation), wall time of the
-// child, medians; the JSON's results (metadata aside) must not depend on N.
-void cli_reuse_case(const std::string &path, const std::vector<unsigned> &counts) {
-    const std::string title =
-        "5c. sonde analyze " + path.substr(path.rfind('/') + 1) +
-        " --tool reuse_distance --jobs N, end to end (reading overlaps the calculation)";
+// 5c (and 5e): `sonde analyze INPUT --format FORMAT --tool reuse_distance --jobs N --json
+// /dev/stdout` end to end (reading and decoding the input, gathering, the calculation), wall
+// time of the child, medians; the JSON's results (metadata aside) must not depend on N.
+void cli_reuse_case(const std::string &title, const std::string &path, const char *format,
+                    const std::vector<unsigned> &counts) {
     header(title.c_str(), "runs/s");
     Figure one{};
     std::string first;
@@ -379,8 +378,8 @@ void cli_reuse_case(const std::string &path, const std::vector<unsigned> &counts
             const double c0 = children_cpu_seconds();
             const auto t0 = Clock::now();
             const sonde_bench::ChildOutput child = sonde_bench::run_child(
-                {SONDE_BENCH_SONDE, "analyze", path, "--format", "lackey", "--tool", "reuse_distance",
-                 "--jobs", std::to_string(n), "--json", "/dev/stdout"});
+                {SONDE_BENCH_SONDE, "analyze", path, "--format", format, "--tool", "reuse_distance", "--jobs",
+                 std::to_string(n), "--json", "/dev/stdout"});
             wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
             cpu.push_back(children_cpu_seconds() - c0);
             ran = ran && child.ran;
@@ -396,6 +395,71 @@ void cli_reuse_case(const std::string &path, const std::vector<unsigned> &counts
     }
     std::printf("       (rate: whole runs per second; CPU ns/rec column: CPU ns per run)\n");
 }
+
+// 5b (and 5f): the stack-distance calculator alone (sonde_stackdist_batch, N workers) on the
+// 64-byte lines of `refs` in memory. Check: the histogram's bins are the same for every N.
+void calculator_case(const std::string &title, const std::vector<sonde_memref_t> &refs,
+                     const std::vector<unsigned> &counts) {
+    header(title.c_str(), "refs/s");
+    std::vector<uint64_t> lines(refs.size());
+    std::vector<uint8_t> writes(refs.size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+        lines[i] = refs[i].address / 64;
+        writes[i] = refs[i].type != SONDE_MEMREF_READ;
+    }
+    Figure one{};
+    std::vector<uint64_t> first;
+    for (unsigned n : counts) {
+        std::vector<uint64_t> bins;
+        const Figure f = measure([&] {
+            sonde_stackdist_options_t o{};
+            o.struct_size = sizeof o;
+            o.workers = n;
+            sonde_stackdist_t *sd = nullptr;
+            sonde_histogram_t *h = nullptr;
+            sonde_stackdist_create(&o, &sd);
+            sonde_histogram_create(&h);
+            sonde_stackdist_batch(sd, lines.data(), writes.data(), lines.size(), h);
+            bins = histogram_bins(h);
+            sonde_histogram_destroy(h);
+            sonde_stackdist_destroy(sd);
+            return static_cast<uint64_t>(lines.size());
+        });
+        if (n == 1) {
+            one = f;
+            first = bins;
+        }
+        row(n, f, one, 0, bins == first && !bins.empty());
+    }
+}
+
+#ifdef SONDE_BENCH_SORT
+// 5d-5f: a trace of about 20 M data references (5 M with quick) recorded from a real program,
+// bench/scale/sort.c (a merge sort built with clang's sanitizer coverage), by `sonde record
+// --memory` into TMPDIR: 5d reads it back once (the recorded size), 5e runs `sonde analyze`
+// on it end to end, 5f the calculator alone on its lines.
+void sort_cases(const std::vector<unsigned> &counts, bool quick) {
+    const char *tmp = getenv("TMPDIR");
+    const std::string trace = std::string(tmp != nullptr ? tmp : "/tmp") + "/sonde-bench-scale-sort-" +
+                              std::to_string(getpid()) + ".trace";
+    const sonde_bench::ChildOutput rec =
+        sonde_bench::run_child({SONDE_BENCH_SONDE, "record", "--memory", "--force", "-o", trace, "--",
+                                SONDE_BENCH_SORT, quick ? "60000" : "220000"});
+    std::vector<sonde_memref_t> refs;
+    if (!rec.ran || !load_trace(trace, SONDE_TRACE_FORMAT_SONDE, &refs)) {
+        std::printf("\n5d. sonde record --memory of the sort program failed; 5d-5f skipped\n");
+        std::remove(trace.c_str());
+        return;
+    }
+    std::printf("\n5d. sort.c recorded by sonde record --memory: %zu data references, one shard\n",
+                refs.size());
+    cli_reuse_case("5e. sonde analyze sort.trace --tool reuse_distance --jobs N, end to end (Sonde trace)",
+                   trace, "sonde", counts);
+    calculator_case("5f. the stack-distance calculator alone, sort.trace's lines in memory, N workers", refs,
+                    counts);
+    std::remove(trace.c_str());
+}
+#endif
 
 double children_cpu_seconds() {
     rusage ru{};
@@ -570,7 +634,7 @@ int main() {
     const std::string path =
         std::string(data != nullptr ? data : SONDE_TEST_DATA_DIR) + "/gzip-gpl3.lackey.zst";
     std::vector<sonde_memref_t> refs;
-    if (!load_trace(path, &refs)) {
+    if (!load_trace(path, SONDE_TRACE_FORMAT_LACKEY, &refs)) {
         std::printf("\n5. reuse_distance: %s cannot be read; skipped\n", path.c_str());
         mpi_cases(quick);
         return 0;
@@ -597,42 +661,16 @@ int main() {
             row(n, f, one, 0, json == first);
         }
     }
-    {
-        header("5b. the stack-distance calculator alone, the same lines in memory, N workers", "refs/s");
-        std::vector<uint64_t> lines(refs.size());
-        std::vector<uint8_t> writes(refs.size());
-        for (size_t i = 0; i < refs.size(); ++i) {
-            lines[i] = refs[i].address / 64;
-            writes[i] = refs[i].type != SONDE_MEMREF_READ;
-        }
-        refs.clear();
-        refs.shrink_to_fit();
-        Figure one{};
-        std::vector<uint64_t> first;
-        for (unsigned n : counts) {
-            std::vector<uint64_t> bins;
-            const Figure f = measure([&] {
-                sonde_stackdist_options_t o{};
-                o.struct_size = sizeof o;
-                o.workers = n;
-                sonde_stackdist_t *sd = nullptr;
-                sonde_histogram_t *h = nullptr;
-                sonde_stackdist_create(&o, &sd);
-                sonde_histogram_create(&h);
-                sonde_stackdist_batch(sd, lines.data(), writes.data(), lines.size(), h);
-                bins = histogram_bins(h);
-                sonde_histogram_destroy(h);
-                sonde_stackdist_destroy(sd);
-                return static_cast<uint64_t>(lines.size());
-            });
-            if (n == 1) {
-                one = f;
-                first = bins;
-            }
-            row(n, f, one, 0, bins == first && !bins.empty());
-        }
-    }
-    cli_reuse_case(path, counts);
+    calculator_case("5b. the stack-distance calculator alone, the same lines in memory, N workers", refs,
+                    counts);
+    refs.clear();
+    refs.shrink_to_fit();
+    cli_reuse_case("5c. sonde analyze " + path.substr(path.rfind('/') + 1) +
+                       " --tool reuse_distance --jobs N, end to end (decoding in parallel)",
+                   path, "lackey", counts);
+#ifdef SONDE_BENCH_SORT
+    sort_cases(counts, quick);
+#endif
     mpi_cases(quick);
     sonde_finalize();
     return 0;

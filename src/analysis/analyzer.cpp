@@ -31,7 +31,8 @@ namespace {
 constexpr size_t kBatch = 4096;           // records read from a file shard per call
 constexpr size_t kMemorySpan = 1u << 16;  // records of a memory shard handed out per span
 
-// Reads one shard as spans of records. File shards copy into an owned buffer of up to kBatch
+// Reads one shard as spans of records. File shards whose reader holds decoded blocks
+// (ShardReader::view) hand them out in place; others copy into an owned buffer of up to kBatch
 // records (fewer for a shard known to hold fewer), allocated on the first span and freed with
 // the reader at the end; memory shards hand out the caller's records in place. Owned by one
 // thread.
@@ -50,11 +51,19 @@ public:
         if (done_) return 0;
         if (!reader_) {
             reader_ = spec_.input->open_shard(spec_.index, id_);
-            const uint64_t records = spec_.input->shard_records(spec_.index);
-            buffer_.resize(static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(records, 1), kBatch)));
+            if (!reader_->has_view()) {
+                const uint64_t records = spec_.input->shard_records(spec_.index);
+                buffer_.resize(
+                    static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(records, 1), kBatch)));
+            }
         }
-        const size_t n = reader_->read(buffer_.data(), buffer_.size());
-        *out = buffer_.data();
+        size_t n;
+        if (reader_->has_view()) {
+            n = reader_->view(out);  // in place: the reader's decoded block
+        } else {
+            n = reader_->read(buffer_.data(), buffer_.size());
+            *out = buffer_.data();
+        }
         spec_.read += n;
         if (n == 0) {
             done_ = true;
@@ -345,6 +354,13 @@ sonde_status_t Analyzer::run() {
         if (const sonde_status_t st = start_partition(can_parallel)) return st;
         if (partition_kind_ == SONDE_PARTITION_TIME_SLICES) can_parallel = false;
     }
+    // Threads of the run: the workers asked for (--jobs), else one per core. When there are
+    // fewer shards than threads, the readers of a stream input (lackey text) decode its one
+    // shard on the spare ones (block_decode.h); the records are the same for every count.
+    const uint32_t cores = workers != 0 ? workers : std::max(1u, std::thread::hardware_concurrency());
+    const size_t shard_count = std::max<size_t>(1, shards_.size());
+    for (const auto &in : inputs_)
+        in->set_decode_threads(static_cast<unsigned>(std::max<size_t>(1, cores / shard_count)));
     // Memory of the readers: a serial run holds every shard's at once, a parallel one a
     // shard's per worker.
     std::vector<const Input *> inputs;
@@ -369,7 +385,7 @@ sonde_status_t Analyzer::run() {
             return SONDE_STATUS_ERROR_TOOL;
         }
     }
-    uint32_t n = workers != 0 ? workers : std::max(1u, std::thread::hardware_concurrency());
+    uint32_t n = cores;
     n = static_cast<uint32_t>(std::max<size_t>(1, std::min<size_t>(n, shards_.size())));
     if (need.largest != 0)
         n = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(n, need.budget / need.largest)));
@@ -478,9 +494,18 @@ sonde_status_t Analyzer::run_serial() {
         const Key bound = bounded ? heap.top() : Key{UINT64_MAX, 0};
         size_t n = 0;
         uint64_t last = s.last_ts;
+        if (!bounded) {
+            // The only shard left: all of its span, and its last timestamp.
+            n = s.left;
+            for (size_t k = n; k > 0; --k)
+                if (s.p[k - 1].timestamp != 0) {
+                    last = s.p[k - 1].timestamp;
+                    break;
+                }
+        }
         while (n < s.left) {
             const uint64_t ts = s.p[n].timestamp != 0 ? s.p[n].timestamp : last;
-            if (n > 0 && bounded && Key{ts, i} > bound) break;
+            if (n > 0 && Key{ts, i} > bound) break;
             last = ts;
             ++n;
         }

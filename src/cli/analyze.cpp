@@ -189,8 +189,10 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
         "a tool shared object, with its options after '=' (PATH=OPTIONS; they run to the end of the "
         "value) (default basic_counts, or cache_sim with --cache)");
-    auto *jobs_opt = app.add_option("--jobs,-j", jobs, "Parallel workers (default: the number of cores)")
-                         ->check(cli::unsigned_range(1, 1024));
+    app.add_option("--jobs,-j", jobs,
+                   "Threads: parallel workers; in a serial run, the threads that decode a lackey "
+                   "input and reuse_distance's workers (default: the number of cores)")
+        ->check(cli::unsigned_range(1, 1024));
     app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
     // --cache is checked after parsing: what it holds depends on --cache-model.
     auto *cache_opt = app.add_option(
@@ -324,10 +326,6 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         if (o->count() > 0 && !chosen("reuse_distance"))
             return cli::usage_error(
                 kCommand, o->get_name() + ": only reuse_distance reads it, and it is not among the tools");
-    if (serial && jobs_opt->count() > 0 && !chosen("reuse_distance"))
-        return cli::usage_error(kCommand,
-                                "--jobs: a --serial run has no workers (only reuse_distance reads "
-                                "--jobs in a serial run)");
     for (const std::string &in : inputs)
         if (!json_path.empty() && cli::same_file(in, json_path))
             return cli::usage_error(kCommand, "--json: " + json_path + " is the input " + in);

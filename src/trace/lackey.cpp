@@ -1,9 +1,14 @@
-// Lackey text reader (see lackey.h). Hot path: parse_() walks the decoded text once with a
-// table-driven hex parser; it must not allocate or copy lines.
+// Lackey text reader (see lackey.h). The text is decoded in blocks (block_decode.h): a block
+// ends after its last whole line and is parsed on its own, on one of the reader's decode
+// threads; the pc of a block's data lines before its first instruction line comes from the
+// block before, applied in order. Hot path: decode() walks a block once with a table-driven
+// hex parser; it must not allocate or copy lines.
 #include "trace/lackey.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "trace/block_decode.h"
 #include "trace/trace_format.h"
 #include "trace/trace_stream.h"
 
@@ -22,98 +27,53 @@ struct HexTable {
 };
 const HexTable kHex;
 
-constexpr size_t kBufferSize = 4u << 20;
+constexpr size_t kBlockBytes = 256u << 10;
+constexpr size_t kMinBlockBytes = 16u << 10;
 constexpr size_t kMaxLine = 4096;
+// The shortest line that gives a record: "I  0,1" and a newline.
+constexpr size_t kMinRecordLine = 7;
 
-class LackeyShardReader final : public ShardReader {
+class LackeyFormat final : public StreamFormat {
 public:
-    LackeyShardReader(const Source *source, uint32_t shard_id) : path_(source->path()), shard_id_(shard_id) {}
+    LackeyFormat(std::string path, uint32_t shard_id, bool compressed)
+        : path_(std::move(path)), shard_id_(shard_id), compressed_(compressed) {}
 
-    bool start(const Source *source) {
-        std::string err;
-        // kBufferSize, or less for a small file.
-        const sonde_status_t s = win_.open(source, kBufferSize, 2 * kMaxLine, &err);
-        if (s != SONDE_STATUS_SUCCESS) {
-            status_ = s;
-            error_ = err;
-            return false;
-        }
-        return true;
+    // After the last newline; at the end of the stream the last line may lack its newline,
+    // unless it is longer than any line (then it is left over, and tail_error() says so).
+    size_t cut(const unsigned char *data, size_t len, bool eof) const override {
+        const void *nl = memrchr(data, '\n', len);
+        const size_t whole =
+            nl == nullptr ? 0 : static_cast<size_t>(static_cast<const unsigned char *>(nl) - data) + 1;
+        return eof && len - whole <= kMaxLine ? len : whole;
+    }
+    size_t max_records(size_t bytes) const override { return bytes / kMinRecordLine + 1; }
+    size_t max_record_bytes() const override { return kMaxLine; }
+    std::string tail_error(uint64_t at, size_t) const override {
+        return at_(at, "line longer than " + std::to_string(kMaxLine) + " bytes");
     }
 
-    size_t read(sonde_memref_t *out, size_t max) override {
-        if (status_ != SONDE_STATUS_SUCCESS || win_.data() == nullptr) return 0;
+    void decode(DecodedBlock &b) const override {
+        const unsigned char *const base = b.bytes.get();
+        const unsigned char *p = base;
+        const unsigned char *const end = base + b.len;
+        sonde_memref_t *const out = b.records.get();
         size_t n = 0;
-        while (n < max) {
-            const size_t pos = win_.pos();
-            const size_t len = win_.len();
-            if (pos == len || (!win_.eof() && std::memchr(win_.data() + pos, '\n', len - pos) == nullptr)) {
-                if (win_.eof()) break;
-                if (!refill()) {
-                    if (status_ != SONDE_STATUS_SUCCESS) return 0;
-                    if (win_.pos() == win_.len()) break;
-                }
-                continue;
-            }
-            n += parse_(out + n, max - n);
-            if (status_ != SONDE_STATUS_SUCCESS) return 0;
-        }
-        return n;
-    }
-
-private:
-    // Keeps the unparsed tail (at most one line) and appends decoded text; false at the end.
-    bool refill() {
-        if (win_.len() - win_.pos() > kMaxLine) {
-            fail(win_.offset() + win_.pos(), "line longer than " + std::to_string(kMaxLine) + " bytes");
-            return false;
-        }
-        if (win_.refill()) return true;
-        if (win_.status() != SONDE_STATUS_SUCCESS) {
-            status_ = win_.status();
-            error_ = win_.error();
-        }
-        return false;
-    }
-
-    void fail(uint64_t offset, const std::string &what) {
-        status_ = SONDE_STATUS_ERROR_FORMAT;
-        error_ =
-            fmt::at(path_, offset, what + (win_.compressed() ? " (offset in the decompressed text)" : ""));
-    }
-
-    void bad_line(const unsigned char *line, const unsigned char *end) {
-        size_t len = 0;
-        while (line + len < end && line[len] != '\n' && len < 40) ++len;
-        std::string shown;
-        for (size_t i = 0; i < len; ++i)
-            shown += (line[i] >= 0x20 && line[i] < 0x7F) ? static_cast<char>(line[i]) : '?';
-        fail(win_.offset() + static_cast<uint64_t>(line - win_.data()),
-             "bad lackey line " + std::to_string(line_ + 1) + ": \"" + shown + "\"");
-    }
-
-    // Parses complete lines (and at the end the last unterminated one) into out.
-    size_t parse_(sonde_memref_t *out, size_t max) {
-        const unsigned char *const base = win_.data();
-        const unsigned char *p = base + win_.pos();
-        const unsigned char *end = base + win_.len();
-        const bool eof = win_.eof();
-        size_t n = 0;
-        while (n < max && p < end) {
+        uint64_t lines = 0;
+        uint64_t pc = 0;
+        size_t carry_until = SIZE_MAX;  // index of the block's first instruction record
+        while (p < end) {
             const unsigned char *nl =
                 static_cast<const unsigned char *>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
-            if (nl == nullptr) {
-                if (!eof) break;
-                nl = end;  // the last line has no newline
-            }
+            if (nl == nullptr) nl = end;  // the stream's last line has no newline
             const unsigned char *line = p;
             const unsigned char *stop = nl;
             if (stop > line && stop[-1] == '\r') --stop;
-            p = nl < end ? nl + 1 : end;
-            ++line_;
             const size_t len = static_cast<size_t>(stop - line);
-            if (len == 0) continue;
-            if (line[0] == '=' && len >= 2 && line[1] == '=') continue;
+            if (len == 0 || (line[0] == '=' && len >= 2 && line[1] == '=')) {
+                p = nl < end ? nl + 1 : end;
+                ++lines;
+                continue;
+            }
             uint16_t type;
             if (len >= 4 && line[0] == 'I' && line[1] == ' ' && line[2] == ' ') {
                 type = SONDE_MEMREF_IFETCH;
@@ -123,9 +83,8 @@ private:
                        : line[1] == 'S' ? SONDE_MEMREF_WRITE
                                         : SONDE_MEMREF_MODIFY;
             } else {
-                --line_;
-                bad_line(line, end);
-                return 0;
+                fail(b, line, end);
+                break;
             }
             const unsigned char *q = line + 3;
             uint64_t addr = 0;
@@ -146,29 +105,67 @@ private:
                 ok = sdigits > 0 && q == stop && size <= 0xFFFF;
             }
             if (!ok) {
-                --line_;
-                bad_line(line, end);
-                return 0;
+                fail(b, line, end);
+                break;
             }
-            if (type == SONDE_MEMREF_IFETCH) pc_ = addr;
+            if (type == SONDE_MEMREF_IFETCH) {
+                pc = addr;
+                if (carry_until == SIZE_MAX) carry_until = n;
+            }
             sonde_memref_t &m = out[n++];
             m.address = addr;
-            m.pc = pc_;
+            m.pc = pc;
             m.timestamp = 0;
             m.shard = shard_id_;
             m.type = type;
             m.size = static_cast<uint16_t>(size);
+            p = nl < end ? nl + 1 : end;
+            ++lines;
         }
-        win_.set_pos(static_cast<size_t>(p - base));
-        return n;
+        b.count = n;
+        b.lines = lines;
+        b.sets_carry = carry_until != SIZE_MAX;
+        b.carry_until = b.sets_carry ? carry_until : n;
+        b.carry_out = pc;
+    }
+
+    std::string finish(DecodedBlock &b, uint64_t *carry, uint64_t lines_before) const override {
+        sonde_memref_t *const r = b.records.get();
+        for (size_t i = 0; i < b.carry_until; ++i) r[i].pc = *carry;
+        if (b.sets_carry) *carry = b.carry_out;
+        if (!b.failed) return std::string();
+        return at_(b.offset + b.fail_pos, "bad lackey line " + std::to_string(lines_before + b.lines + 1) +
+                                              ": \"" + b.fail_what + "\"");
+    }
+
+private:
+    // Records the bad line: its position and its first 40 bytes, printable.
+    static void fail(DecodedBlock &b, const unsigned char *line, const unsigned char *end) {
+        size_t len = 0;
+        while (line + len < end && line[len] != '\n' && len < 40) ++len;
+        b.failed = true;
+        b.fail_pos = static_cast<size_t>(line - b.bytes.get());
+        b.fail_what.clear();
+        for (size_t i = 0; i < len; ++i)
+            b.fail_what += (line[i] >= 0x20 && line[i] < 0x7F) ? static_cast<char>(line[i]) : '?';
+    }
+    std::string at_(uint64_t offset, const std::string &what) const {
+        return fmt::at(path_, offset, what + (compressed_ ? " (offset in the decompressed text)" : ""));
     }
 
     std::string path_;
     uint32_t shard_id_;
-    ByteWindow win_;
-    uint64_t line_ = 0;  // lines consumed
-    uint64_t pc_ = 0;
+    bool compressed_;
 };
+
+// Decoded bytes per block: kBlockBytes, less for a small file (so that several threads share
+// it), at least kMinBlockBytes (twice the longest line).
+size_t block_bytes(const Source &source, unsigned threads) {
+    if (!source.seekable()) return kBlockBytes;
+    const uint64_t decoded = source.size() * (source.zstd() ? 32 : 1);
+    const uint64_t share = decoded / (2 * uint64_t{threads}) + 1;
+    return static_cast<size_t>(std::clamp<uint64_t>(share, kMinBlockBytes, kBlockBytes));
+}
 
 class LackeyInput final : public Input {
 public:
@@ -182,14 +179,18 @@ public:
         return source_->seekable() && source_->size() == 0 ? 0 : UINT64_MAX;
     }
     uint64_t shard_memory(size_t shard) const override {
-        return shard == 0 ? ByteWindow::memory(*source_, kBufferSize, 2 * kMaxLine) : 0;
+        if (shard != 0) return 0;
+        const unsigned threads = decode_threads();
+        const LackeyFormat format(path_, 0, false);
+        return StreamBlocks::memory(format, threads, block_bytes(*source_, threads)) +
+               ByteStream::memory(*source_);
     }
     uint64_t shard_bytes(size_t shard) const override { return shard == 0 ? source_->size() : 0; }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override {
         if (shard != 0) return nullptr;
-        auto r = std::make_unique<LackeyShardReader>(source_.get(), shard_id);
-        r->start(source_.get());
-        return r;
+        const unsigned threads = decode_threads();
+        return open_stream_shard<LackeyFormat>(source_.get(), threads, block_bytes(*source_, threads), path_,
+                                               shard_id, source_->zstd());
     }
 };
 

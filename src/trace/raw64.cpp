@@ -1,6 +1,10 @@
-// Raw 64-bit address reader (see raw64.h). Hot path: a copy of 8 bytes into each record.
+// Raw 64-bit address reader (see raw64.h), in blocks of the stream decoded on the reader's
+// decode threads (block_decode.h). Hot path: a copy of 8 bytes into each record.
 #include "trace/raw64.h"
 
+#include <algorithm>
+
+#include "trace/block_decode.h"
 #include "trace/trace_format.h"
 #include "trace/trace_stream.h"
 
@@ -8,69 +12,49 @@ namespace sonde::trace {
 
 namespace {
 
-constexpr size_t kWindow = 1u << 20;
+constexpr size_t kBlockBytes = 512u << 10;
+constexpr size_t kMinBlockBytes = 64u << 10;
 
-class Raw64ShardReader final : public ShardReader {
+// Blocks of whole 8-byte addresses (block_decode.h); nothing is carried between blocks.
+class Raw64Format final : public StreamFormat {
 public:
-    Raw64ShardReader(const Source *source, uint32_t shard_id) : path_(source->path()), shard_id_(shard_id) {}
-
-    bool start(const Source *source) {
-        std::string err;
-        const sonde_status_t s = win_.open(source, kWindow, 64, &err);
-        if (s != SONDE_STATUS_SUCCESS) {
-            status_ = s;
-            error_ = err;
-            return false;
-        }
-        return true;
+    Raw64Format(std::string path, uint32_t shard_id) : path_(std::move(path)), shard_id_(shard_id) {}
+    size_t cut(const unsigned char *, size_t len, bool) const override { return len - len % 8; }
+    size_t max_records(size_t bytes) const override { return bytes / 8; }
+    size_t max_record_bytes() const override { return 7; }
+    std::string tail_error(uint64_t at, size_t bytes) const override {
+        return fmt::at(path_, at,
+                       "raw64 size is not a multiple of 8 (" + std::to_string(bytes) + " trailing bytes)");
     }
-
-    size_t read(sonde_memref_t *out, size_t max) override {
-        if (status_ != SONDE_STATUS_SUCCESS || win_.data() == nullptr) return 0;
-        size_t n = 0;
-        while (n < max) {
-            const size_t pos = win_.pos();
-            if (win_.len() - pos < 8) {
-                if (win_.eof()) break;
-                if (win_.refill()) continue;
-                if (win_.status() != SONDE_STATUS_SUCCESS) {
-                    status_ = win_.status();
-                    error_ = win_.error();
-                    return 0;
-                }
-                const size_t tail = win_.len();  // refill() moved the unconsumed bytes to the front
-                if (tail != 0) {
-                    status_ = SONDE_STATUS_ERROR_FORMAT;
-                    error_ = fmt::at(
-                        path_, win_.offset(),
-                        "raw64 size is not a multiple of 8 (" + std::to_string(tail) + " trailing bytes)");
-                    return 0;
-                }
-                break;
-            }
-            const size_t avail = (win_.len() - pos) / 8;
-            const size_t k = avail < max - n ? avail : max - n;
-            const unsigned char *p = win_.data() + pos;
-            for (size_t i = 0; i < k; ++i) {
-                sonde_memref_t &m = out[n + i];
-                m.address = fmt::load64(p + 8 * i);
-                m.pc = 0;
-                m.timestamp = 0;
-                m.shard = shard_id_;
-                m.type = SONDE_MEMREF_READ;
-                m.size = 8;
-            }
-            win_.set_pos(pos + 8 * k);
-            n += k;
+    void decode(DecodedBlock &b) const override {
+        const unsigned char *p = b.bytes.get();
+        const size_t n = b.len / 8;
+        sonde_memref_t *out = b.records.get();
+        for (size_t i = 0; i < n; ++i) {
+            sonde_memref_t &m = out[i];
+            m.address = fmt::load64(p + 8 * i);
+            m.pc = 0;
+            m.timestamp = 0;
+            m.shard = shard_id_;
+            m.type = SONDE_MEMREF_READ;
+            m.size = 8;
         }
-        return n;
+        b.count = n;
+        b.carry_until = 0;
     }
+    std::string finish(DecodedBlock &, uint64_t *, uint64_t) const override { return std::string(); }
 
 private:
     std::string path_;
     uint32_t shard_id_;
-    ByteWindow win_;
 };
+
+size_t block_bytes(const Source &source, unsigned threads) {
+    if (!source.seekable()) return kBlockBytes;
+    const uint64_t decoded = source.size() * (source.zstd() ? 8 : 1);
+    const uint64_t share = (decoded / (2 * uint64_t{threads}) + 8) & ~uint64_t{7};
+    return static_cast<size_t>(std::clamp<uint64_t>(share, kMinBlockBytes, kBlockBytes));
+}
 
 class Raw64Input final : public Input {
 public:
@@ -82,14 +66,17 @@ public:
     size_t num_shards() const override { return 1; }
     uint64_t shard_records(size_t) const override { return records_; }
     uint64_t shard_memory(size_t shard) const override {
-        return shard == 0 && records_ != 0 ? ByteWindow::memory(*source_, kWindow, 64) : 0;
+        if (shard != 0 || records_ == 0) return 0;
+        const unsigned threads = decode_threads();
+        return StreamBlocks::memory(Raw64Format(path_, 0), threads, block_bytes(*source_, threads)) +
+               ByteStream::memory(*source_);
     }
     uint64_t shard_bytes(size_t shard) const override { return shard == 0 ? source_->size() : 0; }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override {
         if (shard != 0) return nullptr;
-        auto r = std::make_unique<Raw64ShardReader>(source_.get(), shard_id);
-        r->start(source_.get());
-        return r;
+        const unsigned threads = decode_threads();
+        return open_stream_shard<Raw64Format>(source_.get(), threads, block_bytes(*source_, threads), path_,
+                                              shard_id);
     }
     uint64_t records_ = UINT64_MAX;
 };

@@ -43,6 +43,15 @@ public:
     // to Input::open_shard. Cost: a copy per record plus decompression of the next chunk when
     // the current one is used up; no allocation after the first call.
     virtual size_t read(sonde_memref_t *out, size_t max) = 0;
+    // Zero-copy reading, for readers that hold decoded records (has_view()): points *out at
+    // the next records in place and returns how many (at least 1), valid until the next call
+    // of view() or read(); 0 at the end of the shard or on an error, as read(). A reader is
+    // read either through view() or through read(), not both.
+    virtual bool has_view() const { return false; }
+    virtual size_t view(const sonde_memref_t **out) {
+        (void)out;
+        return 0;
+    }
     // SUCCESS, or the error that ended the shard: SONDE_STATUS_ERROR_IO (read failed),
     // SONDE_STATUS_ERROR_FORMAT (corrupted / truncated data).
     sonde_status_t status() const { return status_; }
@@ -149,6 +158,12 @@ public:
     }
     // For readers that read the input's files themselves (not through a ByteStream).
     void count_consumed(uint64_t n) const { consumed_.fetch_add(n, std::memory_order_relaxed); }
+    // Threads a reader of one shard may decode with (lackey text: blocks of the stream parsed
+    // in parallel, block_decode.h), 1 by default. Set by the input's owner before it opens
+    // shards or asks for shard_memory(), which counts them; readers give the same records
+    // whatever the count.
+    void set_decode_threads(unsigned n) { decode_threads_ = n < 1 ? 1 : n; }
+    unsigned decode_threads() const { return decode_threads_; }
 
 protected:
     std::string path_;
@@ -157,6 +172,7 @@ protected:
     bool complete_ = true;
     std::unique_ptr<Source> source_;  // the one open file of the input
     mutable std::atomic<uint64_t> consumed_{0};
+    unsigned decode_threads_ = 1;
     Tables tables_;
 };
 

@@ -13,6 +13,7 @@
 #include <new>
 #include <queue>
 
+#include "trace/block_decode.h"
 #include "trace/drmemtrace.h"
 #include "trace/lackey.h"
 #include "trace/raw64.h"
@@ -166,10 +167,17 @@ public:
     uint64_t shard_memory(size_t shard) const override {
         if (shard >= shards_.size()) return 0;
         // The decoded columns of its largest chunk and that chunk's compressed bytes (held
-        // together while it decompresses).
+        // together while it decompresses); with decode threads, that for every block in
+        // flight, with the chunk's records.
         uint64_t m = 0;
         for (const ChunkRef &c : shards_[shard])
             m = std::max<uint64_t>(m, uint64_t(c.records) * fmt::kRecordSize + (c.end - c.offset));
+        const unsigned threads = decode_threads();
+        if (threads > 1 && shards_[shard].size() > 1) {
+            uint64_t largest = 0;
+            for (const ChunkRef &c : shards_[shard]) largest = std::max<uint64_t>(largest, c.records);
+            m = BlockDecoder::slots(threads) * (m + largest * sizeof(sonde_memref_t));
+        }
         return m;
     }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override;
@@ -514,11 +522,103 @@ private:
     }
 };
 
-// Reads one shard's chunks in file order. Cost per chunk: one pread, a checksum over the
-// compressed bytes, one zstd decompression into a reused buffer and a pass over the type
-// column; per record, one pass of column decoding straight into the caller's array (no
-// intermediate copy). Buffers are sized by the shard's chunks and freed at its end, so a
-// finished shard holds nothing.
+// Buffers of one chunk being loaded: its compressed bytes and its decoded columns. Reused from
+// chunk to chunk; not zero-filled.
+struct ChunkBuffers {
+    std::unique_ptr<unsigned char[]> compressed, payload;
+    size_t compressed_cap = 0, payload_cap = 0;
+    void release() {
+        compressed.reset();
+        payload.reset();
+        compressed_cap = payload_cap = 0;
+    }
+};
+
+// What loading a chunk found: SUCCESS with its record count, or the error and its message.
+struct ChunkLoad {
+    sonde_status_t status = SONDE_STATUS_SUCCESS;
+    std::string error;
+    size_t records = 0;
+};
+
+// Loads chunk `c` of shard `shard` into b.payload (its decoded columns, checked): one pread of
+// the header, one of the compressed bytes, a checksum over them and one zstd decompression.
+// Thread-safe for different buffers (pread only). May throw std::bad_alloc.
+ChunkLoad load_chunk(const SondeInput &in, const ChunkRef &c, uint32_t shard, ChunkBuffers &b) {
+    ChunkLoad r;
+    auto fail = [&](uint64_t offset, const std::string &what) {
+        r.status = SONDE_STATUS_ERROR_FORMAT;
+        r.error = fmt::at(in.path(), offset, what);
+        return r;
+    };
+    auto io_fail = [&](uint64_t offset) {
+        r.status = SONDE_STATUS_ERROR_IO;
+        r.error = fmt::at(in.path(), offset, std::string("read failed: ") + std::strerror(errno));
+        return r;
+    };
+    unsigned char hb[fmt::kChunkHeaderSize];
+    const ssize_t got = pread_full(in.fd_, hb, sizeof hb, c.offset);
+    if (got < 0) return io_fail(c.offset);
+    if (got != static_cast<ssize_t>(sizeof hb))
+        return fail(c.offset, "truncated chunk header (" + std::to_string(got) + " of 48 bytes)");
+    fmt::ChunkHeader h;
+    const std::string bad = fmt::decode_chunk_header(hb, &h);
+    if (!bad.empty()) return fail(c.offset, bad);
+    if (h.shard != shard || h.records != c.records)
+        return fail(c.offset, "chunk header does not match the index (shard " + std::to_string(h.shard) +
+                                  ", " + std::to_string(h.records) + " records)");
+    const uint64_t poff = c.offset + fmt::kChunkHeaderSize;
+    if (h.compressed_size > c.end - poff) {
+        // The chunk runs into the next one (or the index): the index lists overlapping chunks.
+        const std::string what = "chunk at offset " + std::to_string(c.offset) + " (" +
+                                 std::to_string(fmt::kChunkHeaderSize + h.compressed_size) +
+                                 " bytes) overlaps ";
+        if (c.entry != kNoEntry) {
+            r.status = SONDE_STATUS_ERROR_FORMAT;
+            r.error = in.entry_error(
+                c.entry, what + (c.next != kNoEntry ? "index entry " + std::to_string(c.next) +
+                                                          " (chunk at offset " + std::to_string(c.end) + ")"
+                                                    : "the index at offset " + std::to_string(c.end)));
+            return r;
+        }
+        return fail(c.offset, what + "the end of the chunks at offset " + std::to_string(c.end));
+    }
+    if (b.compressed_cap < h.compressed_size) {
+        b.compressed.reset();
+        b.compressed.reset(new unsigned char[h.compressed_size]);
+        b.compressed_cap = h.compressed_size;
+    }
+    const ssize_t pgot = pread_full(in.fd_, b.compressed.get(), h.compressed_size, poff);
+    if (pgot < 0) return io_fail(poff);
+    if (static_cast<size_t>(pgot) != h.compressed_size)
+        return fail(poff, "truncated chunk (" + std::to_string(pgot) + " of " +
+                              std::to_string(h.compressed_size) + " payload bytes)");
+    if (fmt::checksum64(b.compressed.get(), h.compressed_size) != h.payload_checksum)
+        return fail(poff, "chunk payload checksum mismatch");
+    const size_t want = static_cast<size_t>(h.records) * fmt::kRecordSize;
+    if (b.payload_cap < want) {
+        b.payload.reset();
+        b.payload.reset(new unsigned char[want]);
+        b.payload_cap = want;
+    }
+    // One-shot decompression into the payload buffer: no window of the decoder's own.
+    const size_t z = ZSTD_decompress(b.payload.get(), want, b.compressed.get(), h.compressed_size);
+    fmt::throw_if_zstd_out_of_memory(z);
+    if (ZSTD_isError(z)) return fail(poff, std::string("zstd: ") + ZSTD_getErrorName(z));
+    if (z != want)
+        return fail(
+            poff, "chunk decompresses to " + std::to_string(z) + " bytes, expected " + std::to_string(want));
+    const std::string invalid = fmt::check_columns(b.payload.get(), h.records, in.minor());
+    if (!invalid.empty()) return fail(poff, invalid);
+    in.count_consumed(c.end - c.offset);  // as shard_bytes() counts it
+    r.records = h.records;
+    return r;
+}
+
+// Reads one shard's chunks in file order on the calling thread. Cost per chunk: load_chunk();
+// per record, one pass of column decoding straight into the caller's array (no intermediate
+// copy). Buffers are sized by the shard's chunks and freed at its end, so a finished shard
+// holds nothing.
 class SondeShardReader final : public ShardReader {
 public:
     SondeShardReader(const SondeInput *in, const std::vector<ChunkRef> *chunks, uint32_t shard, uint32_t id)
@@ -530,14 +630,22 @@ public:
         while (n < max) {
             if (pos_ == count_) {
                 if (next_ == chunks_->size()) {
-                    payload_.reset();  // the shard is done: hold nothing
-                    payload_cap_ = 0;
+                    buffers_.release();  // the shard is done: hold nothing
                     break;
                 }
-                if (!load(chunks_->at(next_++))) break;
+                const ChunkLoad got = load_chunk(*in_, chunks_->at(next_++), shard_, buffers_);
+                if (got.status != SONDE_STATUS_SUCCESS) {
+                    status_ = got.status;
+                    error_ = got.error;
+                    buffers_.release();
+                    break;
+                }
+                pos_ = 0;
+                count_ = got.records;
+                state_[0] = state_[1] = state_[2] = 0;
             }
             const size_t k = std::min(count_ - pos_, max - n);
-            fmt::decode_columns(payload_.get(), count_, pos_, k, id_, state_, out + n);
+            fmt::decode_columns(buffers_.payload.get(), count_, pos_, k, id_, state_, out + n);
             pos_ += k;
             n += k;
         }
@@ -545,81 +653,6 @@ public:
     }
 
 private:
-    bool fail(uint64_t offset, const std::string &what) {
-        status_ = SONDE_STATUS_ERROR_FORMAT;
-        error_ = fmt::at(in_->path(), offset, what);
-        payload_.reset();
-        payload_cap_ = 0;
-        return false;
-    }
-
-    bool load(const ChunkRef &c) {
-        unsigned char hb[fmt::kChunkHeaderSize];
-        const ssize_t got = pread_full(in_->fd_, hb, sizeof hb, c.offset);
-        if (got < 0) {
-            status_ = SONDE_STATUS_ERROR_IO;
-            error_ = fmt::at(in_->path(), c.offset, std::string("read failed: ") + std::strerror(errno));
-            return false;
-        }
-        if (got != static_cast<ssize_t>(sizeof hb))
-            return fail(c.offset, "truncated chunk header (" + std::to_string(got) + " of 48 bytes)");
-        fmt::ChunkHeader h;
-        const std::string bad = fmt::decode_chunk_header(hb, &h);
-        if (!bad.empty()) return fail(c.offset, bad);
-        if (h.shard != shard_ || h.records != c.records)
-            return fail(c.offset, "chunk header does not match the index (shard " + std::to_string(h.shard) +
-                                      ", " + std::to_string(h.records) + " records)");
-        const uint64_t poff = c.offset + fmt::kChunkHeaderSize;
-        if (h.compressed_size > c.end - poff) {
-            // The chunk runs into the next one (or the index): the index lists overlapping chunks.
-            const std::string what = "chunk at offset " + std::to_string(c.offset) + " (" +
-                                     std::to_string(fmt::kChunkHeaderSize + h.compressed_size) +
-                                     " bytes) overlaps ";
-            if (c.entry != kNoEntry) {
-                status_ = SONDE_STATUS_ERROR_FORMAT;
-                error_ = in_->entry_error(
-                    c.entry,
-                    what + (c.next != kNoEntry ? "index entry " + std::to_string(c.next) +
-                                                     " (chunk at offset " + std::to_string(c.end) + ")"
-                                               : "the index at offset " + std::to_string(c.end)));
-                return false;
-            }
-            return fail(c.offset, what + "the end of the chunks at offset " + std::to_string(c.end));
-        }
-        std::unique_ptr<unsigned char[]> cbuf(new unsigned char[h.compressed_size]);
-        const ssize_t pgot = pread_full(in_->fd_, cbuf.get(), h.compressed_size, poff);
-        if (pgot < 0) {
-            status_ = SONDE_STATUS_ERROR_IO;
-            error_ = fmt::at(in_->path(), poff, std::string("read failed: ") + std::strerror(errno));
-            return false;
-        }
-        if (static_cast<size_t>(pgot) != h.compressed_size)
-            return fail(poff, "truncated chunk (" + std::to_string(pgot) + " of " +
-                                  std::to_string(h.compressed_size) + " payload bytes)");
-        if (fmt::checksum64(cbuf.get(), h.compressed_size) != h.payload_checksum)
-            return fail(poff, "chunk payload checksum mismatch");
-        const size_t want = static_cast<size_t>(h.records) * fmt::kRecordSize;
-        if (payload_cap_ < want) {
-            payload_.reset();
-            payload_.reset(new unsigned char[want]);
-            payload_cap_ = want;
-        }
-        // One-shot decompression into the payload buffer: no window of the decoder's own.
-        const size_t r = ZSTD_decompress(payload_.get(), want, cbuf.get(), h.compressed_size);
-        fmt::throw_if_zstd_out_of_memory(r);
-        if (ZSTD_isError(r)) return fail(poff, std::string("zstd: ") + ZSTD_getErrorName(r));
-        if (r != want)
-            return fail(poff, "chunk decompresses to " + std::to_string(r) + " bytes, expected " +
-                                  std::to_string(want));
-        const std::string invalid = fmt::check_columns(payload_.get(), h.records, in_->minor());
-        if (!invalid.empty()) return fail(poff, invalid);
-        pos_ = 0;
-        count_ = h.records;
-        state_[0] = state_[1] = state_[2] = 0;
-        in_->count_consumed(c.end - c.offset);  // as shard_bytes() counts it
-        return true;
-    }
-
     const SondeInput *in_;
     const std::vector<ChunkRef> *chunks_;
     uint32_t shard_;
@@ -627,13 +660,60 @@ private:
     size_t next_ = 0;
     size_t pos_ = 0;
     size_t count_ = 0;
-    std::unique_ptr<unsigned char[]> payload_;  // decompressed column payload, not zero-filled
-    size_t payload_cap_ = 0;
+    ChunkBuffers buffers_;
     uint64_t state_[3] = {0, 0, 0};  // running address, pc, timestamp
+};
+
+// The chunks of one shard as blocks of a BlockDecoder (block_decode.h), loaded and decoded
+// on the reader's decode threads: filling a block only names its chunk; decoding loads it
+// (load_chunk, with the buffers of the block) and decodes all its columns into the block's
+// records. The records and the first error are those of SondeShardReader.
+class SondeChunkJobs final : public BlockJobs {
+public:
+    SondeChunkJobs(const SondeInput *in, const std::vector<ChunkRef> *chunks, uint32_t shard, uint32_t id,
+                   unsigned threads)
+        : in_(in), chunks_(chunks), shard_(shard), id_(id), buffers_(BlockDecoder::slots(threads)) {}
+
+    bool fill(DecodedBlock &b, bool *last, sonde_status_t *, std::string *) override {
+        if (next_ == chunks_->size()) return false;
+        b.index = next_++;
+        *last = next_ == chunks_->size();
+        return true;
+    }
+    void decode(DecodedBlock &b) const override {
+        // Each block slot has its own buffers: the slot is seq % slots, as in BlockDecoder.
+        ChunkBuffers &buf = buffers_[b.seq % buffers_.size()];
+        const ChunkLoad got = load_chunk(*in_, chunks_->at(b.index), shard_, buf);
+        if (got.status != SONDE_STATUS_SUCCESS) {
+            b.failed = true;
+            b.fail_status = got.status;
+            b.fail_what = got.error;
+            return;
+        }
+        b.reserve_records(got.records);
+        uint64_t state[3] = {0, 0, 0};
+        fmt::decode_columns(buf.payload.get(), got.records, 0, got.records, id_, state, b.records.get());
+        b.count = got.records;
+    }
+    std::string finish(DecodedBlock &b) override { return b.failed ? b.fail_what : std::string(); }
+
+private:
+    const SondeInput *in_;
+    const std::vector<ChunkRef> *chunks_;
+    uint32_t shard_;
+    uint32_t id_;
+    size_t next_ = 0;  // the filling job's
+    mutable std::vector<ChunkBuffers> buffers_;
 };
 
 std::unique_ptr<ShardReader> SondeInput::open_shard(size_t shard, uint32_t shard_id) const {
     if (shard >= shards_.size()) return nullptr;
+    const unsigned threads = decode_threads();
+    if (threads > 1 && shards_[shard].size() > 1)
+        return std::make_unique<BlockShardReader>(
+            std::make_unique<SondeChunkJobs>(this, &shards_[shard], static_cast<uint32_t>(shard), shard_id,
+                                             threads),
+            threads);
     return std::make_unique<SondeShardReader>(this, &shards_[shard], static_cast<uint32_t>(shard), shard_id);
 }
 

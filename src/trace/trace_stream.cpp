@@ -224,6 +224,13 @@ bool ByteStream::refill_input() {
     }
 }
 
+uint64_t ByteStream::memory(const Source &source) {
+    uint64_t m = kFileBlock;
+    // A zstd stream keeps its window and a block in and out.
+    if (source.zstd()) m += zstd_window(source.head(), source.head_size()) + (3u << 17);
+    return m;
+}
+
 size_t ByteStream::fill(unsigned char *dst, size_t cap) {
     if (status_ != SONDE_STATUS_SUCCESS || cap == 0 || source_ == nullptr) return 0;
     if (!zstd_) {
@@ -280,10 +287,7 @@ sonde_status_t ByteWindow::open(const Source *source, size_t max_size, size_t sl
 }
 
 uint64_t ByteWindow::memory(const Source &source, size_t max_size, size_t slack) {
-    uint64_t m = window_size(source, max_size, slack) + kFileBlock;
-    // A zstd stream keeps its window and a block in and out.
-    if (source.zstd()) m += zstd_window(source.head(), source.head_size()) + (3u << 17);
-    return m;
+    return window_size(source, max_size, slack) + ByteStream::memory(source);
 }
 
 bool ByteWindow::refill() {

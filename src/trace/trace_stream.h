@@ -89,6 +89,9 @@ public:
     // Copies up to `cap` decoded bytes into dst; 0 at the end or on error (see status()).
     // Cost: one read per block of the input and zstd streaming decompression; no allocation.
     size_t fill(unsigned char *dst, size_t cap);
+    // Bytes a stream over `source` holds: its input block and, for zstd, the decoder's window
+    // and buffers.
+    static uint64_t memory(const Source &source);
     bool compressed() const { return zstd_; }
     // Size of a seekable input on disk, 0 for a stream.
     uint64_t file_size() const { return source_ != nullptr ? source_->size() : 0; }

@@ -135,7 +135,6 @@ with tempfile.TemporaryDirectory() as tmp:
         (A + ["--sample-rate", "0.5"], ["--sample-rate", "reuse_distance"]),
         (A + ["--sample-size", "5"], ["--sample-size", "reuse_distance"]),
         (A + ["--per-shard"], ["--per-shard", "reuse_distance"]),
-        (A + ["--serial", "--jobs", "2"], ["--jobs", "--serial"]),
         (A + ["--json", os.path.join(tmp, "no", "dir", "r.json")], ["--json", "No such file"]),
         (A + ["--json", tmp], ["--json", "directory"]),
         (A + ["--json", trace], ["--json", "input"]),

@@ -13,15 +13,7 @@
 
 #include <sonde/trace.h>
 
-static char g_dir[256];
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][512];
-    static int slot;
-    char *p = buf[slot++ & 3];
-    snprintf(p, 512, "%s/%s", g_dir, name);
-    return p;
-}
+#include "tmpdir.h"
 
 static void spit(const char *path, const void *d, size_t size) {
     FILE *f = fopen(path, "wb");
@@ -93,18 +85,18 @@ static void check_small(const char *path, uint32_t format) {
 
 static void test_lackey_small(void **state) {
     (void)state;
-    const char *plain = tmp_path("small.lackey");
+    const char *plain = tmpdir_path("small.lackey");
     spit(plain, kLackey, strlen(kLackey));
     check_small(plain, SONDE_TRACE_FORMAT_LACKEY);
     check_small(plain, SONDE_TRACE_FORMAT_AUTO);
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/small.zst'", plain, g_dir);
+    snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/small.zst'", plain, g_tmpdir);
     assert_int_equal(system(cmd), 0);
-    check_small(tmp_path("small.zst"), SONDE_TRACE_FORMAT_AUTO); /* by content */
+    check_small(tmpdir_path("small.zst"), SONDE_TRACE_FORMAT_AUTO); /* by content */
 }
 
 static void expect_read_error(const char *text, size_t len, const char *needle) {
-    const char *path = tmp_path("bad.lackey");
+    const char *path = tmpdir_path("bad.lackey");
     spit(path, text, len);
     sonde_trace_reader_t *r = NULL;
     assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_LACKEY, NULL, 0, &r),
@@ -146,7 +138,7 @@ static void test_lackey_errors(void **state) {
     expect_read_error(longline, 10000, "line longer than");
     free(longline);
     /* A zstd file cut short. */
-    const char *plain = tmp_path("trunc.txt");
+    const char *plain = tmpdir_path("trunc.txt");
     char *big = malloc(200000);
     assert_non_null(big);
     size_t len = 0;
@@ -154,10 +146,10 @@ static void test_lackey_errors(void **state) {
     spit(plain, big, len);
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/t.zst' && head -c 300 '%s/t.zst' > '%s/cut.zst'", plain,
-             g_dir, g_dir, g_dir);
+             g_tmpdir, g_tmpdir, g_tmpdir);
     assert_int_equal(system(cmd), 0);
     sonde_trace_reader_t *r = NULL;
-    const char *cut = tmp_path("cut.zst");
+    const char *cut = tmpdir_path("cut.zst");
     assert_int_equal(sonde_trace_reader_open(cut, SONDE_TRACE_FORMAT_LACKEY, NULL, 0, &r),
                      SONDE_STATUS_SUCCESS);
     sonde_memref_t m[64];
@@ -176,7 +168,7 @@ static void test_raw64(void **state) {
     (void)state;
     uint64_t addrs[1000];
     for (int i = 0; i < 1000; ++i) addrs[i] = 0x7f0000000000ull + (uint64_t)i * 24;
-    const char *path = tmp_path("a.raw64");
+    const char *path = tmpdir_path("a.raw64");
     spit(path, addrs, sizeof addrs);
     sonde_trace_reader_t *r = NULL;
     assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r),
@@ -197,7 +189,7 @@ static void test_raw64(void **state) {
     sonde_trace_reader_close(r);
 
     /* Odd size: an error at open naming the offset of the trailing bytes. */
-    const char *odd = tmp_path("odd.raw64");
+    const char *odd = tmpdir_path("odd.raw64");
     spit(odd, addrs, 8 * 10 + 3);
     char err[512];
     r = (sonde_trace_reader_t *)1;
@@ -208,9 +200,9 @@ static void test_raw64(void **state) {
     assert_non_null(strstr(err, "offset 80: raw64 size 83 is not a multiple of 8"));
     /* Odd size inside zstd: found at the end of the stream. */
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/odd.raw64.zst'", odd, g_dir);
+    snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/odd.raw64.zst'", odd, g_tmpdir);
     assert_int_equal(system(cmd), 0);
-    const char *oddz = tmp_path("odd.raw64.zst");
+    const char *oddz = tmpdir_path("odd.raw64.zst");
     assert_int_equal(sonde_trace_reader_open(oddz, SONDE_TRACE_FORMAT_AUTO, NULL, 0, &r),
                      SONDE_STATUS_SUCCESS);
     sonde_status_t s;
@@ -223,19 +215,19 @@ static void test_raw64(void **state) {
 
     /* Missing file, unknown AUTO format. */
     assert_int_equal(
-        sonde_trace_reader_open(tmp_path("none.raw64"), SONDE_TRACE_FORMAT_RAW64, err, sizeof err, &r),
+        sonde_trace_reader_open(tmpdir_path("none.raw64"), SONDE_TRACE_FORMAT_RAW64, err, sizeof err, &r),
         SONDE_STATUS_ERROR_IO);
     assert_non_null(strstr(err, "none.raw64: cannot open"));
     assert_int_equal(
-        sonde_trace_reader_open(tmp_path("none.lackey"), SONDE_TRACE_FORMAT_LACKEY, err, sizeof err, &r),
+        sonde_trace_reader_open(tmpdir_path("none.lackey"), SONDE_TRACE_FORMAT_LACKEY, err, sizeof err, &r),
         SONDE_STATUS_ERROR_IO);
-    const char *unk = tmp_path("data.xyz");
+    const char *unk = tmpdir_path("data.xyz");
     spit(unk, "\x01\x02\x03\x04\x05\x06\x07\x08\x09", 9);
     assert_int_equal(sonde_trace_reader_open(unk, SONDE_TRACE_FORMAT_AUTO, err, sizeof err, &r),
                      SONDE_STATUS_ERROR_FORMAT);
     assert_non_null(strstr(err, "offset 0: cannot tell the format"));
     /* A lackey file opened as a Sonde trace. */
-    const char *lk = tmp_path("x.lackey");
+    const char *lk = tmpdir_path("x.lackey");
     spit(lk, kLackey, strlen(kLackey));
     assert_int_equal(sonde_trace_reader_open(lk, SONDE_TRACE_FORMAT_SONDE, err, sizeof err, &r),
                      SONDE_STATUS_ERROR_FORMAT);
@@ -270,16 +262,12 @@ static void test_lackey_real(void **state) {
 
 static int setup(void **state) {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/sonde-lackey-XXXXXX", tmp ? tmp : "/tmp");
-    return mkdtemp(g_dir) == NULL ? -1 : 0;
+    return tmpdir_make("lackey");
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tmpdir_remove();
 }
 
 int main(void) {

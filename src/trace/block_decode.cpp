@@ -1,0 +1,270 @@
+// Parallel decoding of one shard in blocks (see block_decode.h).
+#include "trace/block_decode.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <system_error>
+
+namespace sonde::trace {
+
+// ---- DecodedBlock ----
+
+void DecodedBlock::reserve_records(size_t n) {
+    if (records_cap >= n) return;
+    records.reset();
+    records_cap = 0;
+    records.reset(new sonde_memref_t[n]);
+    records_cap = n;
+}
+
+void DecodedBlock::reserve_bytes(size_t n) {
+    if (bytes_cap >= n) return;
+    bytes.reset();
+    bytes_cap = 0;
+    bytes.reset(new unsigned char[n]);
+    bytes_cap = n;
+}
+
+void DecodedBlock::reset_result() {
+    count = 0;
+    lines = 0;
+    carry_until = 0;
+    carry_out = 0;
+    sets_carry = false;
+    failed = false;
+    fail_status = SONDE_STATUS_SUCCESS;
+    fail_pos = 0;
+    fail_what.clear();
+}
+
+// ---- BlockDecoder ----
+
+BlockDecoder::BlockDecoder(BlockJobs &jobs, unsigned threads)
+    : jobs_(jobs), threads_(threads < 1 ? 1 : threads), slots_(slots(threads)) {}
+
+BlockDecoder::~BlockDecoder() {
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread &t : workers_) t.join();
+}
+
+bool BlockDecoder::work(std::unique_lock<std::mutex> &lk, uint64_t want) {
+    Slot *job = nullptr;
+    // The block the caller waits for, when it only needs decoding.
+    if (want != UINT64_MAX && want < filled_seq_ && slot_of(want).state == State::kFilled)
+        job = &slot_of(want);
+    if (job == nullptr && !filling_ && !input_end_ && slot_of(filled_seq_).state == State::kFree) {
+        filling_ = true;
+        Slot &slot = slot_of(filled_seq_);
+        slot.state = State::kBusy;  // reserved: no other job touches it
+        slot.block.seq = filled_seq_;
+        lk.unlock();
+        bool last = false, got = false;
+        sonde_status_t end_status = SONDE_STATUS_SUCCESS;
+        std::string end_error;
+        try {
+            slot.block.reset_result();
+            got = jobs_.fill(slot.block, &last, &end_status, &end_error);
+        } catch (const std::bad_alloc &) {
+            got = false;
+            end_status = SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+            end_error = "out of memory reading the input";
+        }
+        lk.lock();
+        filling_ = false;
+        if (got) {
+            slot.state = State::kFilled;
+            ++filled_seq_;
+        } else {
+            slot.state = State::kFree;
+        }
+        if (!got || last) {
+            input_end_ = true;
+            end_seq_ = filled_seq_;
+            end_status_ = end_status;
+            end_error_ = std::move(end_error);
+        }
+        cv_.notify_all();
+        return true;
+    }
+    if (job == nullptr) {
+        for (uint64_t s = consumed_seq_; s < filled_seq_; ++s)
+            if (slot_of(s).state == State::kFilled) {
+                job = &slot_of(s);
+                break;
+            }
+    }
+    if (job == nullptr) return false;
+    job->state = State::kBusy;
+    lk.unlock();
+    try {
+        jobs_.decode(job->block);
+    } catch (const std::bad_alloc &) {
+        job->block.count = 0;
+        job->block.failed = true;
+        job->block.fail_status = SONDE_STATUS_ERROR_OUT_OF_MEMORY;
+        job->block.fail_what = "out of memory decoding the input";
+    }
+    lk.lock();
+    job->state = State::kDecoded;
+    cv_.notify_all();
+    return true;
+}
+
+void BlockDecoder::worker() {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!stop_)
+        if (!work(lk, UINT64_MAX)) cv_.wait(lk);
+}
+
+DecodedBlock *BlockDecoder::next() {
+    if (done_) return nullptr;
+    std::unique_lock<std::mutex> lk(mu_);
+    if (returned_) {
+        slot_of(consumed_seq_ - 1).state = State::kFree;
+        returned_ = false;
+        cv_.notify_all();
+    }
+    if (workers_.empty() && threads_ > 1) {
+        try {
+            for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker(); });
+        } catch (const std::system_error &) {
+            // No more threads: the reading thread does the jobs of the missing ones.
+        }
+    }
+    for (;;) {
+        if (input_end_ && consumed_seq_ == end_seq_) {
+            done_ = true;
+            status_ = end_status_;
+            error_ = end_error_;
+            return nullptr;
+        }
+        Slot &s = slot_of(consumed_seq_);
+        if (s.state == State::kDecoded && s.block.seq == consumed_seq_) break;
+        if (!work(lk, consumed_seq_)) cv_.wait(lk);
+    }
+    DecodedBlock &b = slot_of(consumed_seq_).block;
+    ++consumed_seq_;
+    returned_ = true;
+    lk.unlock();
+    std::string message = jobs_.finish(b);
+    if (b.failed) {
+        done_ = true;
+        status_ = b.fail_status;
+        if (status_ == SONDE_STATUS_SUCCESS) status_ = SONDE_STATUS_ERROR_FORMAT;
+        error_ = std::move(message);
+    }
+    return &b;
+}
+
+// ---- StreamBlocks ----
+
+sonde_status_t StreamBlocks::open(const Source *source, std::string *error) {
+    const sonde_status_t s = stream_.open(source, error);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    tail_.reset(new unsigned char[block_bytes_]);
+    return SONDE_STATUS_SUCCESS;
+}
+
+uint64_t StreamBlocks::memory(const StreamFormat &format, unsigned threads, size_t block_bytes) {
+    const uint64_t per_slot = block_bytes + format.max_records(block_bytes) * sizeof(sonde_memref_t);
+    return BlockDecoder::slots(threads) * per_slot + block_bytes;
+}
+
+bool StreamBlocks::fill(DecodedBlock &b, bool *last, sonde_status_t *end_status, std::string *end_error) {
+    if (ended_) return false;
+    b.reserve_bytes(block_bytes_);
+    b.offset = next_offset_;
+    std::memcpy(b.bytes.get(), tail_.get(), tail_len_);
+    size_t len = tail_len_;
+    bool eof = false;
+    while (len < block_bytes_) {
+        const size_t got = stream_.fill(b.bytes.get() + len, block_bytes_ - len);
+        if (got == 0) {
+            eof = true;  // the end of the stream, or an error (stream_.status())
+            break;
+        }
+        len += got;
+    }
+    const bool broken = stream_.status() != SONDE_STATUS_SUCCESS;
+    const size_t cut = format_.cut(b.bytes.get(), len, eof && !broken);
+    const size_t tail = len - cut;
+    b.len = cut;
+    next_offset_ += cut;
+    std::memcpy(tail_.get(), b.bytes.get() + cut, tail);
+    tail_len_ = tail;
+    if (broken) {
+        *end_status = stream_.status();
+        *end_error = stream_.error();
+    } else if ((eof && tail != 0) || tail > format_.max_record_bytes()) {
+        *end_status = SONDE_STATUS_ERROR_FORMAT;
+        *end_error = format_.tail_error(next_offset_, tail);
+    }
+    ended_ = broken || eof || *end_status != SONDE_STATUS_SUCCESS;
+    *last = ended_;
+    b.reserve_records(format_.max_records(cut));
+    return cut != 0;
+}
+
+void StreamBlocks::decode(DecodedBlock &b) const { format_.decode(b); }
+
+std::string StreamBlocks::finish(DecodedBlock &b) {
+    std::string message = format_.finish(b, &carry_, lines_);
+    lines_ += b.lines;
+    return message;
+}
+
+// ---- BlockShardReader ----
+
+BlockShardReader::BlockShardReader(std::unique_ptr<BlockJobs> jobs, unsigned threads,
+                                   sonde_status_t failed_status, const std::string &failed_error)
+    : jobs_(std::move(jobs)) {
+    if (failed_status != SONDE_STATUS_SUCCESS) {
+        status_ = failed_status;
+        error_ = failed_error;
+        return;
+    }
+    decoder_ = std::make_unique<BlockDecoder>(*jobs_, threads);
+}
+
+bool BlockShardReader::advance() {
+    if (decoder_ == nullptr) return false;
+    while (block_ == nullptr || pos_ == block_->count) {
+        block_ = decoder_->next();
+        pos_ = 0;
+        if (block_ != nullptr) continue;
+        if (decoder_->status() != SONDE_STATUS_SUCCESS) {
+            status_ = decoder_->status();
+            error_ = decoder_->error();
+        }
+        decoder_.reset();  // the shard is done: hold nothing
+        jobs_.reset();
+        return false;
+    }
+    return true;
+}
+
+size_t BlockShardReader::read(sonde_memref_t *out, size_t max) {
+    size_t n = 0;
+    while (n < max && advance()) {
+        const size_t k = std::min(max - n, block_->count - pos_);
+        std::memcpy(out + n, block_->records.get() + pos_, k * sizeof(sonde_memref_t));
+        pos_ += k;
+        n += k;
+    }
+    return n;
+}
+
+size_t BlockShardReader::view(const sonde_memref_t **out) {
+    if (!advance()) return 0;
+    *out = block_->records.get() + pos_;
+    const size_t k = block_->count - pos_;
+    pos_ = block_->count;
+    return k;
+}
+
+}  // namespace sonde::trace
