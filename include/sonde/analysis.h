@@ -108,6 +108,19 @@ typedef struct sonde_tool_ops_t {
      * Called in any rank order; false on bad bytes or failure (get_error_string()). @since 1.2
      */
     bool (*merge_state)(void *tool, const void *state, size_t size);
+    /**
+     * Parallel mode: whether a shard may be handed out in pieces. true: the tool's per-shard
+     * results are the same when a shard's records come in several runs (its pieces, each a
+     * contiguous part of the shard, in no particular order and possibly on several workers at
+     * once), each run between its own parallel_shard_init() and parallel_shard_exit() with the
+     * shard's number: counts that add up and sets that unite, merged in parallel_shard_exit()
+     * (under the tool's own lock, as pieces of one shard may end on two workers at once). The
+     * analyzer then cuts large shards (a Sonde trace's runs of chunks, a memory shard's runs of
+     * records) so that the workers stay busy; every tool of the run must say true. NULL or
+     * false: each shard goes whole, in order, to one worker. Asked once when the run starts.
+     * @since 1.2
+     */
+    bool (*parallel_shard_pieces)(void *tool);
 } sonde_tool_ops_t;
 
 /**
@@ -119,11 +132,11 @@ typedef struct sonde_tool_ops_t {
 
 /**
  * @brief Size of sonde_tool_ops_t in ABI version 1.2 (memref_model, then the partition entries
- * partition, slice_begin, export_state and merge_state appended).
+ * partition, slice_begin, export_state and merge_state, then parallel_shard_pieces appended).
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
  * @since 1.2
  */
-#define SONDE_TOOL_OPS_SIZE_1_2 176u
+#define SONDE_TOOL_OPS_SIZE_1_2 184u
 
 /**
  * @brief Kinds of part in a partitioned run, and a tool's answers to

@@ -117,6 +117,13 @@ public:
      */
     virtual uint32_t memref_model() const { return SONDE_MEMREF_MODEL_1_0; }
     /**
+     * @brief sonde_tool_ops_t::parallel_shard_pieces: whether a shard may come in pieces, each
+     * between its own parallel_shard_init() and parallel_shard_exit(), possibly on two workers
+     * at once (merge them in parallel_shard_exit() under a lock). @since 1.2
+     * @return true when the per-shard results add up over pieces.
+     */
+    virtual bool parallel_shard_pieces() const { return false; }
+    /**
      * @brief Whether the tool runs in partitioned runs (then override partition(),
      * export_state() and merge_state(); slice_begin() when it needs slice boundaries). @since 1.2
      * @return true when supported.
@@ -329,6 +336,7 @@ private:
         }
     }
 
+    static bool t_shard_pieces(void *t) { return self(t)->parallel_shard_pieces(); }
     static uint32_t t_partition(void *t, uint32_t rank, uint32_t nranks, uint32_t offers) {
         try {
             return self(t)->partition(rank, nranks, offers);
@@ -390,14 +398,15 @@ public:
      * sonde_analyzer_add_tool_ops(), or return them from sonde_tool_create. The table lives in
      * the object (valid until destroy()). A tool that keeps the 1.0 memref model gets a table
      * of ::SONDE_TOOL_OPS_SIZE_1_0 bytes, so it also loads into a 1.0 or 1.1 library; one that
-     * asks for a later model, or runs partitioned (partition_supported()), gets the whole table.
+     * asks for a later model, runs partitioned (partition_supported()) or takes shards in
+     * pieces (parallel_shard_pieces()) gets the whole table.
      * @return The table.
      */
     const sonde_tool_ops_t *table() {
         ops_ = *ops();
         name_copy_ = name();
         ops_.name = name_copy_.c_str();
-        if (memref_model() != SONDE_MEMREF_MODEL_1_0 || partition_supported()) {
+        if (memref_model() != SONDE_MEMREF_MODEL_1_0 || partition_supported() || parallel_shard_pieces()) {
             ops_.memref_model = t_memref_model;
         } else {
             ops_.struct_size = SONDE_TOOL_OPS_SIZE_1_0;
@@ -408,6 +417,7 @@ public:
             ops_.export_state = t_export_state;
             ops_.merge_state = t_merge_state;
         }
+        if (parallel_shard_pieces()) ops_.parallel_shard_pieces = t_shard_pieces;
         return &ops_;
     }
 

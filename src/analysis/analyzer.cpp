@@ -28,29 +28,37 @@ Tool::~Tool() {
 
 namespace {
 
-constexpr size_t kBatch = 4096;           // records read from a file shard per call
-constexpr size_t kMemorySpan = 1u << 16;  // records of a memory shard handed out per span
+constexpr size_t kBatch = 4096;                 // records read from a file shard per call
+constexpr size_t kMemorySpan = 1u << 16;        // records of a memory shard handed out per span
+constexpr uint64_t kMinPieceRecords = 1 << 16;  // the smallest piece of a memory shard
 
-// Reads one shard as spans of records. File shards whose reader holds decoded blocks
-// (ShardReader::view) hand them out in place; others copy into an owned buffer of up to kBatch
-// records (fewer for a shard known to hold fewer), allocated on the first span and freed with
-// the reader at the end; memory shards hand out the caller's records in place. Owned by one
-// thread.
+// Reads one shard, or piece `piece` of `pieces` of it, as spans of records. File shards whose
+// reader holds decoded blocks (ShardReader::view) hand them out in place; others copy into an
+// owned buffer of up to kBatch records (fewer for a shard known to hold fewer), allocated on the
+// first span and freed with the reader at the end; memory shards hand out the caller's records
+// in place. Records handed out are added to *read. Owned by one thread.
 class Cursor {
 public:
-    Cursor(ShardSpec &spec, uint32_t shard_id) : spec_(spec), id_(shard_id) {}
+    Cursor(const ShardSpec &spec, uint32_t shard_id, uint64_t *read, size_t piece = 0, size_t pieces = 1)
+        : spec_(spec), id_(shard_id), read_(read), piece_(piece), pieces_(pieces) {
+        if (spec_.input == nullptr) {
+            pos_ = spec_.count / pieces_ * piece_ + std::min(piece_, spec_.count % pieces_);
+            end_ = pos_ + spec_.count / pieces_ + (piece_ < spec_.count % pieces_ ? 1 : 0);
+        }
+    }
     // Next span; 0 at the end or on an error (then status() / error()).
     size_t next(const sonde_memref_t **out) {
         if (spec_.input == nullptr) {
-            const size_t n = std::min(kMemorySpan, spec_.count - pos_);
+            const size_t n = std::min(kMemorySpan, end_ - pos_);
             *out = spec_.memory + pos_;
             pos_ += n;
-            spec_.read += n;
+            *read_ += n;
             return n;
         }
         if (done_) return 0;
         if (!reader_) {
-            reader_ = spec_.input->open_shard(spec_.index, id_);
+            reader_ = pieces_ == 1 ? spec_.input->open_shard(spec_.index, id_)
+                                   : spec_.input->open_shard_piece(spec_.index, id_, piece_, pieces_);
             if (!reader_->has_view()) {
                 const uint64_t records = spec_.input->shard_records(spec_.index);
                 buffer_.resize(
@@ -64,7 +72,7 @@ public:
             n = reader_->read(buffer_.data(), buffer_.size());
             *out = buffer_.data();
         }
-        spec_.read += n;
+        *read_ += n;
         if (n == 0) {
             done_ = true;
             status_ = reader_->status();
@@ -78,9 +86,11 @@ public:
     const std::string &error() const { return error_; }
 
 private:
-    ShardSpec &spec_;
+    const ShardSpec &spec_;
     uint32_t id_;
-    size_t pos_ = 0;
+    uint64_t *read_;
+    size_t piece_, pieces_;
+    size_t pos_ = 0, end_ = 0;  // memory shards: the piece's records
     bool done_ = false;
     std::unique_ptr<ShardReader> reader_;
     std::vector<sonde_memref_t> buffer_;
@@ -358,9 +368,25 @@ sonde_status_t Analyzer::run() {
     // fewer shards than threads, the readers of a stream input (lackey text) decode its one
     // shard on the spare ones (block_decode.h); the records are the same for every count.
     const uint32_t cores = workers != 0 ? workers : std::max(1u, std::thread::hardware_concurrency());
+    // Shards in pieces (parallel_shard_pieces): asked once, of every tool.
+    piecewise_ = can_parallel && nranks_ == 0;
+    for (const auto &t : tools_)
+        piecewise_ =
+            piecewise_ && t->ops.parallel_shard_pieces != nullptr && t->ops.parallel_shard_pieces(t->data);
+    // The most pieces the shards can be cut into (one per shard when they stay whole).
+    uint64_t most_pieces = 0;
+    for (const ShardSpec &spec : shards_)
+        most_pieces += !piecewise_             ? 1
+                       : spec.input != nullptr ? spec.input->shard_pieces(spec.index)
+                                               : std::max<uint64_t>(1, spec.count / kMinPieceRecords);
     const size_t shard_count = std::max<size_t>(1, shards_.size());
-    for (const auto &in : inputs_)
-        in->set_decode_threads(static_cast<unsigned>(std::max<size_t>(1, cores / shard_count)));
+    for (const auto &in : inputs_) {
+        // An input whose shards are cut into pieces is read a piece per worker; the others
+        // decode on the threads left over per shard.
+        bool cut = false;
+        for (size_t s = 0; piecewise_ && s < in->num_shards(); ++s) cut = cut || in->shard_pieces(s) > 1;
+        in->set_decode_threads(cut ? 1 : static_cast<unsigned>(std::max<size_t>(1, cores / shard_count)));
+    }
     // Memory of the readers: a serial run holds every shard's at once, a parallel one a
     // shard's per worker.
     std::vector<const Input *> inputs;
@@ -386,7 +412,8 @@ sonde_status_t Analyzer::run() {
         }
     }
     uint32_t n = cores;
-    n = static_cast<uint32_t>(std::max<size_t>(1, std::min<size_t>(n, shards_.size())));
+    n = static_cast<uint32_t>(
+        std::max<uint64_t>(1, std::min<uint64_t>(n, std::max<uint64_t>(most_pieces, 1))));
     if (need.largest != 0)
         n = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(n, need.budget / need.largest)));
     ran_parallel = can_parallel;
@@ -426,7 +453,7 @@ sonde_status_t Analyzer::run_serial() {
         const ShardSpec &spec = shards_[i];
         if (spec.input != nullptr ? spec.input->shard_records(spec.index) == 0 : spec.count == 0) continue;
         State s;
-        s.cursor = std::make_unique<Cursor>(shards_[i], static_cast<uint32_t>(i));
+        s.cursor = std::make_unique<Cursor>(shards_[i], static_cast<uint32_t>(i), &shards_[i].read);
         st.push_back(std::move(s));
     }
     LegacyView legacy;
@@ -566,6 +593,43 @@ std::vector<size_t> Analyzer::shard_order() const {
     return order;
 }
 
+// The work of a parallel run: the shards in `order`, whole, unless every tool takes shards in
+// pieces (sonde_tool_ops_t::parallel_shard_pieces) and the run is not partitioned or static.
+// Then a shard larger than a quarter of a worker's fair share is cut into pieces of about that
+// size, as far as its input allows (a Sonde trace: runs of whole chunks; a memory shard: runs of
+// at least kMinPieceRecords records; lackey, raw64 and drmemtrace streams stay whole), and the
+// pieces are dealt largest first with the whole shards, so that one large shard keeps every
+// worker busy instead of one.
+std::vector<Analyzer::Piece> Analyzer::pieces(const std::vector<size_t> &order, uint32_t nworkers,
+                                              bool fixed) const {
+    const bool cut = piecewise_ && !fixed && nworkers > 1;
+    std::vector<Piece> items;
+    if (!cut) {
+        for (size_t s : order) items.push_back(Piece{s, 0, 1, 0});
+        return items;
+    }
+    std::vector<uint64_t> bytes(shards_.size());
+    uint64_t total = 0;
+    for (size_t s : order) {
+        const ShardSpec &spec = shards_[s];
+        bytes[s] =
+            spec.input != nullptr ? spec.input->shard_bytes(spec.index) : spec.count * sizeof(sonde_memref_t);
+        total += bytes[s];
+    }
+    const uint64_t target = std::max<uint64_t>(1, total / (uint64_t{nworkers} * 4));
+    for (size_t s : order) {
+        const ShardSpec &spec = shards_[s];
+        const uint64_t most = spec.input != nullptr ? spec.input->shard_pieces(spec.index)
+                                                    : std::max<uint64_t>(1, spec.count / kMinPieceRecords);
+        const uint64_t k = std::max<uint64_t>(1, std::min<uint64_t>(most, (bytes[s] + target - 1) / target));
+        for (uint64_t p = 0; p < k; ++p)
+            items.push_back(Piece{s, static_cast<size_t>(p), static_cast<size_t>(k), bytes[s] / k});
+    }
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Piece &a, const Piece &b) { return a.bytes > b.bytes; });
+    return items;
+}
+
 // Parallel mode: workers take shards one at a time from a shared counter over shard_order()
 // (dynamic assignment: a worker that finishes a shard takes the next one left). After a failure
 // anywhere the workers stop reading, but still call parallel_shard_exit / parallel_worker_exit
@@ -583,7 +647,9 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
         for (size_t k = rank_; k < order.size(); k += nranks_) mine.push_back(order[k]);
         order.swap(mine);
     }
-    std::atomic<size_t> next{0};  // the next position in `order`; any worker takes it
+    const std::vector<Piece> items = pieces(order, nworkers, fixed);
+    std::vector<uint64_t> item_read(items.size(), 0);  // records of each item (its worker's)
+    std::atomic<size_t> next{0};                       // the next position in `items`; any worker takes it
     // A worker throws nothing: an exception while reading a shard is recorded and the shard's
     // and worker's exit functions still run; one before any tool function is called (the data
     // vectors) ends the worker at once.
@@ -601,9 +667,9 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
             }
         }
         size_t k = fixed ? w : next.fetch_add(1, std::memory_order_relaxed);
-        for (; inited == nt && k < order.size() && !failure.stop.load(std::memory_order_relaxed);
+        for (; inited == nt && k < items.size() && !failure.stop.load(std::memory_order_relaxed);
              k = fixed ? k + nworkers : next.fetch_add(1, std::memory_order_relaxed)) {
-            const size_t s = order[k];
+            const size_t s = items[k].shard;
             size_t sinit = 0;
             for (; sinit < nt; ++sinit) {
                 Tool &t = *tools_[sinit];
@@ -617,7 +683,8 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
             }
             if (sinit == nt) {
                 try {
-                    Cursor cursor(shards_[s], static_cast<uint32_t>(s));
+                    Cursor cursor(shards_[s], static_cast<uint32_t>(s), &item_read[k], items[k].piece,
+                                  items[k].pieces);
                     const sonde_memref_t *p = nullptr;
                     size_t n;
                     while (!failure.stop.load(std::memory_order_relaxed) && (n = cursor.next(&p)) != 0) {
@@ -681,6 +748,7 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
     }
     worker(0);
     for (auto &th : threads) th.join();
+    for (size_t k = 0; k < items.size(); ++k) shards_[items[k].shard].read += item_read[k];
     if (failure.status != SONDE_STATUS_SUCCESS) {
         error = failure.message.empty() ? sonde_status_string(failure.status) : failure.message;
         return failure.status;

@@ -2,7 +2,7 @@
 // caller tables) and inputs (trace files through source.h, or borrowed in-memory shards) and
 // runs the tools serially (one stream interleaved by timestamp, on the caller's thread) or in
 // parallel (workers take shards dynamically, largest first; each shard's functions from exactly one
-// worker).
+// worker, unless every tool takes shards in pieces: then each piece's from one worker).
 //
 // It keeps what it learned about each file input (completeness, reader warnings, records read)
 // for sonde_analyzer_input_warnings() and the "inputs" and "warnings" keys of the results JSON.
@@ -111,6 +111,14 @@ private:
     // Adds "FILE: no records" to each input that gave none (own and merged reads).
     void note_empty_inputs();
     std::vector<size_t> shard_order() const;
+    // One unit of parallel work: piece `piece` of `pieces` of shard `shard` (1: the whole
+    // shard), `bytes` its share of the shard's stored bytes.
+    struct Piece {
+        size_t shard, piece, pieces;
+        uint64_t bytes;
+    };
+    std::vector<Piece> pieces(const std::vector<size_t> &order, uint32_t nworkers, bool fixed) const;
+    bool piecewise_ = false;  // this run's tools all take shards in pieces
     sonde_status_t adopt(std::unique_ptr<Tool> tool);
 
     std::vector<std::unique_ptr<Tool>> tools_;

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -68,14 +69,31 @@ public:
         return true;
     }
     bool parallel_shard_supported() override { return true; }
+    // Every count is a sum and every set a union, so a shard may come in pieces: each piece
+    // counts on its own, and the pieces of a shard are folded together when results are asked.
+    bool parallel_shard_pieces() const override { return true; }
     bool parallel_shard_init(uint32_t shard, void *, void **shard_data) override {
-        *shard_data = &shards_.at(shard);
+        if (shard >= shards_.size())
+            return set_error("shard " + std::to_string(shard) + " beyond the shards announced");
+        *shard_data = new Piece{shard, nullptr};
         return true;
     }
     bool parallel_shard_memrefs(void *sd, const sonde_memref_t *m, size_t n) override {
-        std::unique_ptr<Counts> &c = *static_cast<std::unique_ptr<Counts> *>(sd);
-        if (!c) c = std::make_unique<Counts>();
-        for (size_t i = 0; i < n; ++i) count(c.get(), m[i]);
+        Piece &p = *static_cast<Piece *>(sd);
+        if (!p.counts) p.counts = std::make_unique<Counts>();
+        for (size_t i = 0; i < n; ++i) count(p.counts.get(), m[i]);
+        return true;
+    }
+    // Files the piece's counts with its shard (workers may end pieces of one shard at once).
+    bool parallel_shard_exit(void *sd) override {
+        std::unique_ptr<Piece> p(static_cast<Piece *>(sd));
+        if (!p->counts) return true;
+        std::lock_guard<std::mutex> lock(pieces_mu_);
+        std::unique_ptr<Counts> &slot = shards_[p->shard];
+        if (!slot)
+            slot = std::move(p->counts);
+        else
+            pieces_.emplace_back(p->shard, std::move(p->counts));
         return true;
     }
     // Partitioned runs: any part (whole shards or time slices) counts exactly, as every count
@@ -83,6 +101,7 @@ public:
     bool partition_supported() const override { return true; }
     uint32_t partition(uint32_t, uint32_t, uint32_t offers) override { return offers; }
     std::string export_state() override {
+        fold();
         StateWriter w;
         w.u64(line_size_);
         w.u64(shards_.size());
@@ -108,6 +127,7 @@ public:
         return std::move(w.out);
     }
     bool merge_state(const void *state, size_t size) override {
+        fold();
         StateReader r(state, size);
         if (r.u64() != line_size_) return set_error("partial state of another line size");
         if (r.u64() != shards_.size()) return set_error("partial state of another shard count");
@@ -136,6 +156,7 @@ public:
         return true;
     }
     bool print_results(void *stream) override {
+        fold();
         FILE *f = static_cast<FILE *>(stream);
         const Counts t = total();
         std::fprintf(f, "basic_counts: %zu shard(s)\n", shards_.size());
@@ -148,6 +169,7 @@ public:
     }
     // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
     std::string results_json() override {
+        fold();
         const Counts t = total();
         nlohmann::json j = nlohmann::json::object();
         const JsonRelease release_j(j);
@@ -345,31 +367,51 @@ private:
         if (c.tids.size() != 0) return c.tids.size();
         return c.records != 0 ? 1 : 0;
     }
+    // A piece of a shard being counted on a worker (parallel_shard_init to _exit).
+    struct Piece {
+        uint32_t shard;
+        std::unique_ptr<Counts> counts;  // made on the piece's first record
+    };
+
+    // Adds `c`'s counts, sets and spans to `t`.
+    static void add_counts(Counts &t, const Counts &c) {
+        t.reads += c.reads;
+        t.writes += c.writes;
+        t.ifetches += c.ifetches;
+        t.markers += c.markers;
+        t.total += c.total;
+        t.non_fetched += c.non_fetched;
+        t.prefetches += c.prefetches;
+        t.encodings += c.encodings;
+        t.icache_flushes += c.icache_flushes;
+        t.dcache_flushes += c.dcache_flushes;
+        t.records += c.records;
+        t.extended = t.extended || c.extended;
+        for (int k = 0; k < kKinds; ++k) t.kinds[k] += c.kinds[k];
+        t.lines.insert_all(c.lines);
+        for (const auto &sp : c.spans) add_span(t.spans, sp.first, sp.second);
+        t.pcs.insert_all(c.pcs);
+    }
+
     Counts total() const {
         Counts t;
         t.is_total = true;
         for (const auto &p : shards_) {
             if (!p) continue;
-            const Counts &c = *p;
-            t.reads += c.reads;
-            t.writes += c.writes;
-            t.ifetches += c.ifetches;
-            t.markers += c.markers;
-            t.total += c.total;
-            t.non_fetched += c.non_fetched;
-            t.prefetches += c.prefetches;
-            t.encodings += c.encodings;
-            t.icache_flushes += c.icache_flushes;
-            t.dcache_flushes += c.dcache_flushes;
-            t.records += c.records;
-            t.extended = t.extended || c.extended;
-            for (int k = 0; k < kKinds; ++k) t.kinds[k] += c.kinds[k];
-            t.lines.insert_all(c.lines);
-            for (const auto &sp : c.spans) add_span(t.spans, sp.first, sp.second);
-            t.pcs.insert_all(c.pcs);
-            t.shard_threads += threads(c);
+            add_counts(t, *p);
+            t.shard_threads += threads(*p);
         }
         return t;
+    }
+
+    // Folds the pieces counted apart into their shards' counts (after the run's workers).
+    void fold() {
+        for (auto &piece : pieces_) {
+            Counts &c = *shards_[piece.first];
+            add_counts(c, *piece.second);
+            c.tids.insert_all(piece.second->tids);
+        }
+        pieces_.clear();
     }
     // The 1.0 keys always; drcachesim's categories when the run saw more than the 1.0 kinds
     // (`extended`), so the output for a 1.0 input stays what it was.
@@ -421,6 +463,9 @@ private:
     uint64_t line_size_ = 64;
     unsigned line_bits_ = 0;
     std::vector<std::unique_ptr<Counts>> shards_;
+    // Pieces of shards counted apart (pieces_mu_: workers add them), folded by fold().
+    std::mutex pieces_mu_;
+    std::vector<std::pair<uint32_t, std::unique_ptr<Counts>>> pieces_;
 };
 
 using Factory = std::unique_ptr<sonde::tool> (*)(const std::string &options);

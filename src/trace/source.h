@@ -120,6 +120,17 @@ public:
     // Reads only that shard's chunks (Sonde) or the one stream (lackey, raw64). Returns
     // nullptr only for shard >= num_shards(). Thread-safe.
     virtual std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const = 0;
+    // Pieces: how many contiguous, independently readable parts shard `shard` can be cut into
+    // (a Sonde trace: its chunks; 1 for a stream), and a reader of part `piece` of `pieces`
+    // (<= shard_pieces(shard)) when it is cut into that many, about equal. Thread-safe.
+    virtual size_t shard_pieces(size_t shard) const {
+        (void)shard;
+        return 1;
+    }
+    virtual std::unique_ptr<ShardReader> open_shard_piece(size_t shard, uint32_t shard_id, size_t piece,
+                                                          size_t pieces) const {
+        return piece == 0 && pieces == 1 ? open_shard(shard, shard_id) : nullptr;
+    }
     // Program events (Sonde traces of version 1.1): event shards, their counts from the index,
     // a reader per shard (nullptr for shard >= num_event_shards()), the time range of every
     // event and the tables. Inputs without events have none.

@@ -181,6 +181,11 @@ public:
         return m;
     }
     std::unique_ptr<ShardReader> open_shard(size_t shard, uint32_t shard_id) const override;
+    size_t shard_pieces(size_t shard) const override {
+        return shard < shards_.size() ? std::max<size_t>(1, shards_[shard].size()) : 1;
+    }
+    std::unique_ptr<ShardReader> open_shard_piece(size_t shard, uint32_t shard_id, size_t piece,
+                                                  size_t pieces) const override;
 
     // "FILE: offset N: index entry K: what" for index entry k.
     std::string entry_error(uint32_t k, const std::string &what) const {
@@ -621,19 +626,20 @@ ChunkLoad load_chunk(const SondeInput &in, const ChunkRef &c, uint32_t shard, Ch
 // holds nothing.
 class SondeShardReader final : public ShardReader {
 public:
-    SondeShardReader(const SondeInput *in, const std::vector<ChunkRef> *chunks, uint32_t shard, uint32_t id)
-        : in_(in), chunks_(chunks), shard_(shard), id_(id) {}
+    SondeShardReader(const SondeInput *in, const ChunkRef *chunks, size_t nchunks, uint32_t shard,
+                     uint32_t id)
+        : in_(in), chunks_(chunks), nchunks_(nchunks), shard_(shard), id_(id) {}
 
     size_t read(sonde_memref_t *out, size_t max) override {
         if (status_ != SONDE_STATUS_SUCCESS) return 0;
         size_t n = 0;
         while (n < max) {
             if (pos_ == count_) {
-                if (next_ == chunks_->size()) {
+                if (next_ == nchunks_) {
                     buffers_.release();  // the shard is done: hold nothing
                     break;
                 }
-                const ChunkLoad got = load_chunk(*in_, chunks_->at(next_++), shard_, buffers_);
+                const ChunkLoad got = load_chunk(*in_, chunks_[next_++], shard_, buffers_);
                 if (got.status != SONDE_STATUS_SUCCESS) {
                     status_ = got.status;
                     error_ = got.error;
@@ -654,7 +660,8 @@ public:
 
 private:
     const SondeInput *in_;
-    const std::vector<ChunkRef> *chunks_;
+    const ChunkRef *chunks_;  // the shard's chunks (or a piece's run of them)
+    size_t nchunks_;
     uint32_t shard_;
     uint32_t id_;
     size_t next_ = 0;
@@ -670,20 +677,25 @@ private:
 // records. The records and the first error are those of SondeShardReader.
 class SondeChunkJobs final : public BlockJobs {
 public:
-    SondeChunkJobs(const SondeInput *in, const std::vector<ChunkRef> *chunks, uint32_t shard, uint32_t id,
+    SondeChunkJobs(const SondeInput *in, const ChunkRef *chunks, size_t nchunks, uint32_t shard, uint32_t id,
                    unsigned threads)
-        : in_(in), chunks_(chunks), shard_(shard), id_(id), buffers_(BlockDecoder::slots(threads)) {}
+        : in_(in),
+          chunks_(chunks),
+          nchunks_(nchunks),
+          shard_(shard),
+          id_(id),
+          buffers_(BlockDecoder::slots(threads)) {}
 
     bool fill(DecodedBlock &b, bool *last, sonde_status_t *, std::string *) override {
-        if (next_ == chunks_->size()) return false;
+        if (next_ == nchunks_) return false;
         b.index = next_++;
-        *last = next_ == chunks_->size();
+        *last = next_ == nchunks_;
         return true;
     }
     void decode(DecodedBlock &b) const override {
         // Each block slot has its own buffers: the slot is seq % slots, as in BlockDecoder.
         ChunkBuffers &buf = buffers_[b.seq % buffers_.size()];
-        const ChunkLoad got = load_chunk(*in_, chunks_->at(b.index), shard_, buf);
+        const ChunkLoad got = load_chunk(*in_, chunks_[b.index], shard_, buf);
         if (got.status != SONDE_STATUS_SUCCESS) {
             b.failed = true;
             b.fail_status = got.status;
@@ -699,7 +711,8 @@ public:
 
 private:
     const SondeInput *in_;
-    const std::vector<ChunkRef> *chunks_;
+    const ChunkRef *chunks_;  // the shard's chunks (or a piece's run of them)
+    size_t nchunks_;
     uint32_t shard_;
     uint32_t id_;
     size_t next_ = 0;  // the filling job's
@@ -708,13 +721,26 @@ private:
 
 std::unique_ptr<ShardReader> SondeInput::open_shard(size_t shard, uint32_t shard_id) const {
     if (shard >= shards_.size()) return nullptr;
+    return open_shard_piece(shard, shard_id, 0, 1);
+}
+
+// Piece `piece` of `pieces` of a shard: a run of whole chunks, the runs about equal in count.
+std::unique_ptr<ShardReader> SondeInput::open_shard_piece(size_t shard, uint32_t shard_id, size_t piece,
+                                                          size_t pieces) const {
+    if (shard >= shards_.size() || pieces == 0 || piece >= pieces ||
+        pieces > std::max<size_t>(1, shards_[shard].size()))
+        return nullptr;
+    const std::vector<ChunkRef> &all = shards_[shard];
+    const size_t from = all.size() * piece / pieces, to = all.size() * (piece + 1) / pieces;
+    const ChunkRef *chunks = all.data() + from;
     const unsigned threads = decode_threads();
-    if (threads > 1 && shards_[shard].size() > 1)
+    if (threads > 1 && to - from > 1)
         return std::make_unique<BlockShardReader>(
-            std::make_unique<SondeChunkJobs>(this, &shards_[shard], static_cast<uint32_t>(shard), shard_id,
+            std::make_unique<SondeChunkJobs>(this, chunks, to - from, static_cast<uint32_t>(shard), shard_id,
                                              threads),
             threads);
-    return std::make_unique<SondeShardReader>(this, &shards_[shard], static_cast<uint32_t>(shard), shard_id);
+    return std::make_unique<SondeShardReader>(this, chunks, to - from, static_cast<uint32_t>(shard),
+                                              shard_id);
 }
 
 // Reads one event shard's chunks in file order; same checks and costs as SondeShardReader.
