@@ -32,7 +32,9 @@
 //      --version`) and the ratio net of it. Check: both runs print the same results.
 // The machine (CPU model, online CPUs) is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
-// SONDE_BENCH_SCALE=mpi runs case 6 alone.
+// SONDE_BENCH_SCALE=mpi runs case 6 alone. SONDE_BENCH_SONDE and SONDE_BENCH_SORT name the
+// `sonde` executable and the instrumented sort program when they are not where the build put
+// them; SONDE_SHARED_DATA the folder of the gzip trace.
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -59,6 +61,14 @@
 namespace {
 
 constexpr int kReps = 3;
+
+// A program the bench runs: the environment variable `name` when set (to run the bench on a
+// machine where the build tree is elsewhere), else the path the build compiled in.
+std::string program(const char *name, const char *built) {
+    const char *e = getenv(name);
+    return e != nullptr && *e != '\0' ? e : built;
+}
+std::string sonde_exe() { return program("SONDE_BENCH_SONDE", SONDE_BENCH_SONDE); }
 using Clock = std::chrono::steady_clock;
 
 double median(std::vector<double> v) {
@@ -378,7 +388,7 @@ void cli_reuse_case(const std::string &title, const std::string &path, const cha
             const double c0 = children_cpu_seconds();
             const auto t0 = Clock::now();
             const sonde_bench::ChildOutput child = sonde_bench::run_child(
-                {SONDE_BENCH_SONDE, "analyze", path, "--format", format, "--tool", "reuse_distance", "--jobs",
+                {sonde_exe(), "analyze", path, "--format", format, "--tool", "reuse_distance", "--jobs",
                  std::to_string(n), "--json", "/dev/stdout"});
             wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
             cpu.push_back(children_cpu_seconds() - c0);
@@ -443,8 +453,8 @@ void sort_cases(const std::vector<unsigned> &counts, bool quick) {
     const std::string trace = std::string(tmp != nullptr ? tmp : "/tmp") + "/sonde-bench-scale-sort-" +
                               std::to_string(getpid()) + ".trace";
     const sonde_bench::ChildOutput rec =
-        sonde_bench::run_child({SONDE_BENCH_SONDE, "record", "--memory", "--force", "-o", trace, "--",
-                                SONDE_BENCH_SORT, quick ? "60000" : "220000"});
+        sonde_bench::run_child({sonde_exe(), "record", "--memory", "--force", "-o", trace, "--",
+                                program("SONDE_BENCH_SORT", SONDE_BENCH_SORT), quick ? "60000" : "220000"});
     std::vector<sonde_memref_t> refs;
     if (!rec.ran || !load_trace(trace, SONDE_TRACE_FORMAT_SONDE, &refs)) {
         std::printf("\n5d. sonde record --memory of the sort program failed; 5d-5f skipped\n");
@@ -495,8 +505,8 @@ void mpi_case(const char *title, const std::vector<std::string> &analyze) {
     double c1 = 0, c2 = 0, fc = 0;
     const double t1 = mpirun_seconds(1, analyze, &one, &c1);
     const double t2 = mpirun_seconds(2, analyze, &two, &c2);
-    const double f1 = mpirun_seconds(1, {SONDE_BENCH_SONDE, "--version"}, &ignored, &fc);
-    const double f2 = mpirun_seconds(2, {SONDE_BENCH_SONDE, "--version"}, &ignored, &fc);
+    const double f1 = mpirun_seconds(1, {sonde_exe(), "--version"}, &ignored, &fc);
+    const double f2 = mpirun_seconds(2, {sonde_exe(), "--version"}, &ignored, &fc);
     if (t1 == 0 || t2 == 0) {
         std::printf("  a run failed; skipped\n");
         return;
@@ -525,11 +535,11 @@ void mpi_cases(bool quick) {
         mpi_case(
             quick ? "6a. sonde analyze --mpi --tool reuse_distance, 5 M-access raw64 trace: 2 ranks vs 1"
                   : "6a. sonde analyze --mpi --tool reuse_distance, 20 M-access raw64 trace: 2 ranks vs 1",
-            {SONDE_BENCH_SONDE, "analyze", "--mpi", "--format", "raw64", "--tool", "reuse_distance", raw});
+            {sonde_exe(), "analyze", "--mpi", "--format", "raw64", "--tool", "reuse_distance", raw});
         mpi_case(
             quick ? "6b. sonde analyze --mpi --tool cache_sim, 2.5 M-reference lackey trace: 2 ranks vs 1"
                   : "6b. sonde analyze --mpi --tool cache_sim, 10 M-reference lackey trace: 2 ranks vs 1",
-            {SONDE_BENCH_SONDE, "analyze", "--mpi", "--format", "lackey", "--tool", "cache_sim", lackey});
+            {sonde_exe(), "analyze", "--mpi", "--format", "lackey", "--tool", "cache_sim", lackey});
     }
     std::remove(raw.c_str());
     std::remove(lackey.c_str());
