@@ -370,6 +370,8 @@ double load_average() {
     return getloadavg(l, 1) == 1 ? l[0] : 0;
 }
 
+#endif  // SONDE_BENCH_MPIRUN
+
 double children_cpu_seconds();
 
 // 5c (and 5e): `sonde analyze INPUT --format FORMAT --tool reuse_distance --jobs N --json
@@ -476,6 +478,8 @@ double children_cpu_seconds() {
     getrusage(RUSAGE_CHILDREN, &ru);
     return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 }
+
+#ifdef SONDE_BENCH_MPIRUN
 
 // Median wall seconds of `mpirun -np ranks ARGS` (and in *cpu the median CPU seconds of all its
 // processes); *out gets the results it printed (its first line, which names the ranks, left
