@@ -536,14 +536,14 @@ void mpi_cases(bool quick) {
         !write_lackey(lackey, 10000000 / div)) {
         std::printf("\n6. sonde analyze --mpi: cannot write the inputs in %s; skipped\n", dir.c_str());
     } else {
-        mpi_case(
-            quick ? "6a. sonde analyze --mpi --tool reuse_distance, 5 M-access raw64 trace: 2 ranks vs 1"
-                  : "6a. sonde analyze --mpi --tool reuse_distance, 20 M-access raw64 trace: 2 ranks vs 1",
-            {sonde_exe(), "analyze", "--mpi", "--format", "raw64", "--tool", "reuse_distance", raw});
-        mpi_case(
-            quick ? "6b. sonde analyze --mpi --tool cache_sim, 2.5 M-reference lackey trace: 2 ranks vs 1"
-                  : "6b. sonde analyze --mpi --tool cache_sim, 10 M-reference lackey trace: 2 ranks vs 1",
-            {sonde_exe(), "analyze", "--mpi", "--format", "lackey", "--tool", "cache_sim", lackey});
+        mpi_case(quick
+                     ? "6a. sonde analyze --mpi --tool reuse_distance, 5 M-access raw64 trace: 2 ranks vs 1"
+                     : "6a. sonde analyze --mpi --tool reuse_distance, 20 M-access raw64 trace: 2 ranks vs 1",
+                 {sonde_exe(), "analyze", "--mpi", "--format", "raw64", "--tool", "reuse_distance", raw});
+        mpi_case(quick
+                     ? "6b. sonde analyze --mpi --tool cache_sim, 2.5 M-reference lackey trace: 2 ranks vs 1"
+                     : "6b. sonde analyze --mpi --tool cache_sim, 10 M-reference lackey trace: 2 ranks vs 1",
+                 {sonde_exe(), "analyze", "--mpi", "--format", "lackey", "--tool", "cache_sim", lackey});
     }
     std::remove(raw.c_str());
     std::remove(lackey.c_str());

@@ -595,8 +595,8 @@ std::vector<size_t> Analyzer::shard_order() const {
 
 // The work of a parallel run: the shards in `order`, whole, unless every tool takes shards in
 // pieces (sonde_tool_ops_t::parallel_shard_pieces) and the run is not partitioned or static.
-// Then a shard larger than a quarter of a worker's fair share is cut into pieces of about that
-// size, as far as its input allows (a Sonde trace: runs of whole chunks; a memory shard: runs of
+// Then a shard larger than a worker's fair share (the stored bytes over the workers) is cut into
+// pieces of about that size, as far as its input allows (a Sonde trace: runs of whole chunks; a memory shard: runs of
 // at least kMinPieceRecords records; lackey, raw64 and drmemtrace streams stay whole), and the
 // pieces are dealt largest first with the whole shards, so that one large shard keeps every
 // worker busy instead of one.
@@ -616,7 +616,8 @@ std::vector<Analyzer::Piece> Analyzer::pieces(const std::vector<size_t> &order, 
             spec.input != nullptr ? spec.input->shard_bytes(spec.index) : spec.count * sizeof(sonde_memref_t);
         total += bytes[s];
     }
-    const uint64_t target = std::max<uint64_t>(1, total / (uint64_t{nworkers} * 4));
+    // A worker's fair share: only a shard larger than that holds a worker up while others idle.
+    const uint64_t target = std::max<uint64_t>(1, total / nworkers);
     for (size_t s : order) {
         const ShardSpec &spec = shards_[s];
         const uint64_t most = spec.input != nullptr ? spec.input->shard_pieces(spec.index)
@@ -791,13 +792,32 @@ sonde_status_t Analyzer::print_results(void *stream) {
 
 // Every JSON value here is built by the rules of json_release.h: running out of memory throws
 // std::bad_alloc (OUT_OF_MEMORY at the C boundary) and never ends in std::terminate.
+// The results JSON: one member per tool (sorted by name, as before), then "inputs" and
+// "warnings". A built-in tool's text (compact, keys sorted) is checked and spliced in as it is;
+// other tools' text is parsed and printed again, so that their keys are sorted too. The text is
+// kept until the state changes (merge_state), so that asking for its size and then for the text
+// builds it once: a large histogram's JSON costs as much as a parallel calculation of it.
 sonde_status_t Analyzer::results_json(std::string *out) {
     if (!succeeded) {
         error = "no successful run";
         return SONDE_STATUS_ERROR_PHASE_FAILURE;
     }
-    nlohmann::json all = nlohmann::json::object();
-    const JsonRelease release_all(all);
+    if (results_valid_) {
+        *out = results_text_;
+        return SONDE_STATUS_SUCCESS;
+    }
+    std::vector<std::pair<std::string, std::string>> members;  // name, value as printed
+    auto printed = [](const nlohmann::json &j) {
+        // A member's value is indented one level inside the outer object.
+        const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+        std::string indented;
+        indented.reserve(text.size() + text.size() / 8);
+        for (char c : text) {
+            indented += c;
+            if (c == '\n') indented += "  ";
+        }
+        return indented;
+    };
     for (const auto &t : tools_) {
         std::string text;
         if (t->builtin != nullptr) {
@@ -809,23 +829,28 @@ sonde_status_t Analyzer::results_json(std::string *out) {
                 error = t->name + ": " + e.what();
                 return SONDE_STATUS_ERROR_TOOL;
             }
-        } else {
-            if (t->ops.results_json == nullptr) continue;
-            const char *given = t->ops.results_json(t->data);
-            if (given == nullptr) {
-                error = tool_message(*t, "results_json", global_error(*t));
+            const size_t first = text.find_first_not_of(" \t\r\n");
+            if (first == std::string::npos || text[first] != '{' || !nlohmann::json::accept(text)) {
+                error = t->name + ": results_json is not a JSON object";
                 return SONDE_STATUS_ERROR_TOOL;
             }
-            text = given;
+            members.emplace_back(t->name, std::move(text));
+            continue;
+        }
+        if (t->ops.results_json == nullptr) continue;
+        const char *given = t->ops.results_json(t->data);
+        if (given == nullptr) {
+            error = tool_message(*t, "results_json", global_error(*t));
+            return SONDE_STATUS_ERROR_TOOL;
         }
         nlohmann::json j;
         const JsonRelease release_j(j);
-        j = nlohmann::json::parse(text, nullptr, false);
+        j = nlohmann::json::parse(given, nullptr, false);
         if (j.is_discarded() || !j.is_object()) {
             error = t->name + ": results_json is not a JSON object";
             return SONDE_STATUS_ERROR_TOOL;
         }
-        all[t->name] = std::move(j);
+        members.emplace_back(t->name, printed(j));
     }
     // What the readers found, when there are file inputs: every warning, and per input whether
     // it was complete.
@@ -849,10 +874,23 @@ sonde_status_t Analyzer::results_json(std::string *out) {
             }
             inputs.push_back(std::move(one));  // room reserved: cannot fail
         }
-        all["inputs"] = std::move(inputs);
-        all["warnings"] = std::move(warnings);
+        members.emplace_back("inputs", printed(inputs));
+        members.emplace_back("warnings", printed(warnings));
     }
-    *out = all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::stable_sort(members.begin(), members.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::string text = "{";
+    for (size_t i = 0; i < members.size(); ++i) {
+        text += i == 0 ? "\n  " : ",\n  ";
+        text +=
+            nlohmann::json(members[i].first).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        text += ": ";
+        text += members[i].second;
+    }
+    text += members.empty() ? "}" : "\n}";
+    results_text_ = std::move(text);
+    results_valid_ = true;
+    *out = results_text_;
     return SONDE_STATUS_SUCCESS;
 }
 

@@ -119,6 +119,9 @@ private:
     };
     std::vector<Piece> pieces(const std::vector<size_t> &order, uint32_t nworkers, bool fixed) const;
     bool piecewise_ = false;  // this run's tools all take shards in pieces
+    // results_json()'s text, valid until the tools' state changes (merge_state()).
+    std::string results_text_;
+    bool results_valid_ = false;
     sonde_status_t adopt(std::unique_ptr<Tool> tool);
 
     std::vector<std::unique_ptr<Tool>> tools_;

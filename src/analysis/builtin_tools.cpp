@@ -70,7 +70,7 @@ public:
     }
     bool parallel_shard_supported() override { return true; }
     // Every count is a sum and every set a union, so a shard may come in pieces: each piece
-    // counts on its own, and the pieces of a shard are folded together when results are asked.
+    // counts on its own, and is folded into its shard's counts when it ends.
     bool parallel_shard_pieces() const override { return true; }
     bool parallel_shard_init(uint32_t shard, void *, void **shard_data) override {
         if (shard >= shards_.size())
@@ -84,16 +84,19 @@ public:
         for (size_t i = 0; i < n; ++i) count(p.counts.get(), m[i]);
         return true;
     }
-    // Files the piece's counts with its shard (workers may end pieces of one shard at once).
+    // Folds the piece's counts into its shard's, on the worker that ends the piece (workers may
+    // end pieces of one shard at once: a lock per group of shards; the first piece is moved in).
     bool parallel_shard_exit(void *sd) override {
         std::unique_ptr<Piece> p(static_cast<Piece *>(sd));
         if (!p->counts) return true;
-        std::lock_guard<std::mutex> lock(pieces_mu_);
+        std::lock_guard<std::mutex> lock(fold_mu_[p->shard % kFoldLocks]);
         std::unique_ptr<Counts> &slot = shards_[p->shard];
-        if (!slot)
+        if (!slot) {
             slot = std::move(p->counts);
-        else
-            pieces_.emplace_back(p->shard, std::move(p->counts));
+        } else {
+            add_counts(*slot, *p->counts);
+            slot->tids.insert_all(p->counts->tids);
+        }
         return true;
     }
     // Partitioned runs: any part (whole shards or time slices) counts exactly, as every count
@@ -101,7 +104,6 @@ public:
     bool partition_supported() const override { return true; }
     uint32_t partition(uint32_t, uint32_t, uint32_t offers) override { return offers; }
     std::string export_state() override {
-        fold();
         StateWriter w;
         w.u64(line_size_);
         w.u64(shards_.size());
@@ -127,7 +129,6 @@ public:
         return std::move(w.out);
     }
     bool merge_state(const void *state, size_t size) override {
-        fold();
         StateReader r(state, size);
         if (r.u64() != line_size_) return set_error("partial state of another line size");
         if (r.u64() != shards_.size()) return set_error("partial state of another shard count");
@@ -156,7 +157,6 @@ public:
         return true;
     }
     bool print_results(void *stream) override {
-        fold();
         FILE *f = static_cast<FILE *>(stream);
         const Counts t = total();
         std::fprintf(f, "basic_counts: %zu shard(s)\n", shards_.size());
@@ -169,7 +169,6 @@ public:
     }
     // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
     std::string results_json() override {
-        fold();
         const Counts t = total();
         nlohmann::json j = nlohmann::json::object();
         const JsonRelease release_j(j);
@@ -404,15 +403,6 @@ private:
         return t;
     }
 
-    // Folds the pieces counted apart into their shards' counts (after the run's workers).
-    void fold() {
-        for (auto &piece : pieces_) {
-            Counts &c = *shards_[piece.first];
-            add_counts(c, *piece.second);
-            c.tids.insert_all(piece.second->tids);
-        }
-        pieces_.clear();
-    }
     // The 1.0 keys always; drcachesim's categories when the run saw more than the 1.0 kinds
     // (`extended`), so the output for a 1.0 input stays what it was.
     static void put_counts(nlohmann::json &j, const Counts &c, bool extended) {
@@ -463,9 +453,9 @@ private:
     uint64_t line_size_ = 64;
     unsigned line_bits_ = 0;
     std::vector<std::unique_ptr<Counts>> shards_;
-    // Pieces of shards counted apart (pieces_mu_: workers add them), folded by fold().
-    std::mutex pieces_mu_;
-    std::vector<std::pair<uint32_t, std::unique_ptr<Counts>>> pieces_;
+    // Locks of the shards' counts while workers fold pieces into them (shard % kFoldLocks).
+    static constexpr size_t kFoldLocks = 64;
+    std::mutex fold_mu_[kFoldLocks];
 };
 
 using Factory = std::unique_ptr<sonde::tool> (*)(const std::string &options);

@@ -116,6 +116,7 @@ sonde_status_t Analyzer::export_state(std::string *out) {
 }
 
 sonde_status_t Analyzer::merge_state(const void *state, size_t size) {
+    results_valid_ = false;
     if (!succeeded || nranks_ == 0) {
         error = nranks_ == 0 ? "not a partitioned run (sonde_analyzer_set_partition)" : "no successful run";
         return SONDE_STATUS_ERROR_PHASE_FAILURE;

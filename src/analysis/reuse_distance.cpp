@@ -107,7 +107,11 @@ Options parse(const std::string &text) {
 // Double buffering between the analyzer's thread and one calculator thread (see the top).
 class Pipeline {
 public:
-    explicit Pipeline(Reuse &reuse) : reuse_(reuse) {}
+    // `room`: the batch size, reserved for the vectors it hands back.
+    Pipeline(Reuse &reuse, size_t room) : reuse_(reuse) {
+        lines_.reserve(room);
+        writes_.reserve(room);
+    }
     Pipeline(const Pipeline &) = delete;
     Pipeline &operator=(const Pipeline &) = delete;
     ~Pipeline() { stop(); }
@@ -311,7 +315,46 @@ public:
         resolved_.reset();
         return true;
     }
+    // Hot path (the analyzer's thread, serial): every record is written to the batch and kept
+    // when it is a data access (READ 0, WRITE 1, MODIFY 2), without a branch per kind; markers
+    // are the rare branch. No allocation once the batch has its room.
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
+        if (opt_.per_shard) return process_per_shard(m, n);
+        if (opt_.cfg.workers > 1 && lines_.capacity() < kParallelRoom) {
+            lines_.reserve(kParallelRoom);
+            writes_.reserve(kParallelRoom);
+        }
+        size_t k = lines_.size();
+        lines_.resize(k + n);
+        writes_.resize(k + n);
+        uint64_t *lines = lines_.data();
+        uint8_t *writes = writes_.data();
+        const unsigned bits = line_bits_;
+        for (size_t i = 0; i < n; ++i) {
+            // The records were decoded on other threads: ask for them well ahead.
+            __builtin_prefetch(m + i + 16);
+            const uint16_t type = m[i].type;
+            lines[k] = m[i].address >> bits;
+            writes[k] = type != SONDE_MEMREF_READ;
+            const bool data = type <= SONDE_MEMREF_MODIFY;
+            k += data;
+            data_seen_ = data_seen_ || data;
+            if (__builtin_expect(type == SONDE_MEMREF_MARKER, 0) &&
+                m[i].size >= SONDE_MARKER_SAMPLE_THRESHOLD && m[i].size <= SONDE_MARKER_SAMPLE_SKIPPED &&
+                !source_marker(m[i])) {
+                lines_.resize(k);
+                writes_.resize(k);
+                return false;
+            }
+        }
+        lines_.resize(k);
+        writes_.resize(k);
+        // Parallel exact mode wants long batches: each worker takes a chunk of one batch.
+        if (lines_.size() >= (opt_.cfg.workers > 1 ? kParallelBatch : kBatch)) flush();
+        return true;
+    }
+    // per_shard: a stack per shard beside the global one.
+    bool process_per_shard(const sonde_memref_t *m, size_t n) {
         for (size_t i = 0; i < n; ++i) {
             const uint16_t type = m[i].type;
             if (type != SONDE_MEMREF_READ && type != SONDE_MEMREF_WRITE && type != SONDE_MEMREF_MODIFY) {
@@ -325,17 +368,14 @@ public:
             const uint8_t w = type != SONDE_MEMREF_READ;
             lines_.push_back(line);
             writes_.push_back(w);
-            if (opt_.per_shard) {
-                if (m[i].shard >= shards_.size())
-                    return set_error("memref of shard " + std::to_string(m[i].shard) +
-                                     " beyond the shards announced");
-                Shard &s = shard_at(m[i].shard);
-                s.lines.push_back(line);
-                s.writes.push_back(w);
-                if (s.lines.size() >= kShardBatch) s.flush();
-            }
+            if (m[i].shard >= shards_.size())
+                return set_error("memref of shard " + std::to_string(m[i].shard) +
+                                 " beyond the shards announced");
+            Shard &s = shard_at(m[i].shard);
+            s.lines.push_back(line);
+            s.writes.push_back(w);
+            if (s.lines.size() >= kShardBatch) s.flush();
         }
-        // Parallel exact mode wants long batches: each worker takes a chunk of one batch.
         if (lines_.size() >= (opt_.cfg.workers > 1 ? kParallelBatch : kBatch)) flush();
         return true;
     }
@@ -482,6 +522,8 @@ private:
     }
 
     static constexpr size_t kParallelBatch = 1 << 22;
+    // A batch's room: kParallelBatch and the span that completes it (a block of a reader).
+    static constexpr size_t kParallelRoom = kParallelBatch + (1 << 17);
     static constexpr size_t kShardBatch = 1 << 14;
 
     void flush() {
@@ -504,7 +546,7 @@ private:
         }
         if (opt_.cfg.workers > 1) {
             if (lines_.empty()) return;
-            if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(*global_);
+            if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(*global_, kParallelRoom);
             pipeline_->submit(lines_, writes_);
             return;
         }
