@@ -362,6 +362,8 @@ SONDE_API sonde_status_t sonde_trace_writer_create(const char *path,
  * file reads as a truncated trace whose blocks are recovered by scanning. New string table
  * entries get ids after the file's, and sonde_trace_writer_add_string() finds the file's own
  * strings. Records keep the file's chunk size; compression is zstd level 1.
+ * `sonde record --memory` adds a memory trace's symbols and lines this way once the program has
+ * exited.
  *
  * @param path A Sonde trace with its index and footer (a regular file).
  * @param error Optional buffer for the error message ("FILE: what is wrong"); may be NULL.

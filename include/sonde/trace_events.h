@@ -325,7 +325,9 @@ SONDE_API sonde_status_t sonde_trace_reader_get_api_function(const sonde_trace_r
 
 /**
  * @brief An entry of the trace's line table (trace format minor version 4): the records whose
- * pc lies in [address, address + size) come from this source line.
+ * pc lies in [address, address + size) come from this source line. `sonde record --memory`
+ * writes one entry for every distinct pc of its trace (size 1): its pcs are the return
+ * addresses of the calls to the load and store callbacks, and the line is that of the call.
  * @since 1.2
  */
 typedef struct sonde_trace_line_t {

@@ -21,7 +21,7 @@ ALLOWED = {
     "symbols": set(),
     "report": set(),
     "mpi": set(),
-    "cli": {"report", "mpi"},
+    "cli": {"report", "mpi", "symbols"},
 }
 
 root = sys.argv[1]
