@@ -20,7 +20,7 @@
 // sets in pages on their first access, so 65,536 declared shards or a 1 GiB level cost
 // nothing until records reach them; a level holds at most 16M lines (32M over all levels).
 //
-// per_pc=1 (an item among the levels) also counts, per pc, the reads,
+// per_pc=1 (an item among the levels, for `sonde annotate`) also counts, per pc, the reads,
 // writes (a modify counts as a write) and instruction fetches and their misses at each level,
 // in a row of counters per distinct pc held by the shard's hierarchy: one hash lookup more per
 // record. The JSON results then hold them ("per_pc") and each level's accesses and misses by

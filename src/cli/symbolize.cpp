@@ -106,6 +106,7 @@ Symbolized symbolize(const std::vector<TraceModule> &modules, const std::vector<
 }
 
 std::string store_symbols(const std::string &path, const Symbolized &symbols) {
+    if (symbols.functions.empty() && symbols.lines.empty()) return "";  // nothing to add
     char error[512];
     sonde_trace_writer_t *w = nullptr;
     sonde_status_t st = sonde_trace_writer_reopen(path.c_str(), error, sizeof error, &w);

@@ -2,7 +2,8 @@
 // the files of the modules the recorded process had mapped (the trace's module table) with
 // src/symbols, and stored into the trace as its method and line tables (docs/trace-format.md)
 // so that it stays readable after the program is rebuilt or deleted. `sonde record --memory`
-// stores them once the program has exited.
+// stores them once the program has exited; `sonde annotate` reads them back, or names the pcs
+// itself from the module files when the trace has a module table and nothing more.
 // Runs on the calling thread; uses the public API and src/symbols only.
 #pragma once
 
