@@ -11,8 +11,9 @@
 #   4. library calls of an uninstrumented program (zlib) traced with `sonde record --api`, and
 #      observed by a client plugin with `sonde run --api`;
 #   5. the loads and stores of a program built with clang's sanitizer coverage, recorded with
-#      `sonde record --memory` and simulated through cachegrind's caches; the same sampled at
-#      the source (--sample-rate) for reuse distances.
+#      `sonde record --memory`, simulated through cachegrind's caches and annotated per function
+#      and source line (`sonde annotate`); the same sampled at the source (--sample-rate) for
+#      reuse distances.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -132,12 +133,14 @@ grep -m 2 '^leave' "$tmp/zlib.calls.tsv"
 echo "($(grep -c '^leave' "$tmp/zlib.calls.tsv") calls observed)"
 if command -v clang >/dev/null; then
   echo "== 11. Record a program's own loads and stores (docs/memory-traces.md)"
-  clang -O1 -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores -fno-sanitize-link-runtime \
+  clang -O1 -g -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores -fno-sanitize-link-runtime \
     -o "$tmp/fill_sum" tests/memtrace/fill_sum.c \
     $(PKG_CONFIG_PATH="$PWD/build/meson-uninstalled" pkg-config --libs sonde-instrument) \
     -Wl,-rpath,"$PWD/build/src/instrument" -Wl,-rpath,"$PWD/build"
   "$sonde" record --memory -o "$tmp/fill_sum.trace" -- "$tmp/fill_sum"
   "$sonde" analyze "$tmp/fill_sum.trace" --tool basic_counts,cache_sim
+  echo "== 11a. The same trace per function and source line, like cg_annotate (sonde annotate)"
+  show 24 "$sonde" annotate "$tmp/fill_sum.trace" --limit 2
   echo "== 11b. The same references sampled at the source (SHARDS, 1 line in 100): reuse distances"
   clang -O1 -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores -fno-sanitize-link-runtime \
     -o "$tmp/mixed_reuse" tests/memtrace/mixed_reuse.c \

@@ -198,7 +198,9 @@ SONDE_API sonde_status_t sonde_analyzer_destroy(sonde_analyzer_t *analyzer);
  * @param name The tool's name.
  * @param options Tool options or NULL: basic_counts takes "line_size=N" (default 64); cache_sim
  *        takes "NAME:SIZE:WAYS:LINE[:POLICY],..." (default "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64")
- *        or, since 1.2, "model=drcachesim[,KEY=VALUE...]" (DynamoRIO drcachesim's hierarchy);
+ *        or, since 1.2, "model=drcachesim[,KEY=VALUE...]" (DynamoRIO drcachesim's hierarchy),
+ *        and, since 1.2, an item "per_pc=1" among its levels (the counts of each pc in its JSON
+ *        results, for `sonde annotate`; not with the drcachesim model, nor partitioned);
  *        reuse_distance takes "line_size=N,..." or, since 1.2, "model=drcachesim[,...]"
  *        (docs/analysis.md lists every option).
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer or name),

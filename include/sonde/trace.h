@@ -353,6 +353,34 @@ SONDE_API sonde_status_t sonde_trace_writer_create(const char *path,
                                                    sonde_trace_writer_t **out);
 
 /**
+ * @brief Reopens a complete Sonde trace to add to it: table entries (sonde/trace_events.h),
+ * events and records, as to a writer made by sonde_trace_writer_create(). The blocks already in
+ * the file stay where they are; what is added is written where the file's extension index (or
+ * index) begins, followed by new indexes that list the old blocks and the new, and a new
+ * footer (docs/trace-format.md, "Adding to a trace"); the header's minor version becomes this
+ * library's when it was older. Until sonde_trace_writer_close() has written the footer, the
+ * file reads as a truncated trace whose blocks are recovered by scanning. New string table
+ * entries get ids after the file's, and sonde_trace_writer_add_string() finds the file's own
+ * strings. Records keep the file's chunk size; compression is zstd level 1.
+ * `sonde record --memory` adds a memory trace's symbols and lines this way once the program has
+ * exited.
+ *
+ * @param path A Sonde trace with its index and footer (a regular file).
+ * @param error Optional buffer for the error message ("FILE: what is wrong"); may be NULL.
+ *        Always NUL-terminated when error_size > 0.
+ * @param error_size Bytes available in @p error.
+ * @param[out] out The writer; set to NULL on failure.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (path or out),
+ *         SONDE_STATUS_ERROR_IO (missing or unreadable file, not a regular file, cannot be
+ *         written), SONDE_STATUS_ERROR_FORMAT (not a Sonde trace, a damaged index, or an
+ *         incomplete trace: one whose writer did not finish has no index to extend),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_writer_reopen(const char *path, char *error, size_t error_size,
+                                                   sonde_trace_writer_t **out);
+
+/**
  * @brief Appends records to a shard. sonde_memref_t::shard of the input is ignored.
  * Full chunks are compressed and written as they fill.
  *

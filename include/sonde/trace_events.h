@@ -324,6 +324,67 @@ SONDE_API sonde_status_t sonde_trace_reader_get_api_function(const sonde_trace_r
                                                              sonde_trace_api_function_t *function);
 
 /**
+ * @brief An entry of the trace's line table (trace format minor version 4): the records whose
+ * pc lies in [address, address + size) come from this source line. `sonde record --memory`
+ * writes one entry for every distinct pc of its trace (size 1): its pcs are the return
+ * addresses of the calls to the load and store callbacks, and the line is that of the call.
+ * @since 1.2
+ */
+typedef struct sonde_trace_line_t {
+    uint32_t struct_size; /**< sizeof(sonde_trace_line_t) as the caller knows it. */
+    uint32_t module;      /**< Module index (::sonde_trace_reader_get_module), or ::SONDE_TRACE_NO_MODULE. */
+    uint64_t address;     /**< First pc of the range, in the recorded process. */
+    uint64_t size;        /**< Bytes of the range, at least 1. */
+    const char *file;     /**< Source file as DWARF names it (usually absolute); never NULL. */
+    uint32_t line;        /**< Source line, from 1. */
+    uint32_t column;      /**< Source column, 0 when unknown. */
+} sonde_trace_line_t;
+
+/** @brief Size of sonde_trace_line_t in version 1.2 (smallest struct_size accepted). @since 1.2 */
+#define SONDE_TRACE_LINE_SIZE_1_2 40u
+
+/**
+ * @brief Number of entries of the trace's line table (0 for a trace without one, and for every
+ * trace of format minor version 3 or older).
+ * @param reader An open reader.
+ * @param[out] count The count.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_ILLEGAL_ID.
+ *         Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_num_lines(const sonde_trace_reader_t *reader, uint32_t *count);
+
+/**
+ * @brief One entry of the line table. Entries are ordered by address (then size), so that a pc
+ * is found by a binary search over the indexes.
+ * @param reader An open reader.
+ * @param index Entry index, below ::sonde_trace_reader_num_lines.
+ * @param[in,out] line Set struct_size; the rest is filled (the file name is owned by the reader).
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_ILLEGAL_ID,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (index out of range),
+ *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size smaller than ::SONDE_TRACE_LINE_SIZE_1_2).
+ *         Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_reader_get_line(const sonde_trace_reader_t *reader, uint32_t index,
+                                                     sonde_trace_line_t *line);
+
+/**
+ * @brief Adds a line table entry. The file name is stored once in the string table, whatever
+ * the number of entries that name it.
+ * @param writer An open writer.
+ * @param line The entry.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (writer, line or its file),
+ *         SONDE_STATUS_ERROR_INCOMPATIBLE_ABI (struct_size smaller than ::SONDE_TRACE_LINE_SIZE_1_2),
+ *         SONDE_STATUS_ERROR_NOT_SUPPORTED (unknown trailing bytes set),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (size 0, a range past 2^64, or a file name over
+ *         1 MiB), SONDE_STATUS_ERROR_PHASE_FAILURE (an earlier write failed),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. Thread-safe.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_trace_writer_add_line(sonde_trace_writer_t *writer, const sonde_trace_line_t *line);
+
+/**
  * @brief Appends events to an event shard of a trace being written. sonde_trace_event_t::shard
  * of the input is ignored. Full chunks (the writer's chunk_records events) are compressed and
  * written as they fill, after the table entries added before them, so that a trace cut short

@@ -19,6 +19,12 @@
 // Memory follows the data: a shard's caches are created on its first record, and a cache's
 // sets in pages on their first access, so 65,536 declared shards or a 1 GiB level cost
 // nothing until records reach them; a level holds at most 16M lines (32M over all levels).
+//
+// per_pc=1 (an item among the levels, for `sonde annotate`) also counts, per pc, the reads,
+// writes (a modify counts as a write) and instruction fetches and their misses at each level,
+// in a row of counters per distinct pc held by the shard's hierarchy: one hash lookup more per
+// record. The JSON results then hold them ("per_pc") and each level's accesses and misses by
+// kind; the totals are those of the run without it.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -293,18 +299,67 @@ private:
     SeenBlocks seen_;
 };
 
+// Access kinds of the per-pc counts, and their names in the JSON results.
+enum Kind : unsigned { kRead = 0, kWrite = 1, kIfetch = 2, kKinds = 3 };
+const char *const kKindName[kKinds] = {"read", "write", "ifetch"};
+
+// per_pc: one row of counters per distinct pc, [accesses by kind][misses by kind and level].
+// Rows live in one array; a pc finds its row through a hash map.
+struct PcRows {
+    size_t width = 0;  // kKinds + kKinds * levels
+    std::unordered_map<uint64_t, size_t> row_of;
+    std::vector<uint64_t> pcs;
+    std::vector<uint64_t> counts;
+    uint64_t *row(uint64_t pc) {
+        auto it = row_of.find(pc);
+        if (it == row_of.end()) {
+            it = row_of.emplace(pc, pcs.size()).first;
+            pcs.push_back(pc);
+            counts.resize(counts.size() + width, 0);
+        }
+        return counts.data() + it->second * width;
+    }
+};
+
 // A shard's first-level caches (private) and, in parallel mode, its own lower levels.
 struct Hierarchy {
     std::vector<Cache> first;  // in config order
     std::vector<Cache> lower;  // empty in serial mode (the shared ones are used)
     Cache *icache = nullptr;
     Cache *dcache = nullptr;
+    size_t ilevel = 0, dlevel = 0;  // the levels of icache and dcache
+    PcRows pcs;                     // per_pc only
 };
+
+// The per_pc=1 item of an option string: removes it (and returns whether it is 1), leaving the
+// other items as they were (an empty level stays an error of the levels).
+bool take_per_pc(std::string *options) {
+    bool per_pc = false;
+    std::string rest;
+    bool first = true;
+    size_t pos = 0;
+    while (pos <= options->size()) {
+        size_t end = options->find(',', pos);
+        if (end == std::string::npos) end = options->size();
+        const std::string item = options->substr(pos, end - pos);
+        pos = end + 1;
+        if (item.compare(0, 7, "per_pc=") == 0) {
+            const std::string v = item.substr(7);
+            if (v != "0" && v != "1") throw std::invalid_argument("per_pc must be 0 or 1, not '" + v + "'");
+            per_pc = v == "1";
+            continue;
+        }
+        rest += (first ? "" : ",") + item;
+        first = false;
+    }
+    *options = rest;
+    return per_pc;
+}
 
 class CacheSim final : public sonde::tool {
 public:
-    explicit CacheSim(const std::string &options)
-        : levels_(parse_config(options.empty() ? "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64" : options)) {
+    explicit CacheSim(std::string options) : per_pc_(take_per_pc(&options)) {
+        levels_ = parse_config(options.empty() ? "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64" : options);
         if (levels_[0].role == Role::unified)
             nfirst_ = 1;
         else
@@ -323,7 +378,9 @@ public:
                 return set_error("memref of shard " + std::to_string(s) + " beyond the " +
                                  std::to_string(shards_.size()) + " shards announced");
             if (!shards_[s]) shards_[s] = make_hierarchy(false);
-            if (groups_ == 0) {
+            if (per_pc_) {
+                access_per_pc(*shards_[s], shared_, m[i]);
+            } else if (groups_ == 0) {
                 access(*shards_[s], shared_, m[i]);
             } else if (!access_part(*shards_[s], m[i])) {
                 return false;
@@ -337,6 +394,10 @@ public:
     // record and simulates only the sets it owns (docs/analysis.md says why this is exact).
     bool partition_supported() const override { return true; }
     uint32_t partition(uint32_t rank, uint32_t nranks, uint32_t offers) override {
+        if (per_pc_) {
+            set_error("per_pc does not run partitioned; run it in one process");
+            return SONDE_PARTITION_REFUSE;
+        }
         if (offers == SONDE_PARTITION_SHARDS) return offers;
         for (const LevelConfig &c : levels_) {
             if (c.line != levels_[0].line) {
@@ -396,7 +457,11 @@ public:
         std::unique_ptr<Hierarchy> &slot = *static_cast<std::unique_ptr<Hierarchy> *>(sd);
         if (!slot) slot = make_hierarchy(true);
         Hierarchy &h = *slot;
-        for (size_t i = 0; i < n; ++i) access(h, h.lower, m[i]);
+        if (per_pc_) {
+            for (size_t i = 0; i < n; ++i) access_per_pc(h, h.lower, m[i]);
+        } else {
+            for (size_t i = 0; i < n; ++i) access(h, h.lower, m[i]);
+        }
         return true;
     }
     bool print_results(void *stream) override {
@@ -411,6 +476,7 @@ public:
                 grouped(t.ifetch_misses).c_str(), grouped(t.data_misses).c_str(),
                 grouped(t.compulsory).c_str());
         }
+        if (per_pc_) std::fprintf(f, "  per pc: %zu pcs (in the JSON results)\n", pc_rows().pcs.size());
         return true;
     }
     // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
@@ -434,6 +500,7 @@ public:
         }
         nlohmann::json j = nlohmann::json::object();
         const JsonRelease release_j(j);
+        if (per_pc_) put_per_pc(j, levels);
         j["levels"] = std::move(levels);
         return j.dump();
     }
@@ -453,9 +520,16 @@ private:
         h->first.reserve(nfirst_);
         for (size_t i = 0; i < nfirst_; ++i) h->first.emplace_back(levels_[i]);
         for (size_t i = 0; i < nfirst_; ++i) {
-            if (levels_[i].role != Role::data) h->icache = &h->first[i];
-            if (levels_[i].role != Role::instruction) h->dcache = &h->first[i];
+            if (levels_[i].role != Role::data) {
+                h->icache = &h->first[i];
+                h->ilevel = i;
+            }
+            if (levels_[i].role != Role::instruction) {
+                h->dcache = &h->first[i];
+                h->dlevel = i;
+            }
         }
+        h->pcs.width = kKinds + kKinds * levels_.size();
         if (with_lower)
             for (size_t i = nfirst_; i < levels_.size(); ++i) h->lower.emplace_back(levels_[i]);
         return h;
@@ -469,6 +543,89 @@ private:
         bool miss = true;
         if (c != nullptr) miss = c->access(m.address, m.size, ifetch);
         for (size_t i = 0; miss && i < lower.size(); ++i) miss = lower[i].access(m.address, m.size, ifetch);
+    }
+    // access() that also counts the record and its misses in its pc's row (per_pc). Cost: one
+    // hash lookup more.
+    void access_per_pc(Hierarchy &h, std::vector<Cache> &lower, const sonde_memref_t &m) const {
+        if (m.type > SONDE_MEMREF_IFETCH) return;
+        const bool ifetch = m.type == SONDE_MEMREF_IFETCH;
+        const unsigned kind = ifetch ? kIfetch : m.type == SONDE_MEMREF_READ ? kRead : kWrite;
+        uint64_t *row = h.pcs.row(m.pc);
+        ++row[kind];
+        uint64_t *misses = row + kKinds + size_t{kind} * levels_.size();
+        Cache *c = ifetch ? h.icache : h.dcache;
+        bool miss = true;
+        if (c != nullptr) {
+            miss = c->access(m.address, m.size, ifetch);
+            if (miss) ++misses[ifetch ? h.ilevel : h.dlevel];
+        }
+        for (size_t i = 0; miss && i < lower.size(); ++i) {
+            miss = lower[i].access(m.address, m.size, ifetch);
+            if (miss) ++misses[nfirst_ + i];
+        }
+    }
+    // Every shard's per-pc rows summed by pc, pcs in increasing order.
+    PcRows pc_rows() const {
+        PcRows all;
+        all.width = kKinds + kKinds * levels_.size();
+        std::vector<uint64_t> pcs;
+        for (const auto &h : shards_)
+            if (h) pcs.insert(pcs.end(), h->pcs.pcs.begin(), h->pcs.pcs.end());
+        std::sort(pcs.begin(), pcs.end());
+        pcs.erase(std::unique(pcs.begin(), pcs.end()), pcs.end());
+        for (uint64_t pc : pcs) all.row(pc);
+        for (const auto &h : shards_) {
+            if (!h) continue;
+            for (size_t r = 0; r < h->pcs.pcs.size(); ++r) {
+                uint64_t *to = all.row(h->pcs.pcs[r]);
+                const uint64_t *from = h->pcs.counts.data() + r * all.width;
+                for (size_t k = 0; k < all.width; ++k) to[k] += from[k];
+            }
+        }
+        return all;
+    }
+    // per_pc's JSON: "per_pc", one object per pc ({"pc", "reads", "writes", "ifetches", and
+    // "read_misses", "write_misses", "ifetch_misses": an array by level}), and each level's
+    // accesses by kind and read and write misses, added to `levels` (objects, in level order). A kind reaches a
+    // first level by its role and each lower level through the misses of the level above it.
+    void put_per_pc(nlohmann::json &j, nlohmann::json &levels) const {
+        const PcRows all = pc_rows();
+        const size_t nl = levels_.size();
+        std::vector<uint64_t> sum(all.width, 0);
+        nlohmann::json &rows = j["per_pc"];
+        json_array_reserve(rows, all.pcs.size());
+        for (size_t r = 0; r < all.pcs.size(); ++r) {
+            const uint64_t *row = all.counts.data() + r * all.width;
+            for (size_t k = 0; k < all.width; ++k) sum[k] += row[k];
+            rows.push_back(nlohmann::json::object());  // room reserved: cannot fail
+            nlohmann::json &o = rows.back();
+            o["pc"] = all.pcs[r];
+            o["reads"] = row[kRead];
+            o["writes"] = row[kWrite];
+            o["ifetches"] = row[kIfetch];
+            for (unsigned kind = 0; kind < kKinds; ++kind) {
+                nlohmann::json &m = o[std::string(kKindName[kind]) + "_misses"];
+                json_array_reserve(m, nl);
+                for (size_t l = 0; l < nl; ++l) m.push_back(row[kKinds + kind * nl + l]);
+            }
+        }
+        for (unsigned kind = 0; kind < kKinds; ++kind) {
+            // The first level this kind reaches (none: straight to the first lower level).
+            size_t first = nfirst_;
+            for (size_t l = 0; l < nfirst_; ++l)
+                if (levels_[l].role == Role::unified ||
+                    (levels_[l].role == Role::instruction) == (kind == kIfetch))
+                    first = l;
+            uint64_t reaching = sum[kind];
+            for (size_t l = 0; l < nl; ++l) {
+                const bool reached = l == first || l >= nfirst_;
+                const uint64_t misses = sum[kKinds + kind * nl + l];
+                levels[l][std::string(kKindName[kind]) + "_accesses"] = reached ? reaching : 0;
+                if (kind != kIfetch)
+                    levels[l][std::string(kKindName[kind]) + "_misses"] = misses;  // ifetch_misses is there
+                if (reached) reaching = misses;
+            }
+        }
     }
     // The partitioned path of one record (serial mode, sets split by line group). The group of
     // line b is b mod groups_ (the smallest set count: with power-of-two set counts, every set
@@ -551,6 +708,7 @@ private:
         return out;
     }
 
+    bool per_pc_ = false;
     std::vector<LevelConfig> levels_;
     size_t nfirst_ = 0;
     std::vector<std::unique_ptr<Hierarchy>> shards_;  // serial: by memref shard; parallel: slot per shard

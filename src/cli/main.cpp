@@ -1,10 +1,11 @@
-// The `sonde` executable: dispatches `analyze`, `convert`, `dump`, `export`, `record`, `report` and `run`
+// The `sonde` executable: dispatches `analyze`, `annotate`, `convert`, `dump`, `export`, `record`, `report` and `run`
 // to their implementations and answers --help and --version. Every command exits 2 on bad usage, with a
 // message naming the option (options.h), and has --help and --version of its own.
 #include <cstdio>
 #include <cstring>
 
 #include "cli/analyze.h"
+#include "cli/annotate.h"
 #include "cli/convert.h"
 #include "cli/dump.h"
 #include "cli/export.h"
@@ -22,6 +23,8 @@ void usage(FILE *f) {
         "\n"
         "commands:\n"
         "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
+        "  annotate FILE      accesses and cache misses per function and source line\n"
+        "                     (sonde annotate --help)\n"
         "  convert INPUT -o OUTPUT\n"
         "                     turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
         "  dump INPUT         print a trace's records as text, one per line (sonde dump --help)\n"
@@ -58,6 +61,7 @@ int main(int argc, char **argv) {
         return sonde::cli::kExitOk;
     }
     if (std::strcmp(cmd, "analyze") == 0) return sonde_cli_analyze(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "annotate") == 0) return sonde_cli_annotate(argc - 1, argv + 1);
     if (std::strcmp(cmd, "convert") == 0) return sonde_cli_convert(argc - 1, argv + 1);
     if (std::strcmp(cmd, "dump") == 0) return sonde_cli_dump(argc - 1, argv + 1);
     if (std::strcmp(cmd, "export") == 0) return sonde_cli_export(argc - 1, argv + 1);

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -36,8 +37,15 @@
 
 #include "cli/instrumented.h"
 #include "cli/options.h"
+#include "cli/symbolize.h"
 
 namespace {
+
+using sonde::cli::store_symbols;
+using sonde::cli::symbolize;
+using sonde::cli::Symbolized;
+using sonde::cli::trace_modules;
+using sonde::cli::TraceModule;
 
 // FILE made absolute (the program may change directory), without resolving the file itself.
 std::string absolute(const std::string &path) {
@@ -95,21 +103,80 @@ void summarise(const std::string &path, const std::string &program, bool api) {
                  api_part.c_str(), human_size(static_cast<uint64_t>(st.st_size)).c_str(), path.c_str());
 }
 
-// The summary of a memory trace: shards (threads), records, file size.
+// Distinct pcs, with a small direct-mapped filter in front of the set: the pcs of a loop repeat,
+// so most records cost a load and a compare.
+class PcSet {
+public:
+    void add(uint64_t pc) {
+        uint64_t &slot = recent_[(pc * 0x9E3779B97F4A7C15ull) >> 56];
+        if (slot == pc) return;
+        slot = pc;
+        pcs_.push_back(pc);
+        if (pcs_.size() >= std::max(kCompact, 2 * compacted_)) compact();
+    }
+    // The pcs, sorted and distinct.
+    std::vector<uint64_t> take() {
+        compact();
+        return std::move(pcs_);
+    }
+
+private:
+    static constexpr size_t kCompact = 1u << 20;
+    void compact() {
+        std::sort(pcs_.begin(), pcs_.end());
+        pcs_.erase(std::unique(pcs_.begin(), pcs_.end()), pcs_.end());
+        compacted_ = pcs_.size();
+    }
+    uint64_t recent_[256] = {};
+    std::vector<uint64_t> pcs_;
+    size_t compacted_ = 0;
+};
+
+// Names the pcs of a memory trace from the modules the program mapped and stores the names in
+// the trace (symbolize.h), saying what could not be named.
+void name_pcs(const std::string &path, const std::vector<TraceModule> &modules,
+              const std::vector<uint64_t> &pcs) {
+    if (modules.empty()) {
+        std::fprintf(stderr, "sonde record: warning: the trace has no module table; its pcs stay unnamed\n");
+        return;
+    }
+    const Symbolized named = symbolize(modules, pcs);
+    for (const std::string &note : named.notes)
+        std::fprintf(stderr, "sonde record: note: %s\n", note.c_str());
+    const std::string why = store_symbols(path, named);
+    if (!why.empty()) {
+        std::fprintf(stderr, "sonde record: warning: the names of the pcs were not stored: %s\n",
+                     why.c_str());
+        return;
+    }
+    std::fprintf(stderr, "sonde record: %zu of %zu pcs named: %zu functions, %zu source lines\n",
+                 named.lines.size(), pcs.size(), named.functions.size(), named.lines.size());
+}
+
+// The summary of a memory trace: shards (threads), records, file size; and, for a complete
+// trace, the names of its pcs stored into it.
 void summarise_memory(const std::string &path) {
     sonde_trace_reader_t *r = open_recorded(path);
     if (r == nullptr) return;
+    const bool complete = *sonde_trace_reader_warnings(r) == '\0';
     uint32_t shards = 0;
     sonde_trace_reader_num_shards(r, &shards);
     uint64_t refs = 0;
+    PcSet pcs;
     std::vector<sonde_memref_t> batch(65536);
     for (uint32_t s = 0; s < shards; ++s) {
         size_t n = 0;
         while (sonde_trace_reader_read_shard(r, s, batch.data(), batch.size(), &n) == SONDE_STATUS_SUCCESS &&
                n != 0)
-            for (size_t i = 0; i < n; ++i) refs += batch[i].type != SONDE_MEMREF_MARKER;
+            for (size_t i = 0; i < n; ++i) {
+                if (batch[i].type == SONDE_MEMREF_MARKER) continue;
+                ++refs;
+                pcs.add(batch[i].pc);
+            }
     }
+    const std::vector<TraceModule> modules = trace_modules(r);
     sonde_trace_reader_close(r);
+    if (refs != 0 && complete) name_pcs(path, modules, pcs.take());
     struct stat st {};
     stat(path.c_str(), &st);
     if (refs == 0)

@@ -50,6 +50,7 @@
 #include <sonde/client.h>
 
 #include "core/clock.h"
+#include "symbols/symbols.h"
 
 namespace sonde::client {
 
@@ -77,12 +78,7 @@ inline int64_t handle_index(uint64_t handle, uint64_t tag, uint64_t count) {
 
 // ---- modules and symbols (modules.cpp) ----
 
-struct Symbol {
-    uint64_t value;  // file address (st_value)
-    uint64_t size;
-    std::string mangled;
-    uint8_t binding;  // STB_*
-};
+using Symbol = symbols::FunctionSymbol;
 
 struct Module {
     uint32_t index = 0;
@@ -93,14 +89,12 @@ struct Module {
     std::vector<std::pair<uint64_t, uint64_t>> segments;  // [start, end) in the process
     std::atomic<bool> loaded{true};
     std::atomic<uint64_t> accept{~0ull};  // clients whose MODULE filter accepts it
-    // Symbols, loaded on first need (Registry::mu held).
-    bool symbols_loaded = false;
+    // Its ELF file (symbols and DWARF), opened on first need (Registry::mu held); null when it
+    // cannot be read.
+    bool file_tried = false;
+    std::unique_ptr<symbols::ElfFile> file;
     std::vector<Symbol> symbols;  // sorted by value
-    // DWARF, opened on first need (Registry::mu held).
-    bool dwarf_tried = false;
-    void *elf = nullptr;    // Elf *
-    void *dwarf = nullptr;  // Dwarf *
-    int fd = -1;
+    bool symbols_loaded = false;
 
     bool contains(uint64_t addr) const {
         for (const auto &s : segments)
@@ -334,7 +328,6 @@ void scan_modules(std::vector<Module *> *loaded, std::vector<Module *> *unloaded
 Module *module_of(uint64_t addr);                                                   // mu held
 void symbolise(Method *m);                                                          // mu held
 bool source_position(Method *m);  // mu held; false if no DWARF line
-void split_name(const std::string &full, std::string *scope, std::string *name);
 sonde_filter_element_t module_element(const Module *mod);
 sonde_status_t refresh_modules();
 void deliver_module_event(uint32_t event, const Module *mod, uint64_t only_clients);

@@ -19,7 +19,9 @@
  *    buffer of libsonde, LOSSLESS, flushed every 100 ms), whose consumer appends the batch to the
  *    trace writer (sonde_trace_writer_write: zstd-compressed chunks, one shard per thread);
  *  - at exit (or on a fatal signal) the staged tails are taken, the buffer flushed, and the
- *    writer closed. A trace cut by SIGKILL keeps every chunk written before (readers recover it
+ *    writer closed, with the module table: the program and the libraries loaded when recording
+ *    started, and at a normal exit those loaded since (dl_iterate_phdr; path, lowest mapped
+ *    address, span), so that `sonde record --memory` can name the pcs afterwards. A trace cut by SIGKILL keeps every chunk written before (readers recover it
  *    by scanning).
  * A write error (a full disk) stops the recording with one message on stderr; the program
  * goes on.
@@ -35,6 +37,7 @@
 #include "memtrace/memtrace.h"
 
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -381,6 +384,55 @@ MT_HIDDEN static void consume(const sonde_record_header_t *begin, const sonde_re
     }
 }
 
+/* ---- the module map ---- */
+
+/* Lowest mapped addresses of the modules given to the trace's module table, by index: those
+ * loaded at start, then those found at a normal exit (main thread, or the thread that stops). */
+enum { kMaxModules = 4096 };
+static uint64_t g_module_base[kMaxModules];
+static uint32_t g_modules;
+
+/* dl_iterate_phdr's callback: one module table entry per module not given yet. `data` counts
+ * the calls: the first is the program itself, whose name the loader leaves empty. */
+MT_HIDDEN static int add_module(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    const int first = (*(int *)data)++ == 0;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        const uint64_t start = (uint64_t)info->dlpi_addr + ph->p_vaddr;
+        if (start < lo) lo = start;
+        if (start + ph->p_memsz > hi) hi = start + ph->p_memsz;
+    }
+    if (hi == 0 || g_modules >= kMaxModules) return 0;
+    for (uint32_t i = 0; i < g_modules; ++i)
+        if (g_module_base[i] == lo) return 0;
+    char exe[4096];
+    const char *path = info->dlpi_name != NULL ? info->dlpi_name : "";
+    if (first && *path == '\0') {
+        const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        path = exe;
+    }
+    const char *slash = strrchr(path, '/');
+    sonde_trace_module_t m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    m.index = g_modules;
+    m.path = *path == '/' ? path : "";
+    m.name = slash != NULL ? slash + 1 : path;
+    m.address = lo;
+    m.size = hi - lo;
+    if (sonde_trace_writer_add_module(g_writer, &m) == SONDE_STATUS_SUCCESS) g_module_base[g_modules++] = lo;
+    return 0;
+}
+
+MT_HIDDEN static void add_modules(void) {
+    int calls = 0;
+    dl_iterate_phdr(add_module, &calls);
+}
+
 /* ---- start and stop ---- */
 
 static const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
@@ -472,6 +524,7 @@ MT_HIDDEN void sonde_memtrace_start(void) {
         return;
     }
     g_pid = getpid();
+    add_modules();
     install_crash_handlers();
     __atomic_store_n(&g_active, 1, __ATOMIC_RELEASE);
     if (g_blocks) __atomic_store_n(&g_blocks_active, 1, __ATOMIC_RELEASE);
@@ -502,6 +555,9 @@ MT_HIDDEN static void stop_recording(int crashing) {
         if (n != 0) sonde_trace_writer_write(g_writer, s->shard, s->refs, n);
     }
     if (!crashing) pthread_mutex_unlock(&g_mu);
+    /* Libraries loaded since the start; not from a crash handler, which may have interrupted
+     * the loader with its lock held. */
+    if (!crashing) add_modules();
     if (!crashing) {
         sonde_stop_session(g_session);
         sonde_destroy_session(g_session);

@@ -187,6 +187,33 @@ protected:
     Tables tables_;
 };
 
+// Where a writer resumes a complete Sonde trace to add to it (TraceWriter::reopen): the entries
+// of its index and extension index as they stand, its string table, and the offset where its
+// extension index (or, without one, its index) begins, from which the new blocks, indexes and
+// footer are written.
+struct AppendPoint {
+    struct Chunk {
+        uint64_t offset;
+        uint32_t shard, records;
+        uint64_t first_ts, last_ts;
+    };
+    struct Table {
+        uint64_t offset;
+        uint32_t type, count;
+    };
+    uint64_t resume_offset = 0;
+    uint32_t minor = 0;
+    uint32_t chunk_records = 0;  // the header's
+    uint32_t num_shards = 0, num_event_shards = 0;
+    std::vector<Chunk> chunks, event_chunks;
+    std::vector<Table> tables;
+    std::vector<std::string> strings;  // by id
+};
+// Opens `path` as a Sonde trace and fills *out. SUCCESS, or SONDE_STATUS_ERROR_IO (cannot be
+// read, or not a regular file), SONDE_STATUS_ERROR_FORMAT (not a Sonde trace, or incomplete:
+// a trace recovered by scanning has no index to extend) with *error saying why.
+sonde_status_t read_append_point(const std::string &path, AppendPoint *out, std::string *error);
+
 // Memory that reading the given shards of `inputs` all at once needs (each shard's
 // shard_memory() plus a window of up to `window` records of 32 bytes), and the budget it must
 // stay within: 256 MiB plus 16 times the inputs' size on disk, so that no small file makes a

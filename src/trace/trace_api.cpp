@@ -195,6 +195,25 @@ SONDE_API sonde_status_t sonde_trace_writer_create(const char *path,
     });
 }
 
+SONDE_API sonde_status_t sonde_trace_writer_reopen(const char *path, char *error, size_t error_size,
+                                                   sonde_trace_writer_t **out) {
+    if (error != nullptr && error_size > 0) error[0] = '\0';
+    if (out == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    *out = nullptr;
+    if (path == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    return sonde::guarded([&]() -> sonde_status_t {
+        auto w = std::make_unique<sonde_trace_writer_t>();
+        std::string msg;
+        const sonde_status_t s = sonde::trace::TraceWriter::reopen(path, &w->writer, &msg);
+        if (s != SONDE_STATUS_SUCCESS) {
+            copy_error(msg, error, error_size);
+            return s;
+        }
+        *out = w.release();
+        return SONDE_STATUS_SUCCESS;
+    });
+}
+
 SONDE_API sonde_status_t sonde_trace_writer_write(sonde_trace_writer_t *writer, uint32_t shard,
                                                   const sonde_memref_t *memrefs, size_t count) {
     if (writer == nullptr || (memrefs == nullptr && count > 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
@@ -421,6 +440,35 @@ SONDE_API sonde_status_t sonde_trace_reader_get_api_function(const sonde_trace_r
     return e.present ? SONDE_STATUS_SUCCESS : SONDE_STATUS_PARTIAL_INFO;
 }
 
+SONDE_API sonde_status_t sonde_trace_reader_num_lines(const sonde_trace_reader_t *reader, uint32_t *count) {
+    if (count != nullptr) *count = 0;
+    const sonde_status_t st = check_reader(reader);
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    if (count == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    *count = static_cast<uint32_t>(std::min<size_t>(reader->input->tables().lines.size(), UINT32_MAX));
+    return SONDE_STATUS_SUCCESS;
+}
+
+SONDE_API sonde_status_t sonde_trace_reader_get_line(const sonde_trace_reader_t *reader, uint32_t index,
+                                                     sonde_trace_line_t *line) {
+    const sonde_status_t st = check_reader(reader);
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    if (line == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (line->struct_size < SONDE_TRACE_LINE_SIZE_1_2) return SONDE_STATUS_ERROR_INCOMPATIBLE_ABI;
+    const auto &lines = reader->input->tables().lines;
+    if (index >= lines.size()) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    const sonde::trace::LineEntry &e = lines[index];
+    sonde_trace_line_t v{};
+    v.struct_size = sizeof v;
+    v.module = e.module;
+    v.address = e.address;
+    v.size = e.size;
+    v.file = e.file_text;
+    v.line = e.line;
+    v.column = e.column;
+    return sonde::write_abi_struct(v, SONDE_TRACE_LINE_SIZE_1_2, line);
+}
+
 SONDE_API sonde_status_t sonde_trace_writer_write_events(sonde_trace_writer_t *writer, uint32_t shard,
                                                          const sonde_trace_event_t *events, size_t count) {
     if (writer == nullptr || (events == nullptr && count > 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
@@ -508,6 +556,27 @@ SONDE_API sonde_status_t sonde_trace_writer_add_thread(sonde_trace_writer_t *wri
         e.os_tid = t.os_thread_id;
         if (!take_string(t.name, &e.name)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
         return writer->writer->add_thread(std::move(e));
+    });
+}
+
+SONDE_API sonde_status_t sonde_trace_writer_add_line(sonde_trace_writer_t *writer,
+                                                     const sonde_trace_line_t *line) {
+    if (writer == nullptr || line == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    sonde_trace_line_t l;
+    const sonde_status_t st = sonde::read_abi_struct(line, SONDE_TRACE_LINE_SIZE_1_2, &l);
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    if (l.file == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (l.size == 0 || l.address + (l.size - 1) < l.address) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    return sonde::guarded([&]() -> sonde_status_t {
+        std::string file;
+        if (!take_string(l.file, &file)) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+        sonde::trace::LineEntry e;
+        e.module = l.module;
+        e.line = l.line;
+        e.address = l.address;
+        e.size = l.size;
+        e.column = l.column;
+        return writer->writer->add_line(e, file);
     });
 }
 

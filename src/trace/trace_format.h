@@ -28,11 +28,11 @@ constexpr uint32_t kTableMagic = 0x4C424154u;  // "TABL"
 constexpr uint32_t kVersion = 1;
 // Minor version (header offset 28): 0 for memref-only files of version 1.0, 1 since program
 // events and tables (version 1.1), 2 since records may hold the 1.2 memref kinds and markers
-// (version 1.2), 3 since API call events and the API function table (also version 1.2 of the
-// library). Readers of 1.0 ignore it and still read the memref chunks; readers of minor 1 and 2
-// skip the API function table (an unknown table type) and return the API events as kinds they
-// do not know.
-constexpr uint32_t kMinorVersion = 3;
+// (version 1.2), 3 since API call events and the API function table, 4 since the line table
+// (both also version 1.2 of the library). Readers of 1.0 ignore it and still read the memref
+// chunks; readers of minor 1 and 2 skip the API function table (an unknown table type) and
+// return the API events as kinds they do not know; readers of minor 1 to 3 skip the line table.
+constexpr uint32_t kMinorVersion = 4;
 // The first minor version whose records may hold the 1.2 kinds.
 constexpr uint32_t kMinorKinds12 = 2;
 // Bytes per event in a decompressed event chunk: timestamp and value (u64 deltas), id (u32
@@ -50,7 +50,10 @@ enum TableType : uint32_t {
     kTableMethods = 3,
     kTableThreads = 4,
     kTableApiFunctions = 5,  // minor version 3
+    kTableLines = 6,         // minor version 4
 };
+// Bytes of one line table entry: module, line, address, size, file (a string id), column.
+constexpr size_t kLineEntrySize = 32;
 constexpr uint32_t kMaxApiArgs = 16;  // arguments of one API function
 // Bytes per record in a decompressed chunk payload: the columns address, pc and timestamp
 // (u64 deltas) and type and size (u16); the shard is the chunk's.

@@ -291,6 +291,57 @@ private:
     uint32_t minor_ = 0;
     std::vector<TableRef> table_refs_;
 
+public:
+    // The index and extension index of a complete trace as they stand (AppendPoint); false
+    // with *error when they cannot be read again.
+    bool append_point(AppendPoint *out, std::string *error) const {
+        unsigned char h[fmt::kHeaderSize], f[fmt::kFooterSize];
+        if (pread_full(fd_, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) ||
+            pread_full(fd_, f, sizeof f, size_ - fmt::kFooterSize) != static_cast<ssize_t>(sizeof f)) {
+            *error = path_ + ": cannot read its header and footer again";
+            return false;
+        }
+        out->minor = minor_;
+        out->chunk_records = fmt::load32(h + 24);
+        const uint64_t isize = fmt::load64(f + 16);
+        std::vector<unsigned char> idx(isize);
+        if (pread_full(fd_, idx.data(), isize, index_offset_) != static_cast<ssize_t>(isize)) {
+            *error = fmt::at(path_, index_offset_, "cannot read the index again");
+            return false;
+        }
+        out->num_shards = fmt::load32(idx.data() + 12);
+        const uint32_t nchunks = fmt::load32(idx.data() + 8);
+        auto chunk_at = [](const unsigned char *e) {
+            return AppendPoint::Chunk{fmt::load64(e), fmt::load32(e + 8), fmt::load32(e + 12),
+                                      fmt::load64(e + 16), fmt::load64(e + 24)};
+        };
+        for (uint32_t k = 0; k < nchunks; ++k)
+            out->chunks.push_back(
+                chunk_at(idx.data() + fmt::kIndexHeaderSize + uint64_t(k) * fmt::kIndexEntrySize));
+        const uint64_t ext = fmt::load64(idx.data() + 16);
+        out->resume_offset = ext != 0 ? ext : index_offset_;
+        if (ext != 0) {
+            const uint64_t xsize = index_offset_ - ext;
+            std::vector<unsigned char> x(xsize);
+            if (xsize < fmt::kExtIndexHeaderSize ||
+                pread_full(fd_, x.data(), xsize, ext) != static_cast<ssize_t>(xsize)) {
+                *error = fmt::at(path_, ext, "cannot read the extension index again");
+                return false;
+            }
+            const uint32_t nev = fmt::load32(x.data() + 8), ntab = fmt::load32(x.data() + 16);
+            out->num_event_shards = fmt::load32(x.data() + 12);
+            const unsigned char *q = x.data() + fmt::kExtIndexHeaderSize;
+            for (uint32_t i = 0; i < nev; ++i, q += fmt::kIndexEntrySize)
+                out->event_chunks.push_back(chunk_at(q));
+            for (uint32_t i = 0; i < ntab; ++i, q += fmt::kExtTableEntrySize)
+                out->tables.push_back(
+                    AppendPoint::Table{fmt::load64(q), fmt::load32(q + 8), fmt::load32(q + 12)});
+        }
+        out->strings = tables_.strings;
+        return true;
+    }
+
+private:
     // Reads footer and index: 1 when valid; 0 (with the reason in *why) when either is missing
     // or damaged, so that the chunks are recovered by scanning; -1 (with *error set) when the
     // index is intact (its checksum holds) but contradicts itself: its entries must be
@@ -965,6 +1016,28 @@ sonde_status_t Input::open(const std::string &path, uint32_t format, std::unique
     if (s != SONDE_STATUS_SUCCESS) return s;
     *out = std::move(in);
     return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t read_append_point(const std::string &path, AppendPoint *out, std::string *error) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+        *error = path + ": cannot open: " + std::strerror(errno);
+        return SONDE_STATUS_ERROR_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *error = path + ": not a regular file (a trace is added to in place)";
+        return SONDE_STATUS_ERROR_IO;
+    }
+    std::unique_ptr<Input> in;
+    const sonde_status_t s = Input::open(path, SONDE_TRACE_FORMAT_SONDE, &in, error);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    if (!in->complete()) {
+        *error = (in->warnings().empty() ? path + ": incomplete" : in->warnings().front()) +
+                 "; only a complete trace (with its index and footer) can be added to";
+        return SONDE_STATUS_ERROR_FORMAT;
+    }
+    return static_cast<const SondeInput &>(*in).append_point(out, error) ? SONDE_STATUS_SUCCESS
+                                                                         : SONDE_STATUS_ERROR_IO;
 }
 
 MemoryNeed memory_need(const std::vector<const Input *> &inputs, size_t window) {

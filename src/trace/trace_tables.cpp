@@ -1,6 +1,7 @@
 // Coding of the trace tables (see trace_tables.h and docs/trace-format.md, "Tables").
 #include "trace/trace_tables.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "trace/trace_format.h"
@@ -130,6 +131,17 @@ void encode_api_functions(const std::vector<ApiFunctionEntry> &entries, std::vec
     }
 }
 
+void encode_lines(const std::vector<LineEntry> &entries, std::vector<unsigned char> *out) {
+    for (const LineEntry &e : entries) {
+        put32(out, e.module);
+        put32(out, e.line);
+        put64(out, e.address);
+        put64(out, e.size);
+        put32(out, e.file);
+        put32(out, e.column);
+    }
+}
+
 void Tables::link() {
     for (size_t i = 0; i < threads.size(); ++i) threads[i].shard = static_cast<uint32_t>(i);
     for (size_t i = 0; i < methods.size(); ++i) methods[i].index = static_cast<uint32_t>(i);
@@ -142,6 +154,10 @@ void Tables::link() {
         for (const std::string &t : e.arg_types) e.arg_type_ptrs.push_back(t.c_str());
         for (const std::string &n : e.arg_names) e.arg_name_ptrs.push_back(n.c_str());
     }
+    std::stable_sort(lines.begin(), lines.end(), [](const LineEntry &a, const LineEntry &b) {
+        return a.address != b.address ? a.address < b.address : a.size < b.size;
+    });
+    for (LineEntry &e : lines) e.file_text = e.file < strings.size() ? strings[e.file].c_str() : "";
 }
 
 std::string Tables::apply(uint32_t type, uint32_t count, const unsigned char *data, size_t size) {
@@ -223,6 +239,20 @@ std::string Tables::apply(uint32_t type, uint32_t count, const unsigned char *da
                     return "API function index " + std::to_string(e.index) + " out of range";
                 e.present = true;
                 slot(api_functions, e.index) = std::move(e);
+                break;
+            }
+            case fmt::kTableLines: {
+                LineEntry e;
+                e.module = c.u32();
+                e.line = c.u32();
+                e.address = c.u64();
+                e.size = c.u64();
+                e.file = c.u32();
+                e.column = c.u32();
+                if (!c.ok) break;
+                if (e.size == 0 || e.address + (e.size - 1) < e.address)
+                    return "line entry " + std::to_string(i) + ": empty range or a range past 2^64";
+                lines.push_back(e);
                 break;
             }
             default: return {};

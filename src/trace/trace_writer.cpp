@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -44,6 +45,67 @@ TraceWriter::TraceWriter(const std::string &path, int level, uint32_t chunk_reco
         fd_ = -1;
         throw;
     }
+}
+
+TraceWriter::TraceWriter(const std::string &path, const AppendPoint &at)
+    : path_(path),
+      level_(fmt::kDefaultLevel),
+      chunk_records_(at.chunk_records == 0 || at.chunk_records > fmt::kMaxChunkRecords
+                         ? fmt::kDefaultChunkRecords
+                         : at.chunk_records) {
+    cctx_.reset(ZSTD_createCCtx());
+    if (!cctx_) throw std::bad_alloc();
+    for (const AppendPoint::Chunk &c : at.chunks)
+        index_.push_back(IndexEntry{c.offset, c.shard, c.records, c.first_ts, c.last_ts});
+    for (const AppendPoint::Chunk &c : at.event_chunks)
+        event_index_.push_back(IndexEntry{c.offset, c.shard, c.records, c.first_ts, c.last_ts});
+    for (const AppendPoint::Table &t : at.tables) table_index_.push_back(TableRef{t.offset, t.type, t.count});
+    num_shards_ = at.num_shards;
+    num_event_shards_ = at.num_event_shards;
+    for (size_t id = 0; id < at.strings.size(); ++id)
+        string_ids_.emplace(at.strings[id], static_cast<uint32_t>(id));
+    string_ids_.emplace(std::string(), 0u);
+    next_string_id_ = static_cast<uint32_t>(std::max<size_t>(at.strings.size(), 1));
+    reopened_ = true;
+    old_minor_ = at.minor;
+    fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd_ < 0) {
+        fail_locked(SONDE_STATUS_ERROR_IO, path + ": cannot open for writing: " + std::strerror(errno));
+        return;
+    }
+    if (::lseek(fd_, static_cast<off_t>(at.resume_offset), SEEK_SET) < 0) {
+        fail_locked(SONDE_STATUS_ERROR_IO, path + ": cannot seek: " + std::strerror(errno));
+        return;
+    }
+    offset_ = at.resume_offset;
+}
+
+sonde_status_t TraceWriter::reopen(const std::string &path, std::unique_ptr<TraceWriter> *out,
+                                   std::string *error) {
+    AppendPoint at;
+    const sonde_status_t s = read_append_point(path, &at, error);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    std::unique_ptr<TraceWriter> w(new TraceWriter(path, at));
+    if (w->status() != SONDE_STATUS_SUCCESS) {
+        *error = w->error();
+        return w->status();
+    }
+    *out = std::move(w);
+    return SONDE_STATUS_SUCCESS;
+}
+
+void TraceWriter::upgrade_header_locked() {
+    unsigned char header[fmt::kHeaderSize];
+    if (::pread(fd_, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) {
+        fail_locked(SONDE_STATUS_ERROR_IO,
+                    fmt::at(path_, 0, std::string("cannot read the header: ") + std::strerror(errno)));
+        return;
+    }
+    fmt::store32(header + 28, fmt::kMinorVersion);
+    fmt::store64(header + 56, fmt::checksum64(header, 56));
+    if (::pwrite(fd_, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
+        fail_locked(SONDE_STATUS_ERROR_IO,
+                    fmt::at(path_, 0, std::string("write failed: ") + std::strerror(errno)));
 }
 
 TraceWriter::~TraceWriter() { finish(); }
@@ -332,6 +394,12 @@ void TraceWriter::finish_locked() {
             write_all_locked(footer, sizeof footer);
         }
     }
+    // A reopened trace: nothing of its old indexes may follow the new footer, and its header
+    // names the format it now holds (last, so that a trace cut before keeps its old header).
+    if (reopened_ && status_ == SONDE_STATUS_SUCCESS && ::ftruncate(fd_, static_cast<off_t>(offset_)) != 0)
+        fail_locked(SONDE_STATUS_ERROR_IO, path_ + ": cannot truncate: " + std::strerror(errno));
+    if (reopened_ && status_ == SONDE_STATUS_SUCCESS && old_minor_ < fmt::kMinorVersion)
+        upgrade_header_locked();
 }
 
 sonde_status_t TraceWriter::writable_locked() const {
@@ -439,12 +507,14 @@ sonde_status_t TraceWriter::flush_tables_locked() {
         pending.clear();
         return true;
     };
-    // Strings, modules, methods, threads: each id is defined before the tables that use it.
+    // Strings, modules, methods, threads, API functions, lines: each id is defined before the
+    // tables that use it.
     if (!flush(fmt::kTableStrings, new_strings_, encode_strings) ||
         !flush(fmt::kTableModules, new_modules_, encode_modules) ||
         !flush(fmt::kTableMethods, new_methods_, encode_methods) ||
         !flush(fmt::kTableThreads, new_threads_, encode_threads) ||
-        !flush(fmt::kTableApiFunctions, new_api_functions_, encode_api_functions))
+        !flush(fmt::kTableApiFunctions, new_api_functions_, encode_api_functions) ||
+        !flush(fmt::kTableLines, new_lines_, encode_lines))
         return status_;
     return SONDE_STATUS_SUCCESS;
 }
@@ -481,18 +551,30 @@ sonde_status_t TraceWriter::add_string(const std::string &text, uint32_t *id) {
     std::lock_guard<std::mutex> lock(mutex_);
     const sonde_status_t st = writable_locked();
     if (st != SONDE_STATUS_SUCCESS) return st;
+    *id = intern_locked(text);
+    return SONDE_STATUS_SUCCESS;
+}
+
+uint32_t TraceWriter::intern_locked(const std::string &text) {
     auto it = string_ids_.find(text);
-    if (it != string_ids_.end()) {
-        *id = it->second;
-        return SONDE_STATUS_SUCCESS;
-    }
+    if (it != string_ids_.end()) return it->second;
     // All or nothing: what allocates comes before the string is known by its id.
-    const uint32_t n = static_cast<uint32_t>(string_ids_.size());
+    const uint32_t n = next_string_id_;
     StringEntry entry{n, text};
     if (new_strings_.size() == new_strings_.capacity()) new_strings_.reserve(2 * new_strings_.size() + 16);
     string_ids_.emplace(text, n);
     new_strings_.push_back(std::move(entry));  // room reserved: cannot fail
-    *id = n;
+    ++next_string_id_;
+    return n;
+}
+
+sonde_status_t TraceWriter::add_line(LineEntry e, const std::string &file) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const sonde_status_t st = writable_locked();
+    if (st != SONDE_STATUS_SUCCESS) return st;
+    if (new_lines_.size() == new_lines_.capacity()) new_lines_.reserve(2 * new_lines_.size() + 16);
+    e.file = intern_locked(file);
+    new_lines_.push_back(e);  // room reserved: cannot fail
     return SONDE_STATUS_SUCCESS;
 }
 

@@ -15,6 +15,7 @@
 #include <sonde/trace.h>
 #include <sonde/trace_events.h>
 
+#include "trace/source.h"
 #include "trace/trace_tables.h"
 
 namespace sonde::trace {
@@ -23,6 +24,14 @@ class TraceWriter {
 public:
     // Opens `path` (truncating); status() says whether it worked.
     TraceWriter(const std::string &path, int level, uint32_t chunk_records);
+    // Reopens the complete trace `path` to add to it: its blocks stay where they are; what is
+    // added (tables, events, records) is written from the start of its extension index (or its
+    // index), then the indexes, listing the old blocks and the new, and the footer; the header's
+    // minor version becomes this writer's when it was older. SUCCESS and *out, or the status of
+    // read_append_point() (or SONDE_STATUS_ERROR_IO when the file cannot be opened for writing)
+    // with *error saying why.
+    static sonde_status_t reopen(const std::string &path, std::unique_ptr<TraceWriter> *out,
+                                 std::string *error);
     ~TraceWriter();
     TraceWriter(const TraceWriter &) = delete;
     TraceWriter &operator=(const TraceWriter &) = delete;
@@ -47,6 +56,8 @@ public:
     sonde_status_t add_module(ModuleEntry e);
     sonde_status_t add_thread(ThreadEntry e);
     sonde_status_t add_api_function(ApiFunctionEntry e);
+    // A line table entry; `file` is interned in the string table (e.file is set to its id).
+    sonde_status_t add_line(LineEntry e, const std::string &file);
     // Writes the pending tables now (a recorder calls it so that a cut trace keeps them).
     sonde_status_t flush_tables();
     // Flushes pending chunks, writes index and footer, closes the file. Idempotent. The file
@@ -72,6 +83,12 @@ private:
     struct FreeCCtx {
         void operator()(void *cctx) const noexcept;
     };
+    // reopen(): the writer of a trace resumed at `at`.
+    TraceWriter(const std::string &path, const AppendPoint &at);
+    // The string's id, interning it when it is new.
+    uint32_t intern_locked(const std::string &text);
+    // A reopened trace whose header's minor version is older: the header says this writer's.
+    void upgrade_header_locked();
     sonde_status_t fail_locked(sonde_status_t s, const std::string &msg);
     // fail_locked for the paths that must not throw (a handler of std::bad_alloc): the message
     // is "PATH: WHAT" when it can be allocated, else error() makes one from the status.
@@ -120,11 +137,15 @@ private:
     uint32_t num_event_shards_ = 0;
     std::vector<TableRef> table_index_;
     std::unordered_map<std::string, uint32_t> string_ids_;
+    uint32_t next_string_id_ = 1;  // id 0 is ""
+    bool reopened_ = false;
+    uint32_t old_minor_ = 0;  // a reopened trace's header minor version
     std::vector<StringEntry> new_strings_;
     std::vector<ModuleEntry> new_modules_;
     std::vector<MethodEntry> new_methods_;
     std::vector<ThreadEntry> new_threads_;
     std::vector<ApiFunctionEntry> new_api_functions_;
+    std::vector<LineEntry> new_lines_;
     // Buffer consumer: Sonde thread id -> dense shard, in order of first appearance.
     std::unordered_map<uint64_t, uint32_t> thread_shards_;
     // Accounting of memory references: taken into pending chunks, written in complete chunks,

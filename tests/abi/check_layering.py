@@ -13,14 +13,15 @@ ALLOWED = {
     "stackdist": {"core"},
     "trace": {"core"},
     "analysis": {"core", "trace", "stackdist"},
-    "client": {"core"},
+    "client": {"core", "symbols"},
     "record": {"core", "client", "trace", "apitrace"},
     "apitrace": {"core"},
     "instrument": {"memtrace"},
     "memtrace": set(),
+    "symbols": set(),
     "report": set(),
     "mpi": set(),
-    "cli": {"report", "mpi"},
+    "cli": {"report", "mpi", "symbols"},
 }
 
 root = sys.argv[1]

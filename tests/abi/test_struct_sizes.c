@@ -375,6 +375,14 @@ FIELD(sonde_trace_module_t, path, 8, 8);
 FIELD(sonde_trace_module_t, name, 16, 8);
 FIELD(sonde_trace_module_t, address, 24, 8);
 FIELD(sonde_trace_module_t, size, 32, 8);
+LAYOUT(sonde_trace_line_t, 40, 8);
+FIELD(sonde_trace_line_t, struct_size, 0, 4);
+FIELD(sonde_trace_line_t, module, 4, 4);
+FIELD(sonde_trace_line_t, address, 8, 8);
+FIELD(sonde_trace_line_t, size, 16, 8);
+FIELD(sonde_trace_line_t, file, 24, 8);
+FIELD(sonde_trace_line_t, line, 32, 4);
+FIELD(sonde_trace_line_t, column, 36, 4);
 LAYOUT(sonde_trace_thread_t, 24, 8);
 FIELD(sonde_trace_thread_t, struct_size, 0, 4);
 FIELD(sonde_trace_thread_t, shard, 4, 4);
@@ -408,7 +416,8 @@ FIELD(sonde_trace_event_info_t, last_timestamp, 40, 8);
 #if SONDE_TRACE_METHOD_SIZE_1_2 != 80 || SONDE_TRACE_MODULE_SIZE_1_2 != 40 ||                            \
     SONDE_TRACE_THREAD_SIZE_1_2 != 24 || SONDE_TRACE_EVENT_INFO_SIZE_1_2 != 48 ||                        \
     SONDE_EVENT_COUNT_1_1 != 14 || SONDE_TOOL_OPS_SIZE_1_2 != 184 || SONDE_EVENT_DATA_SIZE_1_2 != 168 || \
-    SONDE_FILTER_ELEMENT_SIZE_1_2 != 88 || SONDE_EVENT_GROUP_COUNT_1_1 != 6 || SONDE_PRODUCER_SIZE_1_2 != 40
+    SONDE_FILTER_ELEMENT_SIZE_1_2 != 88 || SONDE_EVENT_GROUP_COUNT_1_1 != 6 ||                           \
+    SONDE_PRODUCER_SIZE_1_2 != 40 || SONDE_TRACE_LINE_SIZE_1_2 != 40
 #error "a 1.2 size macro is not the literal size of its struct in 1.2"
 #endif
 
@@ -435,6 +444,7 @@ PINNED(SONDE_TRACE_METHOD_SIZE_1_2, sonde_trace_method_t, 80);
 PINNED(SONDE_TRACE_MODULE_SIZE_1_2, sonde_trace_module_t, 40);
 PINNED(SONDE_TRACE_THREAD_SIZE_1_2, sonde_trace_thread_t, 24);
 PINNED(SONDE_TRACE_EVENT_INFO_SIZE_1_2, sonde_trace_event_info_t, 48);
+PINNED(SONDE_TRACE_LINE_SIZE_1_2, sonde_trace_line_t, 40);
 /* 1.2: API_CALL client events */
 PINNED(SONDE_EVENT_DATA_SIZE_1_2, sonde_event_data_t, 168);
 PINNED(SONDE_FILTER_ELEMENT_SIZE_1_2, sonde_filter_element_t, 88);

@@ -554,6 +554,49 @@ static void test_cache_sim_private_l1(void **state) {
     sonde_analyzer_destroy(a);
 }
 
+/* per_pc=1: each pc's reads, writes and misses by level; summed, they are the levels' counts. */
+static void test_cache_sim_per_pc(void **state) {
+    (void)state;
+    sonde_memref_t s0[40];
+    for (int i = 0; i < 20; ++i) {
+        s0[2 * i] = ref(0, SONDE_MEMREF_READ, 0x10000 + 64 * (uint64_t)i, 8, 1); /* a new line: misses */
+        s0[2 * i].pc = 0x10;
+        s0[2 * i + 1] =
+            ref(0, SONDE_MEMREF_WRITE, 0x10000 + 64 * (uint64_t)i, 8, 1); /* the same line: hits */
+        s0[2 * i + 1].pc = 0x20;
+    }
+    sonde_analyzer_t *a = NULL;
+    assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_tool(a, "cache_sim", "D1:1K:2:64,per_pc=1,LL:4K:4:64"),
+                     SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_memory_shard(a, s0, 40, NULL), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_set_parallel(a, false), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
+    char *json = results(a);
+    assert_int_equal(level_value(json, "D1", "misses"), 20);
+    assert_int_equal(level_value(json, "D1", "read_accesses"), 20);
+    assert_int_equal(level_value(json, "D1", "write_accesses"), 20);
+    assert_int_equal(level_value(json, "D1", "read_misses"), 20);
+    assert_int_equal(level_value(json, "LL", "read_accesses"), 20);
+    assert_int_equal(level_value(json, "LL", "write_accesses"), 0);
+    assert_non_null(strstr(json, "\"pc\":16,\"read_misses\":[20,20],\"reads\":20,\"write_misses\":[0,0]"));
+    assert_non_null(
+        strstr(json, "\"pc\":32,\"read_misses\":[0,0],\"reads\":0,\"write_misses\":[0,0],\"writes\":20"));
+    free(json);
+    sonde_analyzer_destroy(a);
+    /* A bad value, and a partitioned run, are refused. */
+    assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_tool(a, "cache_sim", "per_pc=2"),
+                     SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(sonde_analyzer_error(a), "per_pc"));
+    assert_int_equal(sonde_analyzer_add_tool(a, "cache_sim", "per_pc=1"), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_memory_shard(a, s0, 40, NULL), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_set_partition(a, 0, 2), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_ERROR_NOT_SUPPORTED);
+    assert_non_null(strstr(sonde_analyzer_error(a), "per_pc does not run partitioned"));
+    sonde_analyzer_destroy(a);
+}
+
 /* ---- external tools ---- */
 
 static void test_external_tools(void **state) {
@@ -704,8 +747,8 @@ int main(void) {
         cmocka_unit_test(test_parallel_order),       cmocka_unit_test(test_skewed_shards_largest_first),
         cmocka_unit_test(test_errors_stop_the_run),  cmocka_unit_test(test_basic_counts),
         cmocka_unit_test(test_cache_sim_policies),   cmocka_unit_test(test_cache_sim_hierarchy),
-        cmocka_unit_test(test_cache_sim_private_l1), cmocka_unit_test(test_external_tools),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_cache_sim_private_l1), cmocka_unit_test(test_cache_sim_per_pc),
+        cmocka_unit_test(test_external_tools),       cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

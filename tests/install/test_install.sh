@@ -27,7 +27,7 @@ LD_LIBRARY_PATH="$libdir" "$dest/consumer"
 if command -v doxygen >/dev/null; then
   [ -f "$dest$prefix/share/doc/sonde/api/html/index.html" ] || { echo "the API reference is not installed"; exit 1; }
 fi
-for page in sonde sonde-analyze sonde-convert sonde-dump sonde-export sonde-record sonde-report sonde-run; do
+for page in sonde sonde-analyze sonde-annotate sonde-convert sonde-dump sonde-export sonde-record sonde-report sonde-run; do
   [ -f "$dest$prefix/share/man/man1/$page.1" ] || { echo "the manual page $page(1) is not installed in share/man/man1"; exit 1; }
 done
 grep -q "^\.TH SONDE 1 .*Sonde $(sed -n "s/^ *version : '\(.*\)',/\1/p" "$src/meson.build" | head -n1)" \
