@@ -792,11 +792,75 @@ sonde_status_t Analyzer::print_results(void *stream) {
 
 // Every JSON value here is built by the rules of json_release.h: running out of memory throws
 // std::bad_alloc (OUT_OF_MEMORY at the C boundary) and never ends in std::terminate.
-// The results JSON: one member per tool (sorted by name, as before), then "inputs" and
-// "warnings". A built-in tool's text (compact, keys sorted) is checked and spliced in as it is;
-// other tools' text is parsed and printed again, so that their keys are sorted too. The text is
-// kept until the state changes (merge_state), so that asking for its size and then for the text
-// builds it once: a large histogram's JSON costs as much as a parallel calculation of it.
+namespace {
+
+void newline(std::string &out, int depth) {
+    out += '\n';
+    out.append(static_cast<size_t>(depth) * 2, ' ');
+}
+
+// Compact JSON (nlohmann's dump() without indent) printed as dump(2) prints it, `depth` levels
+// deep: a newline and two spaces a level after an opening bracket and after a comma, before a
+// closing one, ": " after a key; empty containers stay "{}" and "[]"; strings are copied as they
+// are. One pass over the text, no document built.
+std::string indent_json(const std::string &s, int depth) {
+    std::string out;
+    out.reserve(s.size() + s.size() / 2);
+    bool in_string = false, escaped = false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (in_string) {
+            out += c;
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        switch (c) {
+            case '"':
+                in_string = true;
+                out += c;
+                break;
+            case '{':
+            case '[':
+                out += c;
+                if (i + 1 < s.size() && s[i + 1] == (c == '{' ? '}' : ']')) {
+                    out += s[++i];
+                    break;
+                }
+                newline(out, ++depth);
+                break;
+            case '}':
+            case ']':
+                newline(out, --depth);
+                out += c;
+                break;
+            case ',':
+                out += c;
+                newline(out, depth);
+                break;
+            case ':': out += ": "; break;
+            case ' ':
+            case '\n':
+            case '\r':
+            case '\t': break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+// The results JSON: one member per tool (sorted by name), then "inputs" and "warnings", printed
+// as nlohmann's dump(2) prints the whole object. A built-in tool's text (compact, keys sorted) is
+// checked and re-indented in one pass (indent_json); other tools' text is parsed and printed
+// again, so that their keys are sorted too. The text is kept until the state changes
+// (merge_state), so that asking for its size and then for the text builds it once: a large
+// histogram's JSON costs as much as a parallel calculation of it.
 sonde_status_t Analyzer::results_json(std::string *out) {
     if (!succeeded) {
         error = "no successful run";
@@ -834,7 +898,7 @@ sonde_status_t Analyzer::results_json(std::string *out) {
                 error = t->name + ": results_json is not a JSON object";
                 return SONDE_STATUS_ERROR_TOOL;
             }
-            members.emplace_back(t->name, std::move(text));
+            members.emplace_back(t->name, indent_json(text, 1));
             continue;
         }
         if (t->ops.results_json == nullptr) continue;

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +57,7 @@ public:
     uint32_t memref_model() const override { return SONDE_MEMREF_MODEL_1_2; }
     bool initialize(uint32_t num_shards) override {
         shards_.resize(num_shards);
+        total_.reset();  // counts change only between here and the results, and in merge_state
         return true;
     }
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
@@ -129,6 +132,7 @@ public:
         return std::move(w.out);
     }
     bool merge_state(const void *state, size_t size) override {
+        total_.reset();
         StateReader r(state, size);
         if (r.u64() != line_size_) return set_error("partial state of another line size");
         if (r.u64() != shards_.size()) return set_error("partial state of another shard count");
@@ -158,7 +162,7 @@ public:
     }
     bool print_results(void *stream) override {
         FILE *f = static_cast<FILE *>(stream);
-        const Counts t = total();
+        const Counts &t = total();
         std::fprintf(f, "basic_counts: %zu shard(s)\n", shards_.size());
         print_line(f, "total", t, t.extended);
         if (shards_.size() > 1)
@@ -169,7 +173,7 @@ public:
     }
     // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
     std::string results_json() override {
-        const Counts t = total();
+        const Counts &t = total();
         nlohmann::json j = nlohmann::json::object();
         const JsonRelease release_j(j);
         put_counts(j, t, t.extended);
@@ -230,6 +234,8 @@ private:
         uint64_t non_fetched = 0, prefetches = 0, encodings = 0, icache_flushes = 0, dcache_flushes = 0;
         uint64_t records = 0;
         uint64_t shard_threads = 0;  // total only: the sum of the shards' thread counts
+        uint64_t total_lines = 0;    // total only: distinct lines outside the spans
+        uint64_t total_pcs = 0;      // total only: distinct instruction addresses
         bool is_total = false;
         bool extended = false;  // saw a kind or marker beyond the 1.0 ones
         uint64_t kinds[kKinds] = {};
@@ -298,7 +304,47 @@ private:
     static uint64_t distinct(const Counts &c) {
         uint64_t n = 0;
         for (const auto &sp : c.spans) n += sp.second - sp.first + 1;
+        if (c.is_total) return n + c.total_lines;
         c.lines.for_each([&](uint64_t l) { n += !in_spans(c.spans, l); });
+        return n;
+    }
+    static uint64_t unique_pcs(const Counts &c) { return c.is_total ? c.total_pcs : c.pcs.size(); }
+
+    // How many distinct keys the sets hold together (only those outside `spans`), counted on up
+    // to one thread per core when they are large: thread p unites the keys of its part of the
+    // hash space from every set, so no set of the union is ever built whole. The shards' sets
+    // are read only.
+    static uint64_t union_count(const std::vector<const FlatSet *> &sets,
+                                const std::map<uint64_t, uint64_t> &spans) {
+        size_t keys = 0;
+        for (const FlatSet *set : sets) keys += set->size();
+        const unsigned parts =
+            keys < (size_t{1} << 20) ? 1u : std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
+        std::vector<uint64_t> counts(parts, 0);
+        auto unite = [&](unsigned p) {
+            FlatSet mine;
+            uint64_t n = 0;
+            for (const FlatSet *set : sets)
+                set->for_each([&](uint64_t k) {
+                    if (((k * 0x9E3779B97F4A7C15ull) >> 32) % parts == p && mine.insert(k) &&
+                        (spans.empty() || !in_spans(spans, k)))
+                        ++n;
+                });
+            counts[p] = n;
+        };
+        std::vector<std::thread> threads;
+        unsigned p = 1;
+        try {
+            for (; p < parts; ++p) threads.emplace_back(unite, p);
+        } catch (const std::system_error &) {
+            // No more threads: this one unites the parts left.
+        }
+        const unsigned started = p;
+        unite(0);
+        for (unsigned q = started; q < parts; ++q) unite(q);
+        for (std::thread &t : threads) t.join();
+        uint64_t n = 0;
+        for (uint64_t c : counts) n += c;
         return n;
     }
     void count(Counts *c, const sonde_memref_t &m) const {
@@ -392,15 +438,39 @@ private:
         t.pcs.insert_all(c.pcs);
     }
 
-    Counts total() const {
-        Counts t;
-        t.is_total = true;
+    // The totals over the shards: sums, the spans merged, and the distinct lines and
+    // instruction addresses counted over the shards' sets (union_count) rather than merged
+    // into one set. Kept until the counts change (total_ is reset then).
+    const Counts &total() const {
+        if (total_) return *total_;
+        auto t = std::make_unique<Counts>();
+        t->is_total = true;
+        std::vector<const FlatSet *> lines, pcs;
         for (const auto &p : shards_) {
             if (!p) continue;
-            add_counts(t, *p);
-            t.shard_threads += threads(*p);
+            const Counts &c = *p;
+            t->reads += c.reads;
+            t->writes += c.writes;
+            t->ifetches += c.ifetches;
+            t->markers += c.markers;
+            t->total += c.total;
+            t->non_fetched += c.non_fetched;
+            t->prefetches += c.prefetches;
+            t->encodings += c.encodings;
+            t->icache_flushes += c.icache_flushes;
+            t->dcache_flushes += c.dcache_flushes;
+            t->records += c.records;
+            t->extended = t->extended || c.extended;
+            for (int k = 0; k < kKinds; ++k) t->kinds[k] += c.kinds[k];
+            for (const auto &sp : c.spans) add_span(t->spans, sp.first, sp.second);
+            t->shard_threads += threads(c);
+            lines.push_back(&c.lines);
+            pcs.push_back(&c.pcs);
         }
-        return t;
+        t->total_lines = union_count(lines, t->spans);
+        t->total_pcs = union_count(pcs, {});
+        total_ = std::move(t);
+        return *total_;
     }
 
     // The 1.0 keys always; drcachesim's categories when the run saw more than the 1.0 kinds
@@ -416,7 +486,7 @@ private:
         nlohmann::json kinds = nlohmann::json::object();
         const JsonRelease release_kinds(kinds);
         for (int k = 0; k < kKinds; ++k) kinds[kKindNames[k]] = c.kinds[k];
-        j["unique_ifetches"] = c.pcs.size();
+        j["unique_ifetches"] = unique_pcs(c);
         j["non_fetched_ifetches"] = c.non_fetched;
         j["prefetches"] = c.prefetches;
         j["encodings"] = c.encodings;
@@ -438,7 +508,7 @@ private:
             f,
             "  %-10s unique ifetches %zu, non-fetched %llu, prefetches %llu, encodings %llu, threads %llu, "
             "flushes %llu/%llu (icache/dcache)\n",
-            "", c.pcs.size(), static_cast<unsigned long long>(c.non_fetched),
+            "", unique_pcs(c), static_cast<unsigned long long>(c.non_fetched),
             static_cast<unsigned long long>(c.prefetches), static_cast<unsigned long long>(c.encodings),
             static_cast<unsigned long long>(threads(c)), static_cast<unsigned long long>(c.icache_flushes),
             static_cast<unsigned long long>(c.dcache_flushes));
@@ -453,6 +523,7 @@ private:
     uint64_t line_size_ = 64;
     unsigned line_bits_ = 0;
     std::vector<std::unique_ptr<Counts>> shards_;
+    mutable std::unique_ptr<Counts> total_;  // total()'s, reset when the counts change
     // Locks of the shards' counts while workers fold pieces into them (shard % kFoldLocks).
     static constexpr size_t kFoldLocks = 64;
     std::mutex fold_mu_[kFoldLocks];
