@@ -22,6 +22,8 @@ void usage(FILE *f) {
         "\n"
         "commands:\n"
         "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
+        "  analyze --live -- PROGRAM ARGS\n"
+        "                     the same over a program's memory references as it runs\n"
         "  convert INPUT -o OUTPUT\n"
         "                     turn a lackey or raw64 trace into a Sonde trace (sonde convert --help)\n"
         "  dump INPUT         print a trace's records as text, one per line (sonde dump --help)\n"
