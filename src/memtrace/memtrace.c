@@ -222,11 +222,12 @@ MT_HIDDEN static int ring_put(const void *src, size_t bytes) {
         const uint64_t h = __atomic_load_n(head, __ATOMIC_RELAXED); /* this side alone writes it */
         uint64_t room = kRingBytes - (h - __atomic_load_n(tail, __ATOMIC_ACQUIRE));
         if (room == 0) {
-            /* Sleep unless the analyzer took bytes after the flag went up (it reads the flag
-             * after moving the tail: one of the two sees the other). */
-            __atomic_store_n(RING_U32(kRingWriterWaits), 1, __ATOMIC_SEQ_CST);
+            /* Sleep until a quarter of the ring is free (one wake-up for many batches) unless
+             * the analyzer took that much after the word went up (it reads the word after
+             * moving the tail: one of the two sees the other). */
+            __atomic_store_n(RING_U32(kRingWriterWaits), kRingBytes / 4, __ATOMIC_SEQ_CST);
             room = kRingBytes - (h - __atomic_load_n(tail, __ATOMIC_SEQ_CST));
-            const int err = room == 0 ? ring_wait_room() : 0;
+            const int err = room < kRingBytes / 4 ? ring_wait_room() : 0;
             __atomic_store_n(RING_U32(kRingWriterWaits), 0, __ATOMIC_RELAXED);
             if (err != 0) return err;
             continue;

@@ -55,7 +55,7 @@ public:
                 if (b.pos == b.count) {
                     in_->queued_ -= b.count * sizeof(sonde_memref_t);
                     sh.queue.pop_front();
-                    if (in_->parallel_) in_->cv_.notify_all();  // room for a waiting reader
+                    if (in_->parallel_ && in_->readers_waiting_ != 0) in_->cv_.notify_all();  // room
                 }
                 return renumber(out, n);
             }
@@ -74,7 +74,9 @@ public:
                 if (n != 0) return renumber(out, n);
                 continue;
             }
+            ++in_->readers_waiting_;
             in_->cv_.wait(lock);
+            --in_->readers_waiting_;
         }
     }
 
@@ -120,7 +122,7 @@ size_t LiveInput::wait_shards(size_t known) const {
             read_one(lock, kNone, nullptr, 0);
             continue;
         }
-        cv_.wait(lock);
+        shards_cv_.wait(lock);
     }
 }
 
@@ -133,6 +135,7 @@ void LiveInput::cancel() const {
     // program go on.
     ::shutdown(fd_, SHUT_RDWR);
     cv_.notify_all();
+    shards_cv_.notify_all();
 }
 
 sonde_status_t LiveInput::stream_status(std::string *error) const {
@@ -167,12 +170,14 @@ size_t LiveInput::read_one(std::unique_lock<std::mutex> &lock, size_t mine, sond
         lock.lock();
         reading_ = false;
         cv_.notify_all();
+        shards_cv_.notify_all();
         throw;
     }
     lock.lock();
     publish(m);
     reading_ = false;
-    cv_.notify_all();
+    // The role is free, and another shard may have a batch: only a waiting reader cares.
+    if (readers_waiting_ != 0) cv_.notify_all();
     return m.direct;
 }
 
@@ -227,7 +232,10 @@ size_t LiveInput::ring_take(void *dst, size_t size) const {
                     static_cast<unsigned char *>(ring_) + kRingData + at, n);
         __atomic_store_n(tail, t + n, __ATOMIC_RELEASE);
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (__atomic_load_n(writer_waits, __ATOMIC_RELAXED) != 0) {
+        // The runtime sleeps until this much room is free (a quarter of the ring: one wake-up
+        // per many batches, not one per batch).
+        const uint32_t wants = __atomic_load_n(writer_waits, __ATOMIC_RELAXED);
+        if (wants != 0 && ring_bytes_ - (__atomic_load_n(head, __ATOMIC_RELAXED) - (t + n)) >= wants) {
             const char wake = 1;
             ::send(fd_, &wake, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         }
@@ -388,6 +396,7 @@ void LiveInput::publish(Message &m) const {
     if (!m.end && m.kind == kShard) {
         shards_.emplace_back();
         ++open_;
+        shards_cv_.notify_all();
     }
     if (!m.end && m.kind == kBatch) {
         Shard &sh = shards_[m.shard];
@@ -397,7 +406,7 @@ void LiveInput::publish(Message &m) const {
         }
         if ((m.flags & kLastBatch) != 0) {
             sh.ended = true;
-            --open_;
+            if (--open_ == 0) shards_cv_.notify_all();  // wait_shards may read now
         }
     }
     if (!m.end) return;
@@ -414,6 +423,8 @@ void LiveInput::publish(Message &m) const {
     ended_ = true;
     for (Shard &sh : shards_) sh.ended = true;
     open_ = 0;
+    cv_.notify_all();
+    shards_cv_.notify_all();
 }
 
 }  // namespace sonde::trace

@@ -138,7 +138,9 @@ private:
 
     int fd_;
     mutable std::mutex mu_;
-    mutable std::condition_variable cv_;
+    mutable std::condition_variable cv_;         // shard readers: records, the role, room
+    mutable std::condition_variable shards_cv_;  // wait_shards: a shard, an end, no shard open
+    mutable int readers_waiting_ = 0;            // shard readers asleep on cv_
     mutable std::deque<Shard> shards_;
     mutable bool reading_ = false;
     mutable bool ended_ = false;
