@@ -9,8 +9,9 @@ it runs in every build, the sanitizer builds included). With SONDE_MEMTRACE set 
 program writes the trace of the very run that is analysed live (docs/memory-traces.md), so a
 multithreaded program's interleaving can be compared exactly:
 
-1. the workload (main, five workers, one ending early and one starting late) analysed live by
-   basic_counts, cache_sim and reuse_distance, serial and parallel, three runs each: the JSON
+1. the workload (main, five workers, one ending early and one starting late) analysed live,
+   serially by basic_counts, cache_sim and reuse_distance and in parallel (a worker per thread)
+   by basic_counts and cache_sim, three runs each: the JSON
    equals that of `sonde analyze` over the run's own trace (metadata, inputs and warnings
    aside), nothing is lost (every access the program describes is counted), the metadata names
    the live program and its exit status; sampling at the source (--sample-rate) the same way;
@@ -18,11 +19,11 @@ multithreaded program's interleaving can be compared exactly:
    the flags named, as sonde record --memory says), bad options (2, the option named), a
    program that crashes (the results of what arrived, then 128 + SIGABRT and the signal named),
    one killed by SIGKILL (an incomplete input with a warning, 137);
-3. with --clang (a build without sanitizers) and clang installed: real programs built with -fsanitize-coverage, a single-threaded
-   and a two-threaded one (tests/memtrace/fill_sum.c, threads.c), `sonde record --memory` then
-   `sonde analyze` against `sonde analyze --live` of another run (the same results: serial and
-   parallel for the single thread, per shard for the two threads, --blocks) and of the same run
-   (serial, two threads); a SIGSEGV crash.
+3. with --clang (a build without sanitizers) and clang installed: real programs built with
+   -fsanitize-coverage, a single-threaded and a two-threaded one (tests/memtrace/fill_sum.c,
+   threads.c): `sonde record --memory` then `sonde analyze` against `sonde analyze --live` of
+   another run for the single thread (serial, parallel, --blocks), and of the same run for the
+   two threads (serial and parallel); a SIGSEGV crash.
 
 With --stress (the ThreadSanitizer pass, suite 'stress') only part 1, with more threads.
 """
@@ -61,19 +62,19 @@ def results(path):
     return {k: v for k, v in r.items() if k not in ("metadata", "inputs", "warnings")}
 
 
-def live_and_recorded(tmp, program, mode, extra=()):
+def live_and_recorded(tmp, program, mode, extra=(), tools=TOOLS):
     """Analyses `program` live (with `extra`: sampling at the source) while it also writes its
     trace; returns (live run, live JSON, results of the trace analysed in the same mode)."""
     trace = os.path.join(tmp, "run.sonde")
     if os.path.exists(trace):
         os.unlink(trace)
     live_json, file_json = os.path.join(tmp, "live.json"), os.path.join(tmp, "file.json")
-    live = run([sonde, "analyze", "--live", "--tool", TOOLS, "--json", live_json] + mode + list(extra) +
+    live = run([sonde, "analyze", "--live", "--tool", tools, "--json", live_json] + mode + list(extra) +
                ["--"] + program, env={"SONDE_MEMTRACE": trace})
     if live.returncode != 0:
         print(live.stdout, live.stderr)
         return live, None, None
-    recorded = run([sonde, "analyze", trace, "--tool", TOOLS, "--json", file_json] + mode)
+    recorded = run([sonde, "analyze", trace, "--tool", tools, "--json", file_json] + mode)
     if recorded.returncode != 0:
         print(recorded.stdout, recorded.stderr)
         return live, None, None
@@ -87,8 +88,10 @@ def part_workload(tmp):
     refs = "20000" if stress else "60000"
     for mode in ([], ["--serial"]):
         name = "serial" if mode else "parallel"
+        # reuse_distance keeps one stack over every shard: a run with it is serial.
+        tools = TOOLS if mode else "basic_counts,cache_sim"
         for attempt in range(1 if stress else 3):
-            live, whole, recorded = live_and_recorded(tmp, [workload, threads, refs], mode)
+            live, whole, recorded = live_and_recorded(tmp, [workload, threads, refs], mode, tools=tools)
             check(live.returncode == 0 and whole is not None, "workload %s run %d analysed live" % (name, attempt))
             if whole is None:
                 continue
@@ -104,6 +107,9 @@ def part_workload(tmp):
                   and meta["live"]["signal"] is None, "workload %s: the metadata names the live program" % name)
             check(whole["inputs"][0]["format"] == "live" and whole["inputs"][0]["complete"],
                   "workload %s: the input is live and complete" % name)
+            header = live.stdout.splitlines()[1] if len(live.stdout.splitlines()) > 1 else ""
+            check(("parallel, %d worker(s)" % (int(threads) + 2) if not mode else "serial") in header,
+                  "workload %s: %s" % (name, header))
     if stress:
         return
     live, whole, recorded = live_and_recorded(tmp, [workload, "3", "40000"], ["--serial"],
@@ -184,14 +190,15 @@ def part_clang(tmp):
         r = run(["clang"] + flags + [os.path.join(here, name + ".c"), "-o", out] + pkg_libs())
         check(r.returncode == 0, "clang builds %s.c" % name)
         progs[name] = out
-    # Separate runs: record, then analyze; and live.
-    cases = [("fill_sum", [], []), ("fill_sum", ["--serial"], []), ("threads", [], []),
-             ("fill_sum", [], ["--blocks"])]
-    for name, mode, extra in cases:
+    # Separate runs of the single-threaded program: record, then analyze; and live. (Two threads
+    # take their shard numbers in the order of their first access, which changes from one run to
+    # the next; they are compared within one run below.)
+    cases = [("fill_sum", [], [], TOOLS), ("fill_sum", ["--serial"], [], TOOLS), ("fill_sum", [], ["--blocks"], TOOLS)]
+    for name, mode, extra, tools in cases:
         trace = os.path.join(tmp, "rec.sonde")
         rec = run([sonde, "record", "--memory", "--force", "-o", trace] + extra + ["--", progs[name]])
-        a = run([sonde, "analyze", trace, "--tool", TOOLS, "--json", os.path.join(tmp, "rec.json")] + mode)
-        live = run([sonde, "analyze", "--live", "--tool", TOOLS, "--json", os.path.join(tmp, "live.json")] + mode +
+        a = run([sonde, "analyze", trace, "--tool", tools, "--json", os.path.join(tmp, "rec.json")] + mode)
+        live = run([sonde, "analyze", "--live", "--tool", tools, "--json", os.path.join(tmp, "live.json")] + mode +
                    extra + ["--", progs[name]])
         ok = rec.returncode == 0 and a.returncode == 0 and live.returncode == 0
         if not ok:
@@ -199,10 +206,12 @@ def part_clang(tmp):
         check(ok and results(os.path.join(tmp, "rec.json")) == results(os.path.join(tmp, "live.json")),
               "%s %s %s: record then analyze equals --live" % (name, " ".join(mode), " ".join(extra)))
         check(ok and live.stdout.split()[0] == rec.stdout.split()[0], "%s: the program's output passes" % name)
-    # The same run, two threads, serial.
-    live, whole, recorded = live_and_recorded(tmp, [progs["threads"]], ["--serial"])
-    check(whole is not None and {k: v for k, v in whole.items() if k not in ("metadata", "inputs", "warnings")}
-          == recorded, "threads --serial: live equals the same run's trace")
+    # The same run, two threads: analysed live and recorded at once.
+    for mode in ([], ["--serial"]):
+        live, whole, recorded = live_and_recorded(tmp, [progs["threads"]], mode,
+                                                  tools=TOOLS if mode else "basic_counts,cache_sim")
+        check(whole is not None and {k: v for k, v in whole.items() if k not in ("metadata", "inputs", "warnings")}
+              == recorded, "threads %s: live equals the same run's trace" % " ".join(mode))
     crash = run([sonde, "analyze", "--live", "--", progs["fill_sum"], "crash"])
     check(crash.returncode == 128 + signal.SIGSEGV and "killed by signal %d" % signal.SIGSEGV in crash.stderr
           and "writes 1048576" in crash.stdout,
