@@ -55,7 +55,10 @@ public:
                 if (b.pos == b.count) {
                     in_->queued_ -= b.count * sizeof(sonde_memref_t);
                     sh.queue.pop_front();
-                    if (in_->parallel_ && in_->readers_waiting_ != 0) in_->cv_.notify_all();  // room
+                    // Room for a reader held back by the queue limit (a parallel run): a shard's
+                    // reader, or wait_shards when no shard is open.
+                    if (in_->parallel_ && in_->readers_waiting_ != 0) in_->cv_.notify_all();
+                    if (in_->parallel_ && in_->open_ == 0) in_->shards_cv_.notify_all();
                 }
                 return renumber(out, n);
             }
@@ -225,7 +228,10 @@ size_t LiveInput::ring_take(void *dst, size_t size) const {
             __atomic_store_n(reader_waits, 0u, __ATOMIC_RELAXED);
             continue;
         }
-        if (avail > ring_bytes_) return done;  // a head past the ring: not the runtime's
+        if (avail > ring_bytes_) {  // a head further ahead than the ring holds: not the runtime's
+            ring_broken_ = true;
+            return done;
+        }
         const uint64_t at = t & (ring_bytes_ - 1);
         const size_t n = static_cast<size_t>(std::min<uint64_t>({size - done, avail, ring_bytes_ - at}));
         std::memcpy(static_cast<unsigned char *>(dst) + done,
@@ -250,6 +256,10 @@ bool LiveInput::read_exact(void *dst, size_t size, Message *m, const char *what,
     offset_ += done;
     count_consumed(done);
     if (done == size) return true;
+    if (ring_broken_) {
+        fail(m, SONDE_STATUS_ERROR_FORMAT, offset_, "the ring's head is further ahead than the ring holds");
+        return false;
+    }
     if (done == 0 && first) {
         cut(m,
             "the stream ended without its end message: the program ended before its runtime finished "

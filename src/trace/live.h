@@ -148,9 +148,10 @@ private:
     mutable bool hello_ = false;    // the first message was read (the role's holder)
     mutable void *ring_ = nullptr;  // the ring's shared file, mapped at HELLO
     mutable uint64_t ring_bytes_ = 0;
-    mutable uint64_t offset_ = 0;  // bytes of the stream read (the role's holder)
-    mutable uint64_t queued_ = 0;  // bytes of batches in the queues
-    mutable size_t open_ = 0;      // shards announced that have not ended
+    mutable bool ring_broken_ = false;  // its head went further than it holds (the role's holder)
+    mutable uint64_t offset_ = 0;       // bytes of the stream read (the role's holder)
+    mutable uint64_t queued_ = 0;       // bytes of batches in the queues
+    mutable size_t open_ = 0;           // shards announced that have not ended
     mutable sonde_status_t status_ = SONDE_STATUS_SUCCESS;
     mutable std::string error_;
     mutable std::vector<std::string> notes_;  // warnings, once the stream has ended

@@ -1,6 +1,7 @@
 /* sonde_analyzer_add_live_input() and the tool ABI of live runs (sonde/analysis.h), through the
  * public C API: argument and phase errors; streams that are not live streams, or end before
- * one starts; and, with a real program (live_workload, LIVE_WORKLOAD) started with
+ * one starts; rings made by hand with every malformed message the reader refuses, a cut batch
+ * and dropped batches; and, with a real program (live_workload, LIVE_WORKLOAD) started with
  * SONDE_MEMTRACE_LIVE as `sonde analyze --live` starts it, the calls a tool receives: initialize
  * with 0 shards then add_shards with each larger count before any record of a new shard
  * (serial), a worker per shard whose init and exit calls never overlap add_shards (parallel),
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -325,12 +327,131 @@ static void test_streams_that_are_not_live(void **state) {
     close(p[0]);
 }
 
+/* A stream made by hand (docs/trace-format.md, "The live stream"): HELLO with a ring file of
+ * `file_size` bytes whose ring holds `bytes` and whose head says `head`, then the socket's end. */
+static sonde_status_t run_ring(const void *bytes, size_t size, uint64_t head, size_t file_size,
+                               sonde_analyzer_t **out) {
+    const int ring = memfd_create("test-ring", MFD_CLOEXEC);
+    assert_true(ring >= 0);
+    assert_int_equal(ftruncate(ring, (off_t)file_size), 0);
+    unsigned char *map = mmap(NULL, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, ring, 0);
+    assert_true(map != MAP_FAILED);
+    if (size != 0) memcpy(map + 4096, bytes, size);
+    memcpy(map, &head, sizeof head);
+    munmap(map, file_size);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    /* HELLO, written here from the format's description rather than the runtime's code. */
+    const uint32_t hello[4] = {1, 0x564c4453, 1, 32};
+    char control[CMSG_SPACE(sizeof(int))] __attribute__((aligned(8))) = {0};
+    struct iovec iov = {.iov_base = (void *)hello, .iov_len = sizeof hello};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    *CMSG_FIRSTHDR(&mh) = (struct cmsghdr){
+        .cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS};
+    memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &ring, sizeof ring);
+    assert_int_equal(sendmsg(sv[1], &mh, 0), (ssize_t)sizeof hello);
+    close(ring);
+    close(sv[1]);
+    sonde_analyzer_t *a = with_tool();
+    assert_int_equal(sonde_analyzer_add_live_input(a, sv[0], "ring"), SONDE_STATUS_SUCCESS);
+    const sonde_status_t st = sonde_analyzer_run(a);
+    close(sv[0]);
+    *out = a;
+    return st;
+}
+
+enum { kRing = 4096 + 65536 };
+
+/* Messages for the ring, each a header of four words (and a BATCH's records). */
+typedef struct stream {
+    unsigned char bytes[8192];
+    size_t size;
+} stream;
+
+static void put(stream *s, uint32_t kind, uint32_t shard, uint32_t count, uint32_t flags) {
+    const uint32_t h[4] = {kind, shard, count, flags};
+    memcpy(s->bytes + s->size, h, sizeof h);
+    s->size += sizeof h;
+}
+
+static void put_records(stream *s, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+        sonde_memref_t m;
+        memset(&m, 0, sizeof m);
+        m.address = 0x1000 + 64 * i;
+        m.size = 8;
+        m.timestamp = 1;
+        m.type = SONDE_MEMREF_READ;
+        memcpy(s->bytes + s->size, &m, sizeof m);
+        s->size += sizeof m;
+    }
+}
+
+/* Runs a hand-made stream expecting `status`, and `text` in the error (or, on success, in the
+ * warnings of an incomplete input). */
+static void expect_ring(const stream *s, uint64_t head, size_t file_size, sonde_status_t status,
+                        const char *text) {
+    sonde_analyzer_t *a = NULL;
+    assert_int_equal(run_ring(s->bytes, s->size, head, file_size, &a), status);
+    if (status != SONDE_STATUS_SUCCESS) {
+        if (strstr(sonde_analyzer_error(a), text) == NULL) fail_msg("%s: %s", text, sonde_analyzer_error(a));
+    } else {
+        bool complete = true;
+        const char *warnings = NULL;
+        assert_int_equal(sonde_analyzer_input_warnings(a, 0, &complete, &warnings), SONDE_STATUS_SUCCESS);
+        assert_false(complete);
+        if (strstr(warnings, text) == NULL) fail_msg("%s: %s", text, warnings);
+    }
+    sonde_analyzer_destroy(a);
+}
+
+static void test_malformed_rings(void **state) {
+    (void)state;
+    stream s = {.size = 0};
+    put(&s, 2, 1, 0, 0); /* shard 1 first */
+    expect_ring(&s, s.size, kRing, SONDE_STATUS_ERROR_FORMAT, "announced where shard 0 comes next");
+    s.size = 0;
+    put(&s, 3, 0, 1, 0); /* a batch before its shard */
+    put_records(&s, 1);
+    expect_ring(&s, s.size, kRing, SONDE_STATUS_ERROR_FORMAT, "which was not announced");
+    s.size = 0;
+    put(&s, 2, 0, 0, 0);
+    put(&s, 3, 0, 1, 1); /* the shard's last batch, then another */
+    put_records(&s, 1);
+    put(&s, 3, 0, 1, 0);
+    put_records(&s, 1);
+    expect_ring(&s, s.size, kRing, SONDE_STATUS_ERROR_FORMAT, "which has ended");
+    s.size = 0;
+    put(&s, 2, 0, 0, 0);
+    put(&s, 3, 0, 70000, 0);
+    expect_ring(&s, s.size, kRing, SONDE_STATUS_ERROR_FORMAT, "at most 65536");
+    s.size = 0;
+    put(&s, 9, 0, 0, 0);
+    expect_ring(&s, s.size, kRing, SONDE_STATUS_ERROR_FORMAT, "unknown message kind 9");
+    s.size = 0;
+    put(&s, 2, 0, 0, 0);
+    expect_ring(&s, 65536 + 16, kRing, SONDE_STATUS_ERROR_FORMAT, "further ahead");
+    expect_ring(&s, s.size, 4096 + 1000, SONDE_STATUS_ERROR_FORMAT, "a power of two");
+    /* Complete messages and an END that says batches were dropped: the input is incomplete. */
+    put(&s, 3, 0, 2, 1);
+    put_records(&s, 2);
+    put(&s, 4, 0, 3, 0);
+    expect_ring(&s, s.size, kRing, SONDE_STATUS_SUCCESS, "dropped 3 batches");
+    /* A batch cut in its middle. */
+    s.size = 0;
+    put(&s, 2, 0, 0, 0);
+    put(&s, 3, 0, 4, 0);
+    put_records(&s, 2);
+    expect_ring(&s, s.size, kRing, SONDE_STATUS_SUCCESS, "inside a message");
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_argument_errors),    cmocka_unit_test(test_streams_that_are_not_live),
-        cmocka_unit_test(test_serial_calls),       cmocka_unit_test(test_parallel_calls),
-        cmocka_unit_test(test_without_add_shards),
+        cmocka_unit_test(test_argument_errors), cmocka_unit_test(test_streams_that_are_not_live),
+        cmocka_unit_test(test_malformed_rings), cmocka_unit_test(test_serial_calls),
+        cmocka_unit_test(test_parallel_calls),  cmocka_unit_test(test_without_add_shards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
