@@ -548,7 +548,8 @@ int analyze(int argc, char **argv, Mpi *mpi) {
 }
 
 // A live run: a socket pair, the analyzer's live input on one end, the program started with the
-// other (SONDE_MEMTRACE_LIVE) and `run` while it runs; then the wait for the program. Returns
+// other (SONDE_MEMTRACE_LIVE; the references travel through the shared ring its runtime hands
+// over on it) and `run` while it runs; then the wait for the program. Returns
 // -1 after a successful run (live->status is the program's wait status), else the exit status
 // (the analyzer destroyed): 127 when the program cannot start, 1 when the analysis failed.
 int run_live(sonde_analyzer_t *a, char **program, const cli::Environment &env,
@@ -559,10 +560,6 @@ int run_live(sonde_analyzer_t *a, char **program, const cli::Environment &env,
         sonde_analyzer_destroy(a);
         return 1;
     }
-    // Room for batches in flight (the kernel grants what its limits allow).
-    const int room = 4 << 20;
-    setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &room, sizeof room);
-    setsockopt(fds[0], SOL_SOCKET, SO_RCVBUF, &room, sizeof room);
     sonde_status_t st = sonde_analyzer_add_live_input(a, fds[0], program[0]);
     if (st != SONDE_STATUS_SUCCESS) {
         close(fds[0]);
