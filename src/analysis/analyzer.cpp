@@ -657,6 +657,9 @@ void work(uint32_t w, std::vector<std::unique_ptr<Tool>> &tools, std::deque<Shar
              inited == nt && !failure.stop.load(std::memory_order_relaxed) && (s = next()) != SIZE_MAX;) {
             size_t sinit = 0;
             serialise(true);
+            // The shard's spec stays put (a deque), but a live run's shards grow beside this
+            // worker: its place is looked up under the lock.
+            ShardSpec &spec = shards[s];
             for (; sinit < nt; ++sinit) {
                 Tool &t = *tools[sinit];
                 sdata[sinit] = nullptr;
@@ -670,7 +673,7 @@ void work(uint32_t w, std::vector<std::unique_ptr<Tool>> &tools, std::deque<Shar
             serialise(false);
             if (sinit == nt) {
                 try {
-                    Cursor cursor(shards[s], static_cast<uint32_t>(s));
+                    Cursor cursor(spec, static_cast<uint32_t>(s));
                     const sonde_memref_t *p = nullptr;
                     size_t n;
                     while (!failure.stop.load(std::memory_order_relaxed) && (n = cursor.next(&p)) != 0) {
