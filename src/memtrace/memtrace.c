@@ -7,10 +7,10 @@
  * `sonde record --memory` sets), records every load and store as a sonde_memref_t into a Sonde
  * trace, one shard per thread (with SONDE_MEMTRACE_BLOCKS=1 also every guard hit, a basic block,
  * as an IFETCH; with SONDE_MEMTRACE_SAMPLE_RATE only the references to a sample of the lines).
- * With SONDE_MEMTRACE_LIVE naming a descriptor (what `sonde analyze --live` sets), the same
- * batches go to that descriptor as a live stream (docs/trace-format.md, "The live stream"),
- * which the analyzer on its other end reads as the program runs; with both variables set, to
- * both (the trace of the run that was analysed live).
+ * With SONDE_MEMTRACE_LIVE naming a Unix socket (what `sonde analyze --live` sets), the same
+ * batches go as a live stream (docs/trace-format.md, "The live stream") through a shared-memory
+ * ring handed over on that socket, which the analyzer on its other end reads as the program
+ * runs; with both variables set, to both (the trace of the run that was analysed live).
  *
  * How references travel:
  *  - each thread stages memrefs {address, size, type, pc = the call site, shard, timestamp} in
@@ -25,12 +25,12 @@
  *  - at exit (or on a fatal signal) the staged tails are taken, the buffer flushed, and the
  *    writer closed. A trace cut by SIGKILL keeps every chunk written before (readers recover it
  *    by scanning).
- *  - live: the consumer sends each batch as a message of the stream instead (sink_write), a
- *    thread's first access announces its shard before the thread reads its first timestamp
- *    (so that the analyzer knows every shard that may still deliver an earlier timestamp than
- *    the batches it has read: the ordering argument is in src/trace/live.h), and the stop sends
- *    an END message. A full stream blocks the sender: the program waits for the analyzer (the
- *    buffer's LOSSLESS timeout is a year then), nothing is dropped.
+ *  - live: the consumer copies each batch into the ring as a message of the stream instead
+ *    (sink_write), a thread's first access announces its shard before the thread reads its
+ *    first timestamp (so that the analyzer knows every shard that may still deliver an earlier
+ *    timestamp than the batches it has read: the ordering argument is in src/trace/live.h), and
+ *    the stop sends an END message. A full ring blocks the sender: the program waits for the
+ *    analyzer (the buffer's LOSSLESS timeout is a year then), nothing is dropped.
  * A write error (a full disk, an analyzer that went away) stops the recording with one message
  * on stderr; the program goes on.
  *
@@ -47,6 +47,7 @@
 #include "memtrace/memtrace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -54,7 +55,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
