@@ -213,7 +213,7 @@ MT_HIDDEN static int ring_wait_room(void) {
 }
 
 /* Copies `bytes` into the ring (the caller holds g_tx_mu), waiting for room while the analyzer
- * is behind; 0, or the errno that stopped it. Cost: a copy, a release store and a fence per
+ * is behind; 0, or the errno that stopped it. Cost: a copy and a sequentially consistent store per
  * piece; a wake-up (one send) only when the analyzer sleeps. */
 MT_HIDDEN static int ring_put(const void *src, size_t bytes) {
     const unsigned char *p = src;
@@ -236,9 +236,10 @@ MT_HIDDEN static int ring_put(const void *src, size_t bytes) {
         size_t n = bytes < room ? bytes : (size_t)room;
         if (n > kRingBytes - at) n = (size_t)(kRingBytes - at);
         memcpy(g_ring + kRingData + at, p, n);
-        __atomic_store_n(head, h + n, __ATOMIC_RELEASE);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (__atomic_load_n(RING_U32(kRingReaderWaits), __ATOMIC_RELAXED) != 0) {
+        /* Sequentially consistent, the store and the load after it (the analyzer's side is the
+         * mirror image: its word, then the head). */
+        __atomic_store_n(head, h + n, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(RING_U32(kRingReaderWaits), __ATOMIC_SEQ_CST) != 0) {
             const char wake = 1;
             if (send(g_live_fd, &wake, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EPIPE) return EPIPE;
         }

@@ -236,11 +236,12 @@ size_t LiveInput::ring_take(void *dst, size_t size) const {
         const size_t n = static_cast<size_t>(std::min<uint64_t>({size - done, avail, ring_bytes_ - at}));
         std::memcpy(static_cast<unsigned char *>(dst) + done,
                     static_cast<unsigned char *>(ring_) + kRingData + at, n);
-        __atomic_store_n(tail, t + n, __ATOMIC_RELEASE);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        // Sequentially consistent, the store and the load that follows: the runtime's side is
+        // the mirror image (its word, then the tail), so one of the two sees the other.
+        __atomic_store_n(tail, t + n, __ATOMIC_SEQ_CST);
         // The runtime sleeps until this much room is free (a quarter of the ring: one wake-up
         // per many batches, not one per batch).
-        const uint32_t wants = __atomic_load_n(writer_waits, __ATOMIC_RELAXED);
+        const uint32_t wants = __atomic_load_n(writer_waits, __ATOMIC_SEQ_CST);
         if (wants != 0 && ring_bytes_ - (__atomic_load_n(head, __ATOMIC_RELAXED) - (t + n)) >= wants) {
             const char wake = 1;
             ::send(fd_, &wake, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
