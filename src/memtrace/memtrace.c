@@ -581,7 +581,8 @@ MT_HIDDEN static void on_fatal_signal(int sig, siginfo_t *info, void *uc) {
 
 MT_HIDDEN static void install_crash_handlers(void) {
     enum { kAltStack = 256 * 1024 };
-    static void *altstack; /* kept for good: it must outlive every signal */
+    /* Kept for good (it must outlive every signal), in a variable whose store stays. */
+    static void *volatile altstack;
     stack_t ss;
     memset(&ss, 0, sizeof ss);
     altstack = malloc(kAltStack);
