@@ -25,7 +25,7 @@ multithreaded program's interleaving can be compared exactly:
    another run for the single thread (serial, parallel, --blocks), and of the same run for the
    two threads (serial and parallel); a SIGSEGV crash.
 
-With --stress (the ThreadSanitizer pass, suite 'stress') only part 1, with more threads.
+With --stress only part 1, with more threads (twelve workers).
 """
 import json
 import os

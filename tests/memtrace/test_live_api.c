@@ -22,6 +22,8 @@
 #include <cmocka.h>
 #include <sonde/analysis.h>
 
+#include "live_fake.h"
+
 /* A tool that checks the order of the calls it gets (atomics: parallel workers call it). */
 typedef struct order_tool {
     uint32_t initialized_with;
@@ -139,9 +141,8 @@ static sonde_tool_ops_t order_ops(bool with_add_shards) {
 
 /* Starts the workload with the socket's other end as SONDE_MEMTRACE_LIVE; its standard output
  * into *out_fd. Returns its pid. */
-static pid_t start_workload(int sock, const char *threads, const char *refs, int *out_fd) {
-    const char *workload = getenv("LIVE_WORKLOAD");
-    assert_non_null(workload);
+static pid_t start_workload(int sock, const char *workload, const char *threads, const char *refs,
+                            int *out_fd) {
     int out[2];
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);
     const pid_t pid = fork();
@@ -175,6 +176,8 @@ static long finish_workload(pid_t pid, int out_fd) {
 
 /* Runs the workload live (serial or parallel) under the order tool; checks what it saw. */
 static void run_live(bool parallel, bool with_add_shards) {
+    const char *workload = getenv("LIVE_WORKLOAD");
+    if (workload == NULL) skip(); /* a ThreadSanitizer build (meson.build says why) */
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     sonde_analyzer_t *a = NULL;
@@ -186,7 +189,7 @@ static void run_live(bool parallel, bool with_add_shards) {
     assert_int_equal(sonde_analyzer_add_live_input(a, sv[0], "workload"), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_set_parallel(a, parallel), SONDE_STATUS_SUCCESS);
     int out_fd = -1;
-    const pid_t pid = start_workload(sv[1], "3", "20000", &out_fd);
+    const pid_t pid = start_workload(sv[1], workload, "3", "20000", &out_fd);
     close(sv[1]);
     assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
     const long made = finish_workload(pid, out_fd);
@@ -331,26 +334,14 @@ static void test_streams_that_are_not_live(void **state) {
  * `file_size` bytes whose ring holds `bytes` and whose head says `head`, then the socket's end. */
 static sonde_status_t run_ring(const void *bytes, size_t size, uint64_t head, size_t file_size,
                                sonde_analyzer_t **out) {
-    const int ring = memfd_create("test-ring", MFD_CLOEXEC);
-    assert_true(ring >= 0);
-    assert_int_equal(ftruncate(ring, (off_t)file_size), 0);
-    unsigned char *map = mmap(NULL, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, ring, 0);
-    assert_true(map != MAP_FAILED);
-    if (size != 0) memcpy(map + 4096, bytes, size);
+    int ring = -1;
+    unsigned char *map = fake_ring(file_size, &ring);
+    if (size != 0) memcpy(map + kFakeControl, bytes, size);
     memcpy(map, &head, sizeof head);
     munmap(map, file_size);
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    /* HELLO, written here from the format's description rather than the runtime's code. */
-    const uint32_t hello[4] = {1, 0x564c4453, 1, 32};
-    char control[CMSG_SPACE(sizeof(int))] __attribute__((aligned(8))) = {0};
-    struct iovec iov = {.iov_base = (void *)hello, .iov_len = sizeof hello};
-    struct msghdr mh = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-    *CMSG_FIRSTHDR(&mh) = (struct cmsghdr){
-        .cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS};
-    memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &ring, sizeof ring);
-    assert_int_equal(sendmsg(sv[1], &mh, 0), (ssize_t)sizeof hello);
+    fake_hello(sv[1], ring);
     close(ring);
     close(sv[1]);
     sonde_analyzer_t *a = with_tool();
