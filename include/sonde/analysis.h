@@ -15,6 +15,14 @@
  *    first, so which worker runs which shard is not fixed (since 1.2; 1.0 and 1.1 gave shard s
  *    to worker s % workers). A shard's functions are called from exactly one worker, so shard
  *    data needs no locking.
+ *  - Live runs (sonde_analyzer_add_live_input(), since 1.2): the shards are a running
+ *    program's threads and appear while the run reads. initialize() is told 0 shards when the
+ *    tool has add_shards(), which is then called with each larger count before any record or
+ *    parallel_shard_init() of the new shards; a tool without it is told 65536, the most a live
+ *    input has. A parallel live run gives each shard its own worker (worker index = shard),
+ *    started when the shard appears; its parallel_worker_init/exit and parallel_shard_init/exit
+ *    are never called concurrently with each other or with add_shards(), while other workers'
+ *    parallel_shard_memref(s) go on.
  *  - print_results() / results_json() when the application asks, after the run.
  *  - destroy() when the analyzer is destroyed.
  * A function that answers false stops the run: the analyzer returns SONDE_STATUS_ERROR_TOOL and
@@ -121,6 +129,16 @@ typedef struct sonde_tool_ops_t {
      * @since 1.2
      */
     bool (*parallel_shard_pieces)(void *tool);
+    /**
+     * Live runs (sonde_analyzer_add_live_input()): the shard count grew to @p num_shards (the
+     * program started threads). Called on the run's thread (serial) or the thread that starts
+     * the new shards' workers (parallel), before any record or parallel_shard_init() of a shard
+     * at or above the previous count; parallel_shard_memref(s) of earlier shards may run on
+     * their workers meanwhile, so shard data handed out before must stay where it is. False
+     * stops the run (get_error_string()). NULL: the tool is initialised with 65536 shards in a
+     * live run. @since 1.2
+     */
+    bool (*add_shards)(void *tool, uint32_t num_shards);
 } sonde_tool_ops_t;
 
 /**
@@ -132,11 +150,12 @@ typedef struct sonde_tool_ops_t {
 
 /**
  * @brief Size of sonde_tool_ops_t in ABI version 1.2 (memref_model, then the partition entries
- * partition, slice_begin, export_state and merge_state, then parallel_shard_pieces appended).
+ * partition, slice_begin, export_state and merge_state, then parallel_shard_pieces and add_shards
+ * appended).
  * A literal, valid for x86-64 (LP64), the only platform Sonde is built for.
  * @since 1.2
  */
-#define SONDE_TOOL_OPS_SIZE_1_2 184u
+#define SONDE_TOOL_OPS_SIZE_1_2 192u
 
 /**
  * @brief Kinds of part in a partitioned run, and a tool's answers to
@@ -281,7 +300,8 @@ SONDE_API sonde_status_t sonde_analyzer_set_workers(sonde_analyzer_t *analyzer, 
  * @param path The file, or (since 1.2) a drmemtrace trace directory.
  * @param format A sonde_trace_format_value.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER, SONDE_STATUS_ERROR_IO,
- *         SONDE_STATUS_ERROR_FORMAT, SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format),
+ *         SONDE_STATUS_ERROR_FORMAT, SONDE_STATUS_ERROR_INVALID_ARGUMENT (unknown format; since 1.2
+ *         also after a live input, sonde_analyzer_add_live_input()),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY;
  *         sonde_analyzer_error() names the file and offset.
  * @since 1.0
@@ -315,6 +335,38 @@ SONDE_API sonde_status_t sonde_analyzer_input_warnings(const sonde_analyzer_t *a
                                                        bool *complete, const char **warnings);
 
 /**
+ * @brief Adds a live input: the memory references of a running program, sent by the program's
+ * Sonde runtime as it runs (a program built for `sonde record --memory`, started with
+ * SONDE_MEMTRACE_LIVE=FD naming its end of a Unix socket pair whose other end is @p fd; `sonde
+ * analyze --live` does this, docs/memory-traces.md "Analysing live"). The runtime hands over a
+ * shared-memory ring on the socket and sends the references through it (docs/trace-format.md,
+ * "The live stream"). Its shards are the program's threads, in the order of their first access,
+ * and appear while sonde_analyzer_run() reads; the run ends when the program's runtime ends the
+ * stream (its exit, or a fatal signal) or the socket reaches its end (the program is gone). A
+ * serial run hands the tools exactly the interleaving a trace recorded from the same run gives
+ * (by timestamp, ties to the lower shard): a record is handed out only once every shard that may
+ * still deliver an earlier one has delivered a later one or ended. Reading is lossless: while
+ * the tools are busy nothing is read and the program waits. A stream that ends without its end
+ * message (the program was killed) or that says the runtime dropped batches makes the input
+ * incomplete (sonde_analyzer_input_warnings()); results cover what arrived. The input is listed
+ * in the results JSON with format "live". A live input is the only input of its analyzer and
+ * cannot be partitioned.
+ * @param analyzer The analyzer.
+ * @param fd The descriptor to read (a Unix stream socket), borrowed: it must stay open until
+ *        sonde_analyzer_run() returns; the caller closes it. A run that fails shuts it down, which
+ *        tells the program's runtime: it stops sending and the program goes on unanalysed.
+ * @param name What messages and the results call the input (e.g. the program's name).
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer or name),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (fd is not an open descriptor; another input,
+ *         memory shard or live input was added; sonde_analyzer_error() says which),
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (after sonde_analyzer_run()),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. A run over it may also answer SONDE_STATUS_ERROR_FORMAT
+ *         (a malformed stream) or SONDE_STATUS_ERROR_IO (a read failed). One thread at a time.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_analyzer_add_live_input(sonde_analyzer_t *analyzer, int fd, const char *name);
+
+/**
  * @brief Adds one in-memory shard. The records are borrowed (not copied) and must stay valid
  * and unchanged until sonde_analyzer_run() returns. Tools receive them as stored, so their
  * shard field should hold the shard's number: the number of shards (of file inputs and memory
@@ -324,6 +376,7 @@ SONDE_API sonde_status_t sonde_analyzer_input_warnings(const sonde_analyzer_t *a
  * @param count How many.
  * @param[out] shard Optional: the shard's number.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (since 1.2: after a live input),
  *         SONDE_STATUS_ERROR_PHASE_FAILURE, SONDE_STATUS_ERROR_OUT_OF_MEMORY.
  * @since 1.0
  */
@@ -394,7 +447,8 @@ SONDE_API sonde_status_t sonde_analyzer_merge_state(sonde_analyzer_t *analyzer, 
  * @brief Runs every tool over every input. Can be called once.
  * @param analyzer The analyzer.
  * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
- *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no tool or no input),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (no tool or no input; since 1.2 a live input with a
+ *         partition),
  *         SONDE_STATUS_ERROR_NOT_SUPPORTED (serial run and a tool has no serial memref function),
  *         SONDE_STATUS_ERROR_TOOL (a tool failed), SONDE_STATUS_ERROR_IO / _FORMAT (an input
  *         failed part-way), SONDE_STATUS_ERROR_PHASE_FAILURE (second call),

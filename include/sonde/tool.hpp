@@ -166,6 +166,21 @@ public:
         return set_error("this tool does not run partitioned");
     }
     /**
+     * @brief Whether the tool follows a shard count that grows during a live run (then
+     * override add_shards()). @since 1.2
+     * @return true when supported.
+     */
+    virtual bool add_shards_supported() const { return false; }
+    /**
+     * @brief sonde_tool_ops_t::add_shards: the shard count grew to @p num_shards; shard data
+     * handed out before must stay where it is. @since 1.2
+     * @param num_shards The new count. @return false on failure.
+     */
+    virtual bool add_shards(uint32_t num_shards) {
+        (void)num_shards;
+        return true;
+    }
+    /**
      * @brief The message of a failed shard function (for failures reported by false).
      * @param shard_data The shard's data. @return The message.
      */
@@ -369,6 +384,9 @@ private:
     static bool t_merge_state(void *t, const void *state, size_t size) {
         return call(self(t), [&] { return self(t)->merge_state(state, size); });
     }
+    static bool t_add_shards(void *t, uint32_t n) {
+        return call(self(t), [&] { return self(t)->add_shards(n); });
+    }
 
     static sonde_tool_ops_t make_ops() {
         sonde_tool_ops_t o = sonde_tool_ops_t();
@@ -398,15 +416,17 @@ public:
      * sonde_analyzer_add_tool_ops(), or return them from sonde_tool_create. The table lives in
      * the object (valid until destroy()). A tool that keeps the 1.0 memref model gets a table
      * of ::SONDE_TOOL_OPS_SIZE_1_0 bytes, so it also loads into a 1.0 or 1.1 library; one that
-     * asks for a later model, runs partitioned (partition_supported()) or takes shards in
-     * pieces (parallel_shard_pieces()) gets the whole table.
+     * asks for a later model, runs partitioned (partition_supported()), takes shards in pieces
+     * (parallel_shard_pieces()) or follows live shards (add_shards_supported()) gets the whole
+     * table.
      * @return The table.
      */
     const sonde_tool_ops_t *table() {
         ops_ = *ops();
         name_copy_ = name();
         ops_.name = name_copy_.c_str();
-        if (memref_model() != SONDE_MEMREF_MODEL_1_0 || partition_supported() || parallel_shard_pieces()) {
+        if (memref_model() != SONDE_MEMREF_MODEL_1_0 || partition_supported() || parallel_shard_pieces() ||
+            add_shards_supported()) {
             ops_.memref_model = t_memref_model;
         } else {
             ops_.struct_size = SONDE_TOOL_OPS_SIZE_1_0;
@@ -418,6 +438,7 @@ public:
             ops_.merge_state = t_merge_state;
         }
         if (parallel_shard_pieces()) ops_.parallel_shard_pieces = t_shard_pieces;
+        if (add_shards_supported()) ops_.add_shards = t_add_shards;
         return &ops_;
     }
 

@@ -1,6 +1,9 @@
 // The analyzer's run loops (see analyzer.h): tool loading and validation, the serial merge by
-// timestamp, and the parallel workers.
+// timestamp (over the shards a live input adds as it is read), the parallel workers, and a live
+// run's worker per shard.
 #include "analysis/analyzer.h"
+
+#include <fcntl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +13,7 @@
 #include <mutex>
 #include <new>
 #include <queue>
+#include <system_error>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -131,6 +135,7 @@ struct Failure {
     std::atomic<bool> stop{false};
     sonde_status_t status = SONDE_STATUS_SUCCESS;
     std::string message;
+    const trace::LiveInput *live = nullptr;  // a live run's input: cancelled on the first failure
     void set(sonde_status_t s, const char *m) noexcept {
         std::lock_guard<std::mutex> lock(mutex);
         if (status == SONDE_STATUS_SUCCESS) {
@@ -142,6 +147,7 @@ struct Failure {
             }
         }
         stop.store(true, std::memory_order_relaxed);
+        if (live != nullptr) live->cancel();  // its waiting readers return; workers stop
     }
     void set(sonde_status_t s, const std::string &m) noexcept { set(s, m.c_str()); }
     // A tool function that answered false ("TOOL: message").
@@ -281,7 +287,15 @@ sonde_status_t Analyzer::load(const std::string &path, const std::string &option
     return adopt(std::move(tool));
 }
 
+// A live input is read alone: its shards are numbered as they appear, after nothing else.
+static const char *const kLiveAlone =
+    "a live input is the only input of its analyzer (no trace file or memory shard beside it)";
+
 sonde_status_t Analyzer::add_input(const std::string &path, uint32_t format) {
+    if (live_ != nullptr) {
+        error = kLiveAlone;
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
     std::unique_ptr<Input> input;
     const sonde_status_t st = Input::open(path, format, &input, &error);
     if (st != SONDE_STATUS_SUCCESS) return st;
@@ -299,13 +313,34 @@ sonde_status_t Analyzer::add_input(const std::string &path, uint32_t format) {
     return SONDE_STATUS_SUCCESS;
 }
 
-uint32_t Analyzer::add_memory(const sonde_memref_t *memrefs, size_t count) {
+sonde_status_t Analyzer::add_live(int fd, const std::string &name) {
+    if (!inputs_.empty() || memory_shards_ != 0) {
+        error = kLiveAlone;
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    if (fcntl(fd, F_GETFD) < 0) {
+        error = name + ": descriptor " + std::to_string(fd) + " is not open";
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    auto input = std::make_unique<trace::LiveInput>(fd, name);
+    info_.emplace_back();
+    live_ = input.get();
+    inputs_.push_back(std::move(input));
+    return SONDE_STATUS_SUCCESS;
+}
+
+sonde_status_t Analyzer::add_memory(const sonde_memref_t *memrefs, size_t count, uint32_t *id) {
+    if (live_ != nullptr) {
+        error = kLiveAlone;
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
     ShardSpec spec;
     spec.memory = memrefs;
     spec.count = count;
     shards_.push_back(spec);
     ++memory_shards_;
-    return static_cast<uint32_t>(shards_.size() - 1);
+    *id = static_cast<uint32_t>(shards_.size() - 1);
+    return SONDE_STATUS_SUCCESS;
 }
 
 void Analyzer::progress(uint64_t *done, uint64_t *total) const {
@@ -360,6 +395,10 @@ sonde_status_t Analyzer::run() {
             }
         }
     }
+    if (nranks_ != 0 && live_ != nullptr) {
+        error = "a live input cannot be partitioned";
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
     if (nranks_ != 0) {
         if (const sonde_status_t st = start_partition(can_parallel)) return st;
         if (partition_kind_ == SONDE_PARTITION_TIME_SLICES) can_parallel = false;
@@ -405,8 +444,11 @@ sonde_status_t Analyzer::run() {
         return SONDE_STATUS_ERROR_OUT_OF_MEMORY;
     }
     for (const auto &t : tools_) {
-        if (t->ops.initialize != nullptr &&
-            !t->ops.initialize(t->data, static_cast<uint32_t>(shards_.size()))) {
+        // A live run's shards appear later: told by add_shards, or all possible ones up front.
+        const size_t count = live_ == nullptr               ? shards_.size()
+                             : t->ops.add_shards != nullptr ? 0
+                                                            : trace::LiveInput::kMaxShards;
+        if (t->ops.initialize != nullptr && !t->ops.initialize(t->data, static_cast<uint32_t>(count))) {
             error = tool_message(*t, "initialize", global_error(*t));
             return SONDE_STATUS_ERROR_TOOL;
         }
@@ -418,7 +460,20 @@ sonde_status_t Analyzer::run() {
         n = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(n, need.budget / need.largest)));
     ran_parallel = can_parallel;
     used_workers = can_parallel ? n : 1;
-    const sonde_status_t st = can_parallel ? run_parallel(n) : run_serial();
+    sonde_status_t st;
+    if (live_ == nullptr) {
+        st = can_parallel ? run_parallel(n) : run_serial();
+    } else {
+        st = can_parallel ? run_live_parallel() : run_serial();
+        if (st != SONDE_STATUS_SUCCESS) live_->cancel();  // the program goes on unanalysed
+        if (st == SONDE_STATUS_SUCCESS) {
+            std::string why;
+            st = live_->stream_status(&why);
+            if (st != SONDE_STATUS_SUCCESS) error = why;
+        }
+        live_->finish();
+        for (const std::string &w : live_->warnings()) info_[0].add(w);
+    }
     succeeded = st == SONDE_STATUS_SUCCESS;
     if (succeeded) {
         input_records_.assign(inputs_.size(), 0);
@@ -448,14 +503,7 @@ sonde_status_t Analyzer::run_serial() {
         size_t left = 0;
         uint64_t last_ts = 0;
     };
-    std::vector<State> st;
-    for (size_t i = 0; i < shards_.size(); ++i) {
-        const ShardSpec &spec = shards_[i];
-        if (spec.input != nullptr ? spec.input->shard_records(spec.index) == 0 : spec.count == 0) continue;
-        State s;
-        s.cursor = std::make_unique<Cursor>(shards_[i], static_cast<uint32_t>(i), &shards_[i].read);
-        st.push_back(std::move(s));
-    }
+    std::deque<State> st;  // in shard order; a deque, so that a State stays put while shards come
     LegacyView legacy;
     auto eff = [](const State &s) { return s.p->timestamp != 0 ? s.p->timestamp : s.last_ts; };
     // Fills state i's span; false at its end (after an error, with *failed set).
@@ -507,11 +555,36 @@ sonde_status_t Analyzer::run_serial() {
     }
     using Key = std::pair<uint64_t, size_t>;  // (timestamp of the next record, state)
     std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
-    for (size_t i = 0; i < st.size(); ++i) {
-        if (fill(st[i])) heap.emplace(eff(st[i]), i);
-        if (failed != SONDE_STATUS_SUCCESS) return failed;
-    }
-    while (!heap.empty()) {
+    // Takes in the shards not looked at yet: a cursor and the first records of each that has
+    // records. With a live input, first the shards it announced since the last look, whose first
+    // reads may announce more (live.h: after every read, before the next record is handed out).
+    size_t taken = 0;
+    auto take_in = [&]() -> sonde_status_t {
+        for (;;) {
+            size_t count = shards_.size();
+            if (live_ != nullptr && !grow_live(&count)) return SONDE_STATUS_ERROR_TOOL;
+            if (taken == count) return SONDE_STATUS_SUCCESS;
+            for (; taken < count; ++taken) {
+                const ShardSpec &spec = shards_[taken];
+                if (spec.input != nullptr ? spec.input->shard_records(spec.index) == 0 : spec.count == 0)
+                    continue;
+                st.emplace_back();
+                st.back().cursor =
+                    std::make_unique<Cursor>(shards_[taken], static_cast<uint32_t>(taken), &shards_[taken].read);
+                if (fill(st.back())) heap.emplace(eff(st.back()), st.size() - 1);
+                if (failed != SONDE_STATUS_SUCCESS) return failed;
+            }
+        }
+    };
+    if (const sonde_status_t took = take_in()) return took;
+    for (;;) {
+        if (heap.empty()) {
+            // Every shard known has ended; a live input may still announce more.
+            const size_t known = shards_.size();
+            if (live_ == nullptr || live_->wait_shards(known) == known) break;
+            if (const sonde_status_t took = take_in()) return took;
+            continue;
+        }
         const size_t i = heap.top().second;
         heap.pop();
         State &s = st[i];
@@ -571,6 +644,8 @@ sonde_status_t Analyzer::run_serial() {
         s.left -= n;
         if (fill(s)) heap.emplace(eff(s), i);
         if (failed != SONDE_STATUS_SUCCESS) return failed;
+        if (live_ != nullptr)
+            if (const sonde_status_t took = take_in()) return took;
     }
     return SONDE_STATUS_SUCCESS;
 }
@@ -631,49 +706,62 @@ std::vector<Analyzer::Piece> Analyzer::pieces(const std::vector<size_t> &order, 
     return items;
 }
 
-// Parallel mode: workers take shards one at a time from a shared counter over shard_order()
-// (dynamic assignment: a worker that finishes a shard takes the next one left). After a failure
-// anywhere the workers stop reading, but still call parallel_shard_exit / parallel_worker_exit
-// for every shard and worker they initialised so tools can free their data (those results are
-// ignored).
-sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
-    Failure failure;
-    const char *schedule = std::getenv("SONDE_ANALYZER_SCHEDULE");
-    const bool fixed = schedule != nullptr && std::strcmp(schedule, "static") == 0;
-    std::vector<size_t> order = shard_order();
-    if (fixed)
-        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    if (nranks_ != 0) {  // a shard partition: this rank's shards, dealt largest first
-        std::vector<size_t> mine;
-        for (size_t k = rank_; k < order.size(); k += nranks_) mine.push_back(order[k]);
-        order.swap(mine);
-    }
-    const std::vector<Piece> items = pieces(order, nworkers, fixed);
-    std::vector<uint64_t> item_read(items.size(), 0);  // records of each item (its worker's)
-    std::atomic<size_t> next{0};                       // the next position in `items`; any worker takes it
-    // A worker throws nothing: an exception while reading a shard is recorded and the shard's
-    // and worker's exit functions still run; one before any tool function is called (the data
-    // vectors) ends the worker at once.
-    auto work = [&](uint32_t w) {
-        const size_t nt = tools_.size();
+namespace {
+
+// One unit of a worker's work: shard `shard`, or piece `piece` of `pieces` of it, whose records
+// are counted in *read (null: the shard's own count, when one worker reads the whole shard).
+struct Job {
+    size_t shard = SIZE_MAX;
+    size_t piece = 0, pieces = 1;
+    uint64_t *read = nullptr;
+};
+
+// One parallel worker's life (run_parallel, run_live_parallel): parallel_worker_init of every
+// tool, then each job `next` gives (shard SIZE_MAX: none left), from parallel_shard_init to
+// parallel_shard_exit with its records in between, then parallel_worker_exit. `init_mu`, when
+// given (a live run), serialises the init and exit calls with add_shards. A worker throws
+// nothing: an exception while reading a shard is recorded and the shard's and worker's exit
+// functions still run; one before any tool function is called (the data vectors) ends the
+// worker at once. After a failure anywhere the worker stops reading, but still calls the exit
+// functions of what it initialised so tools can free their data (those results are ignored).
+template <typename Next>
+void work(uint32_t w, std::vector<std::unique_ptr<Tool>> &tools, std::deque<ShardSpec> &shards,
+          Failure &failure, std::mutex *init_mu, Next next) noexcept {
+    try {
+        const size_t nt = tools.size();
         LegacyView legacy;
         std::vector<void *> wdata(nt, nullptr), sdata(nt, nullptr);
+        std::unique_lock<std::mutex> serialised;
+        if (init_mu != nullptr) serialised = std::unique_lock<std::mutex>(*init_mu, std::defer_lock);
+        auto serialise = [&](bool on) {
+            if (init_mu == nullptr) return;
+            if (on) {
+                serialised.lock();
+            } else {
+                serialised.unlock();
+            }
+        };
         size_t inited = 0;
+        serialise(true);
         for (; inited < nt; ++inited) {
-            Tool &t = *tools_[inited];
+            Tool &t = *tools[inited];
             if (t.ops.parallel_worker_init != nullptr &&
                 !t.ops.parallel_worker_init(t.data, w, &wdata[inited])) {
                 failure.tool(t, "parallel_worker_init", global_error(t));
                 break;
             }
         }
-        size_t k = fixed ? w : next.fetch_add(1, std::memory_order_relaxed);
-        for (; inited == nt && k < items.size() && !failure.stop.load(std::memory_order_relaxed);
-             k = fixed ? k + nworkers : next.fetch_add(1, std::memory_order_relaxed)) {
-            const size_t s = items[k].shard;
+        serialise(false);
+        for (Job job; inited == nt && !failure.stop.load(std::memory_order_relaxed) &&
+                      (job = next()).shard != SIZE_MAX;) {
+            const size_t s = job.shard;
             size_t sinit = 0;
+            serialise(true);
+            // The shard's spec stays put (a deque), but a live run's shards grow beside this
+            // worker: its place is looked up under the lock.
+            ShardSpec &spec = shards[s];
             for (; sinit < nt; ++sinit) {
-                Tool &t = *tools_[sinit];
+                Tool &t = *tools[sinit];
                 sdata[sinit] = nullptr;
                 if (t.ops.parallel_shard_init != nullptr &&
                     !t.ops.parallel_shard_init(t.data, static_cast<uint32_t>(s), wdata[sinit],
@@ -682,17 +770,18 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
                     break;
                 }
             }
+            serialise(false);
             if (sinit == nt) {
                 try {
-                    Cursor cursor(shards_[s], static_cast<uint32_t>(s), &item_read[k], items[k].piece,
-                                  items[k].pieces);
+                    Cursor cursor(spec, static_cast<uint32_t>(s), job.read != nullptr ? job.read : &spec.read,
+                                  job.piece, job.pieces);
                     const sonde_memref_t *p = nullptr;
                     size_t n;
                     while (!failure.stop.load(std::memory_order_relaxed) && (n = cursor.next(&p)) != 0) {
                         const sonde_memref_t *lv = nullptr;  // the span's 1.0 view, made once
                         size_t ln = 0;
                         for (size_t ti = 0; ti < nt; ++ti) {
-                            Tool &t = *tools_[ti];
+                            Tool &t = *tools[ti];
                             bool ok = true;
                             if (!t.full_model && lv == nullptr) lv = legacy.view(p, n, &ln);
                             const sonde_memref_t *v = t.full_model ? p : lv;
@@ -718,8 +807,9 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
                     failure.exception();
                 }
             }
+            serialise(true);
             for (size_t ti = 0; ti < sinit; ++ti) {
-                Tool &t = *tools_[ti];
+                Tool &t = *tools[ti];
                 if (t.ops.parallel_shard_exit != nullptr && !t.ops.parallel_shard_exit(t.data, sdata[ti])) {
                     const char *m = t.ops.parallel_shard_error != nullptr
                                         ? t.ops.parallel_shard_error(t.data, sdata[ti])
@@ -727,19 +817,46 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
                     failure.tool(t, "parallel_shard_exit", m);
                 }
             }
+            serialise(false);
         }
+        serialise(true);
         for (size_t ti = 0; ti < inited; ++ti) {
-            Tool &t = *tools_[ti];
+            Tool &t = *tools[ti];
             if (t.ops.parallel_worker_exit != nullptr && !t.ops.parallel_worker_exit(t.data, wdata[ti]))
                 failure.tool(t, "parallel_worker_exit", global_error(t));
         }
-    };
-    auto worker = [&](uint32_t w) noexcept {
-        try {
-            work(w);
-        } catch (...) {
-            failure.exception();
-        }
+    } catch (...) {
+        failure.exception();
+    }
+}
+
+}  // namespace
+
+// Parallel mode: workers take shards one at a time from a shared counter over shard_order()
+// (dynamic assignment: a worker that finishes a shard takes the next one left).
+sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
+    Failure failure;
+    const char *schedule = std::getenv("SONDE_ANALYZER_SCHEDULE");
+    const bool fixed = schedule != nullptr && std::strcmp(schedule, "static") == 0;
+    std::vector<size_t> order = shard_order();
+    if (fixed)
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (nranks_ != 0) {  // a shard partition: this rank's shards, dealt largest first
+        std::vector<size_t> mine;
+        for (size_t k = rank_; k < order.size(); k += nranks_) mine.push_back(order[k]);
+        order.swap(mine);
+    }
+    const std::vector<Piece> items = pieces(order, nworkers, fixed);
+    std::vector<uint64_t> item_read(items.size(), 0);  // records of each item (its worker's)
+    std::atomic<size_t> next{0};                       // the next position in `items`; any worker takes it
+    auto worker = [&](uint32_t w) {
+        size_t k = w;  // a fixed schedule's next position
+        work(w, tools_, shards_, failure, nullptr, [&]() -> Job {
+            const size_t at = fixed ? k : next.fetch_add(1, std::memory_order_relaxed);
+            k += nworkers;
+            if (at >= items.size()) return Job{};
+            return Job{items[at].shard, items[at].piece, items[at].pieces, &item_read[at]};
+        });
     };
     std::vector<std::thread> threads;
     try {
@@ -750,6 +867,77 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
     worker(0);
     for (auto &th : threads) th.join();
     for (size_t k = 0; k < items.size(); ++k) shards_[items[k].shard].read += item_read[k];
+    if (failure.status != SONDE_STATUS_SUCCESS) {
+        error = failure.message.empty() ? sonde_status_string(failure.status) : failure.message;
+        return failure.status;
+    }
+    return SONDE_STATUS_SUCCESS;
+}
+
+bool Analyzer::grow_live(size_t *count) {
+    const size_t n = live_->num_shards();
+    if (n > shards_.size()) {
+        for (const auto &t : tools_) {
+            if (t->ops.add_shards != nullptr && !t->ops.add_shards(t->data, static_cast<uint32_t>(n))) {
+                error = tool_message(*t, "add_shards", global_error(*t));
+                return false;
+            }
+        }
+        for (size_t i = shards_.size(); i < n; ++i) {
+            ShardSpec spec;
+            spec.input = live_;
+            spec.index = i;
+            shards_.push_back(spec);
+        }
+    }
+    *count = shards_.size();
+    return true;
+}
+
+// A live parallel run: the calling thread waits for shards to appear (reading the stream when
+// no worker does) and starts one worker per shard, worker index = shard; each worker reads its
+// shard to its end. Shards are taken in under `init_mu`, which the workers' init and exit calls
+// also take (analysis.h: add_shards never runs beside them).
+sonde_status_t Analyzer::run_live_parallel() {
+    Failure failure;
+    failure.live = live_;
+    live_->set_parallel(true);
+    std::mutex init_mu;
+    std::vector<std::thread> threads;
+    size_t known = 0;
+    // Nothing thrown here may leave the workers unjoined: a failure is recorded and ends the loop.
+    try {
+        while (!failure.stop.load(std::memory_order_relaxed)) {
+            if (live_->wait_shards(known) == known) break;  // the stream ended (or the run failed)
+            size_t count = 0;
+            {
+                std::lock_guard<std::mutex> lock(init_mu);
+                if (!grow_live(&count)) {
+                    failure.set(SONDE_STATUS_ERROR_TOOL, error);
+                    break;
+                }
+            }
+            for (; known < count; ++known) {
+                const size_t shard = known;
+                threads.emplace_back([&, shard] {
+                    bool given = false;
+                    work(static_cast<uint32_t>(shard), tools_, shards_, failure, &init_mu, [&]() -> Job {
+                        if (given) return Job{};
+                        given = true;
+                        Job job;
+                        job.shard = shard;  // whole, counted in its spec (looked up under init_mu)
+                        return job;
+                    });
+                });
+            }
+        }
+    } catch (const std::system_error &) {
+        failure.set(SONDE_STATUS_ERROR_OUT_OF_MEMORY, "could not start worker threads");
+    } catch (...) {
+        failure.exception();
+    }
+    for (auto &th : threads) th.join();
+    used_workers = static_cast<uint32_t>(threads.size());
     if (failure.status != SONDE_STATUS_SUCCESS) {
         error = failure.message.empty() ? sonde_status_string(failure.status) : failure.message;
         return failure.status;
@@ -928,7 +1116,7 @@ sonde_status_t Analyzer::results_json(std::string *out) {
             nlohmann::json one = nlohmann::json::object();
             const JsonRelease release_one(one);
             one["path"] = in.path();
-            one["format"] = format_name(in.format());
+            one["format"] = &in == live_ ? "live" : format_name(in.format());
             one["complete"] = in.complete();
             nlohmann::json &list = one["warnings"];
             json_array_reserve(list, info_[i].warnings.size());

@@ -10,12 +10,21 @@
 // give, and a serial run whose shards' decode buffers would exceed the readers' budget
 // (trace::memory_need) is refused up front, as a parallel run takes fewer workers.
 //
+// A live input (trace/live.h: a running program's stream) is the analyzer's only input; its
+// shards appear while it is read. The serial merge looks for new shards after every read and
+// takes them in (tools' add_shards, a cursor, the shard's first records) before it hands out
+// another record; a parallel run starts a worker per shard as each appears (run_live_parallel).
+//
 // Threads: an Analyzer belongs to one application thread at a time. During run() in parallel
 // mode, worker w owns its cursors, its shards' record counts and its tools' worker/shard data;
-// the only shared state is the stop flag (atomic) and the first error (mutex).
+// the only shared state is the stop flag (atomic) and the first error (mutex). A live parallel
+// run adds the thread that starts the workers (the caller's): it alone appends to shards_ (a
+// deque, so a worker's ShardSpec stays put) and calls add_shards, under `init_mu`, which also
+// serialises the workers' init and exit calls.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +32,7 @@
 #include <sonde/analysis.h>
 
 #include "core/plugin.h"
+#include "trace/live.h"
 #include "trace/source.h"
 
 namespace sonde {
@@ -80,7 +90,10 @@ public:
     sonde_status_t load(const std::string &path, const std::string &options);
     sonde_status_t add_ops(const sonde_tool_ops_t *ops, void *data);
     sonde_status_t add_input(const std::string &path, uint32_t format);
-    uint32_t add_memory(const sonde_memref_t *memrefs, size_t count);
+    // A live input (borrowed descriptor): INVALID_ARGUMENT when another input came first.
+    sonde_status_t add_live(int fd, const std::string &name);
+    // *id: the shard's number; INVALID_ARGUMENT after a live input.
+    sonde_status_t add_memory(const sonde_memref_t *memrefs, size_t count, uint32_t *id);
     // Input `input` (in the order of successful add_input calls): INVALID_ARGUMENT when there
     // is no such input; the warnings string lives until the next call that adds or runs.
     sonde_status_t input_warnings(uint32_t input, bool *complete, const char **warnings);
@@ -106,6 +119,10 @@ public:
 private:
     sonde_status_t run_serial();
     sonde_status_t run_parallel(uint32_t nworkers);
+    sonde_status_t run_live_parallel();
+    // A live run: appends the shards the live input announced since the last call and tells
+    // the tools (add_shards); false when a tool refused (error set). Returns the shard count.
+    bool grow_live(size_t *count);
     // Asks every tool for its part (partition.cpp); sets partition_kind_ and modes_.
     sonde_status_t start_partition(bool can_parallel);
     // Adds "FILE: no records" to each input that gave none (own and merged reads).
@@ -128,7 +145,8 @@ private:
     std::vector<std::unique_ptr<Input>> inputs_;
     std::vector<InputInfo> info_;  // one per input
     size_t memory_shards_ = 0;
-    std::vector<ShardSpec> shards_;
+    std::deque<ShardSpec> shards_;      // a deque: cursors keep their ShardSpec while live shards grow
+    trace::LiveInput *live_ = nullptr;  // the live input, in inputs_, when there is one
     // Partition (0 ranks: none). In a time-slice run, slice k (records [k * slice_records_,
     // (k + 1) * slice_records_) of the interleaved stream) belongs to rank k % nranks_; modes_
     // holds each tool's answer (SONDE_PARTITION_TIME_SLICES or _EVERY_RECORD).

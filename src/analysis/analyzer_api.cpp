@@ -101,10 +101,17 @@ SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analy
     if (analyzer == nullptr || (memrefs == nullptr && count != 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
     if (const sonde_status_t st = before_run(analyzer)) return st;
     return sonde::guarded([&]() -> sonde_status_t {
-        const uint32_t id = analyzer->impl.add_memory(memrefs, count);
-        if (shard != nullptr) *shard = id;
-        return SONDE_STATUS_SUCCESS;
+        uint32_t id = 0;
+        const sonde_status_t st = analyzer->impl.add_memory(memrefs, count, &id);
+        if (st == SONDE_STATUS_SUCCESS && shard != nullptr) *shard = id;
+        return st;
     });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_add_live_input(sonde_analyzer_t *analyzer, int fd, const char *name) {
+    if (analyzer == nullptr || name == nullptr) return SONDE_STATUS_ERROR_NULL_POINTER;
+    if (const sonde_status_t st = before_run(analyzer)) return st;
+    return sonde::guarded([&] { return analyzer->impl.add_live(fd, name); });
 }
 
 SONDE_API sonde_status_t sonde_analyzer_run(sonde_analyzer_t *analyzer) {

@@ -2,6 +2,7 @@
 // kBuiltins: its name and a factory that builds it from an options string.
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -31,8 +32,9 @@ namespace {
 // and drcachesim's categories (docs/analysis.md): distinct instruction addresses,
 // non-fetched instructions, prefetches, flushes, encodings, threads and markers by kind.
 // Serial mode indexes a per-shard slot by memref->shard; parallel mode gives each shard its own
-// slot from parallel_shard_init (slots are made in initialize, so workers never touch the
-// vector's structure; a slot's counts are created on the shard's first record). Cost per
+// slot from parallel_shard_init (slots are made in initialize and add_shards, in a deque so that
+// a slot stays where it is when a live run adds shards; a slot's counts are created on the
+// shard's first record). Cost per
 // record: a switch, a set insert for the line (plus one for the pc of an instruction); an
 // access that spans several lines (clamped at the top of the address space) is one interval
 // in an ordered map instead, so memory follows the records, not the bytes they cover.
@@ -60,14 +62,25 @@ public:
         total_.reset();  // counts change only between here and the results, and in merge_state
         return true;
     }
+    bool add_shards_supported() const override { return true; }
+    bool add_shards(uint32_t num_shards) override {
+        if (num_shards > shards_.size()) shards_.resize(num_shards);
+        return true;
+    }
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
+        uint32_t current = UINT32_MAX;  // the shard of the run being counted
+        Counts *c = nullptr;
         for (size_t i = 0; i < n; ++i) {
-            if (m[i].shard >= shards_.size())
-                return set_error("memref of shard " + std::to_string(m[i].shard) + " beyond the " +
-                                 std::to_string(shards_.size()) + " shards announced");
-            std::unique_ptr<Counts> &c = shards_[m[i].shard];
-            if (!c) c = std::make_unique<Counts>();
-            count(c.get(), m[i]);
+            if (m[i].shard != current) {
+                if (m[i].shard >= shards_.size())
+                    return set_error("memref of shard " + std::to_string(m[i].shard) + " beyond the " +
+                                     std::to_string(shards_.size()) + " shards announced");
+                std::unique_ptr<Counts> &slot = shards_[m[i].shard];
+                if (!slot) slot = std::make_unique<Counts>();
+                c = slot.get();
+                current = m[i].shard;
+            }
+            count(c, m[i]);
         }
         return true;
     }
@@ -522,7 +535,7 @@ private:
 
     uint64_t line_size_ = 64;
     unsigned line_bits_ = 0;
-    std::vector<std::unique_ptr<Counts>> shards_;
+    std::deque<std::unique_ptr<Counts>> shards_;
     mutable std::unique_ptr<Counts> total_;  // total()'s, reset when the counts change
     // Locks of the shards' counts while workers fold pieces into them (shard % kFoldLocks).
     static constexpr size_t kFoldLocks = 64;

@@ -32,6 +32,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <deque>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -371,18 +372,29 @@ public:
         for (size_t i = nfirst_; i < levels_.size(); ++i) shared_.emplace_back(levels_[i]);
         return true;
     }
+    bool add_shards_supported() const override { return true; }
+    bool add_shards(uint32_t num_shards) override {
+        if (num_shards > shards_.size()) shards_.resize(num_shards);
+        return true;
+    }
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
+        uint32_t current = UINT32_MAX;  // the shard of the run being simulated
+        Hierarchy *h = nullptr;
         for (size_t i = 0; i < n; ++i) {
             const uint32_t s = m[i].shard;
-            if (s >= shards_.size())
-                return set_error("memref of shard " + std::to_string(s) + " beyond the " +
-                                 std::to_string(shards_.size()) + " shards announced");
-            if (!shards_[s]) shards_[s] = make_hierarchy(false);
+            if (s != current) {
+                if (s >= shards_.size())
+                    return set_error("memref of shard " + std::to_string(s) + " beyond the " +
+                                     std::to_string(shards_.size()) + " shards announced");
+                if (!shards_[s]) shards_[s] = make_hierarchy(false);
+                h = shards_[s].get();
+                current = s;
+            }
             if (per_pc_) {
-                access_per_pc(*shards_[s], shared_, m[i]);
+                access_per_pc(*h, shared_, m[i]);
             } else if (groups_ == 0) {
-                access(*shards_[s], shared_, m[i]);
-            } else if (!access_part(*shards_[s], m[i])) {
+                access(*h, shared_, m[i]);
+            } else if (!access_part(*h, m[i])) {
                 return false;
             }
         }
@@ -711,9 +723,11 @@ private:
     bool per_pc_ = false;
     std::vector<LevelConfig> levels_;
     size_t nfirst_ = 0;
-    std::vector<std::unique_ptr<Hierarchy>> shards_;  // serial: by memref shard; parallel: slot per shard
-    std::vector<Cache> shared_;                       // serial mode's lower levels
-    std::vector<Totals> merged_;                      // other ranks' counts (partitioned runs)
+    // Serial: by memref shard; parallel: a slot per shard (a deque: slots stay where they are when a
+    // live run adds shards).
+    std::deque<std::unique_ptr<Hierarchy>> shards_;
+    std::vector<Cache> shared_;   // serial mode's lower levels
+    std::vector<Totals> merged_;  // other ranks' counts (partitioned runs)
     // Split by sets (groups_ != 0): line groups, this rank's [lo_, hi_), depths of the hierarchy.
     uint64_t groups_ = 0, lo_ = 0, hi_ = 0;
     uint64_t depths_ = 0;

@@ -198,6 +198,12 @@ public:
         if (opt_.per_shard) shards_.resize(num_shards);
         return true;
     }
+    // Serial only: the slots are reached by index on the run's thread.
+    bool add_shards_supported() const override { return true; }
+    bool add_shards(uint32_t num_shards) override {
+        if (opt_.per_shard && num_shards > shards_.size()) shards_.resize(num_shards);
+        return true;
+    }
     // Partitioned runs (PARDA, Niu et al., IPDPS 2012): this rank's time slices, each on its
     // own stack; distances inside a slice are final, and its first accesses (the ordered
     // distinct lines of the slice, with their recency ranks at its end) are resolved at rank 0

@@ -27,6 +27,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <deque>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -182,14 +183,25 @@ public:
         shards_.resize(num_shards);
         return true;
     }
+    bool add_shards_supported() const override { return true; }
+    bool add_shards(uint32_t num_shards) override {
+        if (num_shards > shards_.size()) shards_.resize(num_shards);
+        return true;
+    }
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
+        uint32_t current = UINT32_MAX;  // the shard of the run being read
+        Shard *shard = nullptr;
         for (size_t i = 0; i < n; ++i) {
             const uint32_t s = m[i].shard;
-            if (s >= shards_.size())
-                return set_error("memref of shard " + std::to_string(s) + " beyond the " +
-                                 std::to_string(shards_.size()) + " shards announced");
-            if (!shards_[s]) shards_[s] = std::make_unique<Shard>();
-            access(*shards_[s], m[i]);
+            if (s != current) {
+                if (s >= shards_.size())
+                    return set_error("memref of shard " + std::to_string(s) + " beyond the " +
+                                     std::to_string(shards_.size()) + " shards announced");
+                if (!shards_[s]) shards_[s] = std::make_unique<Shard>();
+                shard = shards_[s].get();
+                current = s;
+            }
+            access(*shard, m[i]);
         }
         return true;
     }
@@ -409,7 +421,7 @@ private:
 
     Options opt_;
     unsigned bits_ = 0;
-    std::vector<std::unique_ptr<Shard>> shards_;
+    std::deque<std::unique_ptr<Shard>> shards_;  // a slot stays where it is when a live run adds shards
 };
 
 }  // namespace

@@ -3,17 +3,26 @@
 // The readers' warnings (a truncated trace, an input without records) go to stderr as
 // "sonde analyze: warning: ..."; --strict refuses an incomplete input before any tool runs.
 // On a terminal, a progress line on stderr appears for runs that take more than a second.
+// `sonde analyze --live [OPTIONS] -- PROGRAM ARGS` runs an instrumented program (built as for
+// `sonde record --memory`) with SONDE_MEMTRACE_LIVE naming one end of a socket pair, and
+// analyses the other end as a live input (sonde_analyzer_add_live_input) while the program runs;
+// its exit status is the program's (docs/memory-traces.md, "Analysing live").
 //
 // Threads: the progress tool's counter is an atomic written by the analyzer's workers and read
-// by the progress thread; everything else runs on the main thread.
+// by the progress thread; everything else runs on the main thread (and, during a live run, the
+// analyzer's workers, which read the socket; the program is another process).
 #include "cli/analyze.h"
 
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +31,8 @@
 
 #include <sonde/analysis.h>
 
+#include "cli/instrumented.h"
+#include "cli/launch.h"
 #include "cli/metadata.h"
 #include "cli/options.h"
 #include "cli/progress.h"
@@ -109,11 +120,19 @@ uint64_t command_hash(int argc, char **argv) {
     return h;
 }
 
+// A live run's program: its command line, and once it ended, its wait status.
+struct Live {
+    std::vector<std::string> command;
+    int status = 0;
+};
+
 int analyze(int argc, char **argv, Mpi *mpi);
 int report(sonde_analyzer_t *a, const std::vector<std::string> &inputs, std::vector<size_t> *printed,
            const std::string &ranks_text, const std::string &json_path, const std::string &format,
            const std::vector<std::string> &tools, const std::vector<std::string> &analyzer_options,
-           bool serial, uint32_t jobs, bool strict, const std::string &start_time);
+           bool serial, uint32_t jobs, bool strict, const std::string &start_time, const Live *live);
+int run_live(sonde_analyzer_t *a, char **program, const sonde::cli::Environment &env,
+             const std::function<sonde_status_t()> &run, Live *live);
 
 }  // namespace
 
@@ -122,7 +141,7 @@ int report(sonde_analyzer_t *a, const std::vector<std::string> &inputs, std::vec
 // code and message reach the others, which stop too). --help and --version never start MPI.
 int sonde_cli_analyze(int argc, char **argv) {
     bool want_mpi = false, info = false;
-    for (int i = 1; i < argc; ++i) {
+    for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
         want_mpi = want_mpi || std::strcmp(argv[i], "--mpi") == 0;
         info = info || std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0 ||
                std::strcmp(argv[i], "--version") == 0;
@@ -155,10 +174,23 @@ namespace {
 
 int analyze(int argc, char **argv, Mpi *mpi) {
     CLI::App app{
-        "Run analysis tools over memory-reference traces.\n"
+        "Run analysis tools over memory-reference traces, or with --live over the memory references\n"
+        "of a program as it runs (built as for sonde record --memory), without a trace file.\n"
         "Exit status: 0 success, 1 an input or a tool fails while running, 2 bad usage\n"
-        "(refused before anything runs).",
+        "(refused before anything runs). With --live: the program's exit status (128 + N when\n"
+        "signal N ended it, a crash included: the results of what arrived are printed first),\n"
+        "127 when it cannot be started, 1 when the analysis fails, 2 on bad usage or a program\n"
+        "that is not instrumented.",
         kCommand};
+    // --live takes the program after "--": what comes before it are the options.
+    int split = argc;
+    for (int i = 1; i < argc && split == argc; ++i)
+        if (std::strcmp(argv[i], "--") == 0) split = i;
+    bool live_asked = false;
+    for (int i = 1; i < split; ++i) live_asked = live_asked || std::strcmp(argv[i], "--live") == 0;
+    if (!live_asked) split = argc;
+    cli::set_usage(app,
+                   "sonde analyze [OPTIONS] INPUT... | sonde analyze --live [OPTIONS] -- PROGRAM [ARGS...]");
     std::vector<std::string> inputs;
     std::string format = "auto";
     std::vector<std::string> tools;
@@ -180,8 +212,16 @@ int analyze(int argc, char **argv, Mpi *mpi) {
            "INPUT", inputs,
            "Trace files or drmemtrace trace directories (each must exist and be readable); - reads "
            "standard input (lackey or raw64 streamed, a Sonde trace copied to a temporary file first)")
-        ->required()
         ->check(cli::input_path(true));
+    bool live = false, blocks = false;
+    app.add_flag("--live", live,
+                 "Run PROGRAM (after --) and analyse its memory references as it runs, without a trace "
+                 "file: the same results as sonde record --memory followed by sonde analyze of that "
+                 "trace. PROGRAM must be built with clang -fsanitize-coverage=trace-pc-guard,trace-loads,"
+                 "trace-stores and $(pkg-config --libs sonde-instrument); its threads are the shards");
+    app.add_flag("--blocks", blocks,
+                 "With --live: also each basic block entered (a trace-pc-guard hit) as an instruction fetch "
+                 "at the block's address (as sonde record --memory --blocks)");
     cli::add_format_option(app, &format, "Input format: auto, sonde, lackey, raw64, drmemtrace")
         ->capture_default_str();
     app.add_option(
@@ -189,7 +229,7 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
         "a tool shared object, with its options after '=' (PATH=OPTIONS; they run to the end of the "
         "value) (default basic_counts, or cache_sim with --cache)");
-    app.add_option("--jobs,-j", jobs,
+    auto *jobs_opt = app.add_option("--jobs,-j", jobs,
                    "Threads: parallel workers; in a serial run, the threads that decode a lackey "
                    "input and reuse_distance's workers (default: the number of cores)")
         ->check(cli::unsigned_range(1, 1024));
@@ -225,7 +265,9 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         app.add_option("--line-size", line_size, "Line size of basic_counts and reuse_distance (default 64)")
             ->check(cli::power_of_two(1, 1u << 20));
     auto *rate = app.add_option("--sample-rate", sample_rate,
-                                "reuse_distance: SHARDS fixed-rate sampling, a finite rate")
+                                "reuse_distance: SHARDS fixed-rate sampling, a finite rate; with --live, "
+                                "sampling at the source as sonde record --memory --sample-rate does (every "
+                                "tool then sees the sample; reuse_distance reads it at that rate)")
                      ->check(cli::real_range(1e-9, 1.0));
     uint64_t sample_seed = 0;
     app.add_option("--sample-seed", sample_seed,
@@ -248,8 +290,25 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         "part of the inputs and rank 0 prints and writes the merged results, equal to one process's; "
         "without mpirun, one rank");
     const std::string start_time = cli::utc_now();
-    const int parsed = cli::parse(app, argc, argv);
+    const int parsed = cli::parse(app, split, argv);
     if (parsed >= 0) return parsed;
+    if (live) {
+        const char *refused =
+            inputs.empty() ? nullptr : "INPUT: --live runs the program after -- instead of reading traces";
+        if (refused == nullptr && split + 1 >= argc) refused = "--live: no program given (put it after --)";
+        if (refused == nullptr && app.count("--format") > 0)
+            refused = "--format: a live run reads the program's stream, not a trace";
+        if (refused == nullptr && strict)
+            refused = "--strict: whether a live input is complete is known only when the program ends";
+        if (refused == nullptr && mpi_flag) refused = "--mpi: a live run analyses one program in one process";
+        if (refused != nullptr) return cli::usage_error(kCommand, refused);
+    } else {
+        if (inputs.empty())
+            return cli::usage_error(kCommand, "INPUT is required (or --live -- PROGRAM ARGS)");
+        if (blocks) return cli::usage_error(kCommand, "--blocks: only a --live run records basic blocks");
+    }
+    // With --live, --sample-rate (with --sample-seed and --line-size) is the source's sampling.
+    const bool source_sampling = live && rate->count() > 0;
     std::vector<std::string> tool_options;  // an external tool's options, "" for the others
     for (const std::string &list : tool_lists) {
         // An external tool's options run from the first '=' to the end of the value:
@@ -313,19 +372,31 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     }
     if (reuse_model == "drcachesim")
         for (const CLI::Option *o : {rate, size_opt, shard_opt})
-            if (o->count() > 0)
+            if (o->count() > 0 && !(o == rate && source_sampling))
                 return cli::usage_error(kCommand, o->get_name() +
                                                       ": only the gem5 model of reuse_distance reads it "
                                                       "(--reuse-model drcachesim keeps a stack per thread)");
-    if (line_opt->count() > 0 && !chosen("basic_counts") && !chosen("reuse_distance"))
+    if (line_opt->count() > 0 && !chosen("basic_counts") && !chosen("reuse_distance") && !source_sampling)
         return cli::usage_error(
             kCommand,
             "--line-size: only basic_counts and reuse_distance read it, and neither is among "
             "the tools");
     for (const CLI::Option *o : {rate, size_opt, shard_opt})
-        if (o->count() > 0 && !chosen("reuse_distance"))
+        if (o->count() > 0 && !chosen("reuse_distance") && !(o == rate && source_sampling))
             return cli::usage_error(
                 kCommand, o->get_name() + ": only reuse_distance reads it, and it is not among the tools");
+    if (live && jobs_opt->count() > 0 && !chosen("reuse_distance"))
+        return cli::usage_error(kCommand,
+                                "--jobs: a live run gives each of the program's threads its own worker (only "
+                                "reuse_distance reads --jobs in a live run)");
+    if (live) {
+        // The check of sonde record --memory, before anything runs.
+        const std::string why = memtrace_refusal(argv[split + 1], blocks);
+        if (!why.empty()) {
+            std::fprintf(stderr, "sonde analyze: %s\n", why.c_str());
+            return cli::kExitUsage;
+        }
+    }
     for (const std::string &in : inputs)
         if (!json_path.empty() && cli::same_file(in, json_path))
             return cli::usage_error(kCommand, "--json: " + json_path + " is the input " + in);
@@ -354,9 +425,11 @@ int analyze(int argc, char **argv, Mpi *mpi) {
                 options = "line_size=" + std::to_string(line_size != 0 ? line_size : 64);
                 if (reuse_model == "drcachesim") options += ",model=drcachesim";
                 if (!reuse_options.empty()) options += "," + reuse_options;
-                if (sample_rate > 0) options += std::string(",sample_rate=") + rate_text;
+                // A live run's sample comes with its markers, which the tool reads.
+                if (sample_rate > 0 && !source_sampling) options += std::string(",sample_rate=") + rate_text;
                 if (sample_size > 0) options += ",sample_size=" + std::to_string(sample_size);
-                if (app.count("--sample-seed") > 0) options += ",seed=" + std::to_string(sample_seed);
+                if (app.count("--sample-seed") > 0 && !source_sampling)
+                    options += ",seed=" + std::to_string(sample_seed);
                 // The drcachesim model keeps a stack per shard: --jobs is its parallel workers only.
                 if (jobs > 1 && reuse_model == "gem5") options += ",jobs=" + std::to_string(jobs);
                 if (per_shard) options += ",per_shard=1";
@@ -378,7 +451,7 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     }
     // Only rank 0 of an --mpi run prints the readers' warnings (every rank reads the same inputs).
     const bool quiet = mpi != nullptr && mpi->ranks->rank() != 0;
-    std::vector<size_t> printed(inputs.size(), 0);
+    std::vector<size_t> printed(live ? 1 : inputs.size(), 0);
     for (uint32_t i = 0; i < inputs.size(); ++i) {
         const std::string path = inputs[i] == "-" ? "/dev/stdin" : inputs[i];
         st = sonde_analyzer_add_input(a, path.c_str(), cli::trace_format_value(format));
@@ -409,14 +482,26 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         st = sonde_analyzer_add_tool_ops(a, &ops, &progress);
         if (st != SONDE_STATUS_SUCCESS) return fail("progress", st, a);
     }
-    {
+    auto run = [a, &progress] {
         cli::ProgressLine line(kCommand, [a, &progress] {
             cli::ProgressSample s;
             sonde_analyzer_progress(a, &s.done, &s.total);
             s.records = progress.records.load(std::memory_order_relaxed);
             return s;
         });
-        st = sonde_analyzer_run(a);
+        return sonde_analyzer_run(a);
+    };
+    Live live_run;
+    if (live) {
+        for (int i = split + 1; i < argc; ++i) live_run.command.emplace_back(argv[i]);
+        const int rc = run_live(a, argv + split + 1,
+                                cli::memtrace_sampling(blocks, source_sampling ? sample_rate : 1, sample_seed,
+                                                       line_size != 0 ? line_size : 64),
+                                run, &live_run);
+        if (rc >= 0) return rc;
+        st = SONDE_STATUS_SUCCESS;
+    } else {
+        st = run();
     }
     if (st != SONDE_STATUS_SUCCESS) return fail("run", st, a);
     std::string ranks_text;
@@ -452,21 +537,76 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         ranks_text = std::to_string(mpi->ranks->size()) + " MPI rank(s), ";
     }
     const int rc = report(a, inputs, &printed, ranks_text, json_path, format, tools, analyzer_options, serial,
-                          jobs, strict, start_time);
+                          jobs, strict, start_time, live ? &live_run : nullptr);
+    if (live)
+        return rc != 0 ? rc
+                       : cli::program_exit_status(kCommand, argv[split + 1], live_run.status,
+                                                  "; the results above cover the references made before it");
     return mpi != nullptr ? mpi->ranks->finish(rc) : rc;
+}
+
+// A live run: a socket pair, the analyzer's live input on one end, the program started with the
+// other (SONDE_MEMTRACE_LIVE; the references travel through the shared ring its runtime hands
+// over on it) and `run` while it runs; then the wait for the program. Returns
+// -1 after a successful run (live->status is the program's wait status), else the exit status
+// (the analyzer destroyed): 127 when the program cannot start, 1 when the analysis failed.
+int run_live(sonde_analyzer_t *a, char **program, const cli::Environment &env,
+             const std::function<sonde_status_t()> &run, Live *live) {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+        std::fprintf(stderr, "sonde analyze: socketpair: %s\n", std::strerror(errno));
+        sonde_analyzer_destroy(a);
+        return 1;
+    }
+    sonde_status_t st = sonde_analyzer_add_live_input(a, fds[0], program[0]);
+    if (st != SONDE_STATUS_SUCCESS) {
+        close(fds[0]);
+        close(fds[1]);
+        return fail("--live", st, a);
+    }
+    cli::Environment with_stream = env;
+    with_stream.emplace_back("SONDE_MEMTRACE_LIVE", std::to_string(fds[1]));
+    std::string why;
+    const pid_t pid = cli::start_program(program, with_stream, {fds[1]}, &why);
+    close(fds[1]);  // the program's end: EOF comes when the program (and only it) is gone
+    if (pid < 0) {
+        std::fprintf(stderr, "sonde analyze: %s\n", why.c_str());
+        close(fds[0]);
+        sonde_analyzer_destroy(a);
+        return 127;
+    }
+    {
+        const cli::IgnoreInterrupts interrupts;
+        st = run();
+        // After a failed run the program is still running: the closed socket tells its runtime,
+        // which stops sending, and the program goes on to its end.
+        close(fds[0]);
+        live->status = cli::wait_program(pid);
+    }
+    if (st != SONDE_STATUS_SUCCESS) {
+        const int rc = fail("run", st, a);
+        cli::program_exit_status(kCommand, program[0], live->status, "");
+        return rc;
+    }
+    return -1;
 }
 
 // Prints the results (and the warnings found while reading) and writes the JSON file.
 int report(sonde_analyzer_t *a, const std::vector<std::string> &inputs, std::vector<size_t> *printed,
            const std::string &ranks_text, const std::string &json_path, const std::string &format,
            const std::vector<std::string> &tools, const std::vector<std::string> &analyzer_options,
-           bool serial, uint32_t jobs, bool strict, const std::string &start_time) {
-    for (uint32_t i = 0; i < inputs.size(); ++i) print_warnings(a, i, &(*printed)[i]);  // e.g. "no records"
+           bool serial, uint32_t jobs, bool strict, const std::string &start_time, const Live *live) {
+    for (uint32_t i = 0; i < printed->size(); ++i) print_warnings(a, i, &(*printed)[i]);  // e.g. "no records"
 
     bool parallel = false;
     uint32_t workers = 0;
     sonde_analyzer_run_info(a, &parallel, &workers);
-    std::printf("sonde analyze: %zu input(s), %s%s\n", inputs.size(), ranks_text.c_str(),
+    std::string what = std::to_string(inputs.size()) + " input(s)";
+    if (live != nullptr) {
+        what = "live";
+        for (const std::string &arg : live->command) what += " " + arg;
+    }
+    std::printf("sonde analyze: %s, %s%s\n", what.c_str(), ranks_text.c_str(),
                 parallel ? ("parallel, " + std::to_string(workers) + " worker(s)").c_str() : "serial");
     sonde_status_t st = sonde_analyzer_print_results(a, stdout);
     if (st != SONDE_STATUS_SUCCESS) return fail("results", st, a);
@@ -486,7 +626,19 @@ int report(sonde_analyzer_t *a, const std::vector<std::string> &inputs, std::vec
         options["serial"] = serial;
         options["jobs"] = jobs;
         options["strict"] = strict;
-        text = cli::with_metadata(cli::metadata("analyze", inputs, options, start_time), text);
+        nlohmann::ordered_json block = cli::metadata("analyze", inputs, options, start_time);
+        if (live != nullptr) {
+            // The input was the program itself: its command line and how it ended.
+            nlohmann::ordered_json program;
+            program["command"] = live->command;
+            program["exit_status"] = WIFEXITED(live->status)
+                                         ? nlohmann::ordered_json(WEXITSTATUS(live->status))
+                                         : nlohmann::ordered_json(nullptr);
+            program["signal"] = WIFSIGNALED(live->status) ? nlohmann::ordered_json(WTERMSIG(live->status))
+                                                          : nlohmann::ordered_json(nullptr);
+            block["live"] = std::move(program);
+        }
+        text = cli::with_metadata(block, text);
         FILE *f = std::fopen(json_path.c_str(), "w");
         if (f == nullptr || std::fprintf(f, "%s\n", text.c_str()) < 0 || std::fclose(f) != 0) {
             std::fprintf(stderr, "sonde analyze: cannot write %s\n", json_path.c_str());

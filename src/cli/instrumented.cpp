@@ -111,6 +111,22 @@ std::string preload_obstacle(const std::string &path) {
     return why;
 }
 
+std::string memtrace_refusal(const std::string &program, bool blocks) {
+    const std::string path = find_program(program);
+    if (!calls_memtrace_callbacks(path))
+        return program +
+               " is not instrumented for memory references (it has no "
+               "__sanitizer_cov_load/__sanitizer_cov_store "
+               "callbacks); build it with\n"
+               "  clang -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores ... "
+               "$(pkg-config --libs sonde-instrument)";
+    if (blocks && defines_guard_callback(path))
+        return "--blocks: " + program +
+               " has its own __sanitizer_cov_trace_pc_guard (clang's sanitizer runtime), so its basic blocks "
+               "cannot be recorded; link it with -fno-sanitize-link-runtime";
+    return "";
+}
+
 void warn_uninstrumented(const char *verb, const std::string &program) {
     std::fprintf(stderr,
                  "%s: warning: %s has no instrumentation hooks (it never calls __cyg_profile_func_enter), "

@@ -17,6 +17,11 @@ bool calls_memtrace_callbacks(const std::string &path);
 // sanitizer runtime, linked by default, does): then its guard hits never reach
 // libsonde-instrument.so. False when it cannot be told.
 bool defines_guard_callback(const std::string &path);
+// Why `sonde record --memory` and `sonde analyze --live` refuse `program` (found as execvp
+// would): it has no sanitizer-coverage load and store callbacks (the message names the flags
+// that build it), or, with `blocks`, it defines the guard callback itself (the message names
+// -fno-sanitize-link-runtime). "" when it may run.
+std::string memtrace_refusal(const std::string &program, bool blocks);
 // Why LD_PRELOAD cannot bring Sonde into `path`: "is statically linked (no program
 // interpreter), so LD_PRELOAD cannot load Sonde into it" for an ELF executable without
 // PT_INTERP; "" when it can or when it cannot be told (a script, unreadable).

@@ -23,6 +23,8 @@ void usage(FILE *f) {
         "\n"
         "commands:\n"
         "  analyze INPUT...   run analysis tools over traces (sonde analyze --help)\n"
+        "  analyze --live -- PROGRAM ARGS\n"
+        "                     the same over a program's memory references as it runs\n"
         "  annotate FILE      accesses and cache misses per function and source line\n"
         "                     (sonde annotate --help)\n"
         "  convert INPUT -o OUTPUT\n"

@@ -17,10 +17,8 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +34,7 @@
 #include <sonde/trace_events.h>
 
 #include "cli/instrumented.h"
+#include "cli/launch.h"
 #include "cli/options.h"
 #include "cli/symbolize.h"
 
@@ -269,22 +268,12 @@ int sonde_cli_record(int argc, char **argv) {
         std::fprintf(stderr, "sonde record: --line-size: must be a power of two\n");
         return 2;
     }
-    if (memory && !calls_memtrace_callbacks(find_program(argv[split + 1]))) {
-        std::fprintf(stderr,
-                     "sonde record: %s is not instrumented for memory references (it has no "
-                     "__sanitizer_cov_load/__sanitizer_cov_store callbacks); build it with\n"
-                     "  clang -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores ... "
-                     "$(pkg-config --libs sonde-instrument)\n",
-                     argv[split + 1]);
-        return 2;
-    }
-    if (memory && blocks && defines_guard_callback(find_program(argv[split + 1]))) {
-        std::fprintf(stderr,
-                     "sonde record: --blocks: %s has its own __sanitizer_cov_trace_pc_guard (clang's "
-                     "sanitizer runtime), so its basic blocks cannot be recorded; link it with "
-                     "-fno-sanitize-link-runtime\n",
-                     argv[split + 1]);
-        return 2;
+    if (memory) {
+        const std::string why = memtrace_refusal(argv[split + 1], blocks);
+        if (!why.empty()) {
+            std::fprintf(stderr, "sonde record: %s\n", why.c_str());
+            return 2;
+        }
     }
     const std::string path = absolute(output);
     struct stat st {};
@@ -320,12 +309,6 @@ int sonde_cli_record(int argc, char **argv) {
     const char *old = getenv("LD_PRELOAD");
     if (old != nullptr && *old != '\0') preload += std::string(":") + old;
 
-    // The child reports a failed exec through a close-on-exec pipe: nothing read means it ran.
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) != 0) {
-        std::fprintf(stderr, "sonde record: pipe: %s\n", std::strerror(errno));
-        return 1;
-    }
     // The recorder's report on starting API tracing: an error message, or nothing.
     int statusfd[2] = {-1, -1};
     if (!api.empty() && pipe2(statusfd, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -333,67 +316,39 @@ int sonde_cli_record(int argc, char **argv) {
         return 1;
     }
     const std::string api_prototypes = prototypes.empty() ? std::string() : absolute(prototypes);
-    const pid_t pid = fork();
-    if (pid < 0) {
-        std::fprintf(stderr, "sonde record: fork: %s\n", std::strerror(errno));
-        return 1;
+    sonde::cli::Environment env;
+    std::vector<int> keep;
+    if (memory) {
+        // The program links libsonde-instrument.so itself (its callbacks are resolved at link
+        // time): nothing is preloaded.
+        env = sonde::cli::memtrace_sampling(blocks, sample_rate, sample_seed, line_size);
+        env.emplace_back("SONDE_MEMTRACE", path);
+    } else {
+        env.emplace_back("LD_PRELOAD", preload);
+        env.emplace_back("SONDE_RECORD", path);
     }
-    if (pid == 0) {
-        close(pipefd[0]);
-        if (memory) {
-            // The program links libsonde-instrument.so itself (its callbacks are resolved at
-            // link time): nothing is preloaded.
-            setenv("SONDE_MEMTRACE", path.c_str(), 1);
-            if (blocks) setenv("SONDE_MEMTRACE_BLOCKS", "1", 1);
-            if (sample_rate < 1) {
-                char rate[64];
-                std::snprintf(rate, sizeof rate, "%.17g", sample_rate);
-                setenv("SONDE_MEMTRACE_SAMPLE_RATE", rate, 1);
-                setenv("SONDE_MEMTRACE_SAMPLE_SEED", std::to_string(sample_seed).c_str(), 1);
-                setenv("SONDE_MEMTRACE_LINE_SIZE", std::to_string(line_size).c_str(), 1);
-            }
-        } else {
-            setenv("LD_PRELOAD", preload.c_str(), 1);
-            setenv("SONDE_RECORD", path.c_str(), 1);
-        }
-        if (!api.empty()) {
-            setenv("SONDE_API", api.c_str(), 1);
-            if (!api_prototypes.empty()) setenv("SONDE_API_PROTOTYPES", api_prototypes.c_str(), 1);
-            // The write end stays open across exec (blocking, so that the message is whole).
-            fcntl(statusfd[1], F_SETFD, 0);
-            fcntl(statusfd[1], F_SETFL, 0);
-            setenv("SONDE_RECORD_STATUS_FD", std::to_string(statusfd[1]).c_str(), 1);
-        }
-        execvp(argv[split + 1], argv + split + 1);
-        const int err = errno;
-        if (write(pipefd[1], &err, sizeof err) != static_cast<ssize_t>(sizeof err)) _exit(127);
-        _exit(127);
+    if (!api.empty()) {
+        env.emplace_back("SONDE_API", api);
+        if (!api_prototypes.empty()) env.emplace_back("SONDE_API_PROTOTYPES", api_prototypes);
+        // The write end stays open across exec (blocking, so that the message is whole).
+        keep.push_back(statusfd[1]);
+        env.emplace_back("SONDE_RECORD_STATUS_FD", std::to_string(statusfd[1]));
     }
-    close(pipefd[1]);
+    std::string why;
+    const pid_t pid = sonde::cli::start_program(argv + split + 1, env, keep, &why);
     if (statusfd[1] >= 0) close(statusfd[1]);
-    // Like system(): an interrupt from the terminal goes to the program; this process waits for
-    // it and still writes the summary.
-    struct sigaction ignore {
-    }, old_int{}, old_quit{};
-    ignore.sa_handler = SIG_IGN;
-    sigaction(SIGINT, &ignore, &old_int);
-    sigaction(SIGQUIT, &ignore, &old_quit);
-    int exec_errno = 0;
-    ssize_t got;
-    do {
-        got = read(pipefd[0], &exec_errno, sizeof exec_errno);
-    } while (got < 0 && errno == EINTR);
-    close(pipefd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGQUIT, &old_quit, nullptr);
-    if (got == static_cast<ssize_t>(sizeof exec_errno)) {
-        std::fprintf(stderr, "sonde record: cannot run '%s': %s\n", argv[split + 1],
-                     std::strerror(exec_errno));
+    if (pid < 0) {
+        std::fprintf(stderr, "sonde record: %s\n", why.c_str());
+        if (statusfd[0] >= 0) close(statusfd[0]);
         unlink(path.c_str());
         return 127;
+    }
+    int status = 0;
+    {
+        // Like system(): an interrupt from the terminal goes to the program; this process waits
+        // for it and still writes the summary.
+        const sonde::cli::IgnoreInterrupts interrupts;
+        status = sonde::cli::wait_program(pid);
     }
     if (statusfd[0] >= 0) {
         std::string message;
@@ -411,11 +366,5 @@ int sonde_cli_record(int argc, char **argv) {
         summarise_memory(path);
     else
         summarise(path, argv[split + 1], !api.empty());
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) {
-        std::fprintf(stderr, "sonde record: %s was killed by signal %d (%s)\n", argv[split + 1],
-                     WTERMSIG(status), strsignal(WTERMSIG(status)));
-        return 128 + WTERMSIG(status);
-    }
-    return 1;
+    return sonde::cli::program_exit_status("sonde record", argv[split + 1], status, "");
 }

@@ -7,6 +7,10 @@
  * `sonde record --memory` sets), records every load and store as a sonde_memref_t into a Sonde
  * trace, one shard per thread (with SONDE_MEMTRACE_BLOCKS=1 also every guard hit, a basic block,
  * as an IFETCH; with SONDE_MEMTRACE_SAMPLE_RATE only the references to a sample of the lines).
+ * With SONDE_MEMTRACE_LIVE naming a Unix socket (what `sonde analyze --live` sets), the same
+ * batches go as a live stream (docs/trace-format.md, "The live stream") through a shared-memory
+ * ring handed over on that socket, which the analyzer on its other end reads as the program
+ * runs; with both variables set, to both (the trace of the run that was analysed live).
  *
  * How references travel:
  *  - each thread stages memrefs {address, size, type, pc = the call site, shard, timestamp} in
@@ -23,14 +27,22 @@
  *    started, and at a normal exit those loaded since (dl_iterate_phdr; path, lowest mapped
  *    address, span), so that `sonde record --memory` can name the pcs afterwards. A trace cut by SIGKILL keeps every chunk written before (readers recover it
  *    by scanning).
- * A write error (a full disk) stops the recording with one message on stderr; the program
- * goes on.
+ *  - live: the consumer copies each batch into the ring as a message of the stream instead
+ *    (sink_write), a thread's first access announces its shard before the thread reads its
+ *    first timestamp (so that the analyzer knows every shard that may still deliver an earlier
+ *    timestamp than the batches it has read: the ordering argument is in src/trace/live.h), and
+ *    the stop sends an END message. A full ring blocks the sender: the program waits for the
+ *    analyzer (the buffer's LOSSLESS timeout is a year then), nothing is dropped.
+ * A write error (a full disk, an analyzer that went away) stops the recording with one message
+ * on stderr; the program goes on.
  *
  * Threads: a Stage belongs to its thread (the hot path and its flush run there); the stage list
  * (g_mu) is read by the thread that stops the recording, which takes the tails of threads still
  * running at that moment as they are (best effort: such a thread may be writing its array). The
  * consumer runs on a worker of libsonde's delivery pool or a flushing thread, one call at a time
- * (one buffer, callbacks serialised); the writer has its own lock.
+ * (one buffer, callbacks serialised); the writer has its own lock, the live stream g_tx_mu (a
+ * message is written whole by one thread: the consumer, a thread announcing its shard under
+ * g_mu, or the stopping thread; lock order g_mu, then g_tx_mu).
  * The hot path reads g_active (set at start, cleared once at stop) and nothing else shared; the
  * edge guards read g_blocks_active (the same, when basic blocks are asked for) alone.
  */
@@ -38,6 +50,7 @@
 
 #include <errno.h>
 #include <link.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -45,6 +58,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,7 +111,8 @@ static pid_t g_pid;
 static sonde_session_id_t g_session;
 static sonde_buffer_id_t g_buffer;
 static sonde_trace_writer_t *g_writer;
-static int g_write_failed;      /* the consumer stopped writing (the consumer) */
+static int g_recording;         /* started: the writer or the live stream is open */
+static int g_write_failed;      /* writing stopped after an error (atomic: any writing thread) */
 static uint64_t g_lost_batches; /* batches the buffer dropped (the consumer) */
 static char g_path[4096];
 
@@ -159,6 +175,171 @@ MT_HIDDEN static int read_sampling(void) {
     return 0;
 }
 
+/* ---- where batches go: the trace writer, or the live stream ---- */
+
+/* The live stream (docs/trace-format.md, "The live stream"; read by src/trace/live.cpp): a
+ * Unix socket (SONDE_MEMTRACE_LIVE) carries a HELLO message with a shared memory file; every
+ * later message goes into the ring in that file, a 16-byte header and a BATCH's records. The
+ * socket then carries one-byte wake-ups both ways (bytes for a sleeping reader, room for a
+ * sleeping writer), and its end tells each side that the other is gone. */
+enum { kLiveHello = 1, kLiveShard = 2, kLiveBatch = 3, kLiveEnd = 4 };
+enum { kLiveVersion = 1, kLiveMagic = 0x564c4453 /* "SDLV" */, kLiveLastBatch = 1 };
+/* The shared file: a 4096-byte control page (the ring's positions and sleep flags at these byte
+ * offsets, each on its own cache line), then the ring's kRingBytes. */
+enum { kRingHead = 0, kRingTail = 64, kRingWriterWaits = 128, kRingReaderWaits = 192, kRingData = 4096 };
+enum { kRingBytes = 4 << 20 };
+
+typedef struct live_header {
+    uint32_t kind;
+    uint32_t shard;
+    uint32_t count;
+    uint32_t flags;
+} live_header;
+
+static int g_live_fd = -1;    /* the socket (SONDE_MEMTRACE_LIVE), -1 when none */
+static unsigned char *g_ring; /* the shared file's mapping */
+static pthread_mutex_t g_tx_mu = PTHREAD_MUTEX_INITIALIZER; /* one whole message at a time */
+
+#define RING_U64(off) ((uint64_t *)(void *)(g_ring + (off)))
+#define RING_U32(off) ((uint32_t *)(void *)(g_ring + (off)))
+
+/* Waits for the analyzer to take bytes (its wake-up on the socket); 0, or the errno that says it
+ * is gone. */
+MT_HIDDEN static int ring_wait_room(void) {
+    char b[64];
+    for (;;) {
+        const ssize_t n = read(g_live_fd, b, sizeof b);
+        if (n > 0) return 0;
+        if (n == 0) return EPIPE;
+        if (errno != EINTR) return errno;
+    }
+}
+
+/* Copies `bytes` into the ring (the caller holds g_tx_mu), waiting for room while the analyzer
+ * is behind; 0, or the errno that stopped it. Cost: a copy and a sequentially consistent store per
+ * piece; a wake-up (one send) only when the analyzer sleeps. */
+MT_HIDDEN static int ring_put(const void *src, size_t bytes) {
+    const unsigned char *p = src;
+    uint64_t *head = RING_U64(kRingHead), *tail = RING_U64(kRingTail);
+    while (bytes > 0) {
+        const uint64_t h = __atomic_load_n(head, __ATOMIC_RELAXED); /* this side alone writes it */
+        uint64_t room = kRingBytes - (h - __atomic_load_n(tail, __ATOMIC_ACQUIRE));
+        if (room == 0) {
+            /* Sleep until a quarter of the ring is free (one wake-up for many batches) unless
+             * the analyzer took that much after the word went up (it reads the word after
+             * moving the tail: one of the two sees the other). */
+            __atomic_store_n(RING_U32(kRingWriterWaits), kRingBytes / 4, __ATOMIC_SEQ_CST);
+            room = kRingBytes - (h - __atomic_load_n(tail, __ATOMIC_SEQ_CST));
+            const int err = room < kRingBytes / 4 ? ring_wait_room() : 0;
+            __atomic_store_n(RING_U32(kRingWriterWaits), 0, __ATOMIC_RELAXED);
+            if (err != 0) return err;
+            continue;
+        }
+        const uint64_t at = h & (kRingBytes - 1);
+        size_t n = bytes < room ? bytes : (size_t)room;
+        if (n > kRingBytes - at) n = (size_t)(kRingBytes - at);
+        memcpy(g_ring + kRingData + at, p, n);
+        /* Sequentially consistent, the store and the load after it (the analyzer's side is the
+         * mirror image: its word, then the head). */
+        __atomic_store_n(head, h + n, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(RING_U32(kRingReaderWaits), __ATOMIC_SEQ_CST) != 0) {
+            const char wake = 1;
+            if (send(g_live_fd, &wake, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EPIPE) return EPIPE;
+        }
+        p += n;
+        bytes -= n;
+    }
+    return 0;
+}
+
+/* Sends one message, whole, under g_tx_mu; blocks while the ring is full (the analyzer is
+ * behind). 0, or the errno that stopped it (EPIPE: the analyzer went away). */
+MT_HIDDEN static int live_send(uint32_t kind, uint32_t shard, uint32_t count, uint32_t flags,
+                               const void *payload, size_t bytes) {
+    const live_header h = {kind, shard, count, flags};
+    pthread_mutex_lock(&g_tx_mu);
+    int err = ring_put(&h, sizeof h);
+    if (err == 0 && bytes != 0) err = ring_put(payload, bytes);
+    pthread_mutex_unlock(&g_tx_mu);
+    return err;
+}
+
+/* Makes the ring and sends HELLO with it over the socket; 0, or the errno that stopped it. */
+MT_HIDDEN static int live_open(void) {
+    const int fd = memfd_create("sonde-live", MFD_CLOEXEC);
+    if (fd < 0) return errno;
+    int err = 0;
+    if (ftruncate(fd, kRingData + kRingBytes) != 0) err = errno;
+    void *map =
+        err != 0 ? MAP_FAILED : mmap(NULL, kRingData + kRingBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (err == 0 && map == MAP_FAILED) err = errno;
+    if (err == 0) {
+        g_ring = map;
+        const live_header h = {kLiveHello, kLiveMagic, kLiveVersion, (uint32_t)sizeof(sonde_memref_t)};
+        struct iovec iov = {(void *)(uintptr_t)&h, sizeof h};
+        union {
+            char buf[CMSG_SPACE(sizeof(int))];
+            struct cmsghdr align;
+        } control;
+        memset(&control, 0, sizeof control);
+        struct msghdr mh;
+        memset(&mh, 0, sizeof mh);
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = control.buf;
+        mh.msg_controllen = sizeof control.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        ssize_t n;
+        do {
+            n = sendmsg(g_live_fd, &mh, MSG_NOSIGNAL);
+        } while (n < 0 && errno == EINTR);
+        if (n != (ssize_t)sizeof h) err = n < 0 ? errno : EPIPE;
+    }
+    close(fd);
+    return err;
+}
+
+/* Stops recording after a write error (`live`: of the stream), once, with one message; the
+ * program goes on. */
+MT_HIDDEN static void stop_writing(int live, const char *why) {
+    if (__atomic_exchange_n(&g_write_failed, 1, __ATOMIC_ACQ_REL)) return;
+    __atomic_store_n(&g_active, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_blocks_active, 0, __ATOMIC_RELEASE);
+    if (live)
+        fprintf(stderr, "sonde: live analysis stopped: %s; the program goes on unanalysed\n", why);
+    else
+        fprintf(stderr, "sonde: memory trace stopped: %s; the program goes on unrecorded\n", why);
+}
+
+/* Writes records of one shard to the trace and as a BATCH of the stream (flagged as the
+ * shard's last when it ends with the thread's exit marker); 0, or -1 when writing has stopped. */
+MT_HIDDEN static int sink_write(uint32_t shard, const sonde_memref_t *refs, uint32_t n) {
+    if (__atomic_load_n(&g_write_failed, __ATOMIC_ACQUIRE)) return -1;
+    if (g_writer != NULL && sonde_trace_writer_write(g_writer, shard, refs, n) != SONDE_STATUS_SUCCESS) {
+        stop_writing(0, sonde_trace_writer_error(g_writer));
+        return -1;
+    }
+    if (g_live_fd < 0) return 0;
+    const int last =
+        n != 0 && refs[n - 1].type == SONDE_MEMREF_MARKER && refs[n - 1].size == SONDE_MARKER_THREAD_EXIT;
+    const int err = live_send(kLiveBatch, shard, n, last ? kLiveLastBatch : 0, refs, n * sizeof *refs);
+    if (err == 0) return 0;
+    stop_writing(1, strerror(err));
+    return -1;
+}
+
+/* Announces a new shard on the live stream (under g_mu, so in shard order), before its thread
+ * reads its first timestamp. */
+MT_HIDDEN static void announce_shard(uint32_t shard) {
+    if (g_live_fd < 0 || __atomic_load_n(&g_write_failed, __ATOMIC_ACQUIRE)) return;
+    const int err = live_send(kLiveShard, shard, 0, 0, NULL, 0);
+    if (err != 0) stop_writing(1, strerror(err));
+}
+
 /* ---- per-thread staging ---- */
 
 MT_HIDDEN static void put_marker(stage *s, uint16_t marker, uint64_t value) {
@@ -199,6 +380,7 @@ MT_HIDDEN static stage *stage_start(void) {
     s->shard = g_next_shard++;
     s->next = g_stages;
     g_stages = s;
+    announce_shard(s->shard);
     pthread_mutex_unlock(&g_mu);
     s->ts = now_ns();
     put_marker(s, SONDE_MARKER_THREAD_ID, (uint64_t)syscall(SYS_gettid));
@@ -362,21 +544,13 @@ MT_HIDDEN static void consume(const sonde_record_header_t *begin, const sonde_re
             sonde_loss_record_t l;
             memcpy(&l, payload, sizeof l);
             g_lost_batches += l.count;
-        } else if (sonde_record_kind(rec) == kBatchKind && size >= sizeof(batch_header) && !g_write_failed) {
+        } else if (sonde_record_kind(rec) == kBatchKind && size >= sizeof(batch_header)) {
             batch_header h;
             memcpy(&h, payload, sizeof h);
-            if (sizeof h + (uint64_t)h.count * sizeof(sonde_memref_t) <= size) {
-                const sonde_memref_t *refs =
-                    (const sonde_memref_t *)(const void *)((const unsigned char *)payload + sizeof h);
-                if (sonde_trace_writer_write(g_writer, h.shard, refs, h.count) != SONDE_STATUS_SUCCESS) {
-                    /* A full disk or another write error: stop recording, let the program run. */
-                    g_write_failed = 1;
-                    __atomic_store_n(&g_active, 0, __ATOMIC_RELEASE);
-                    __atomic_store_n(&g_blocks_active, 0, __ATOMIC_RELEASE);
-                    fprintf(stderr, "sonde: memory trace stopped: %s; the program goes on unrecorded\n",
-                            sonde_trace_writer_error(g_writer));
-                }
-            }
+            if (sizeof h + (uint64_t)h.count * sizeof(sonde_memref_t) <= size)
+                sink_write(h.shard,
+                           (const sonde_memref_t *)(const void *)((const unsigned char *)payload + sizeof h),
+                           h.count);
         }
         const sonde_record_header_t *next = NULL;
         if (sonde_next_record(rec, &next, session, buffer) != SONDE_STATUS_SUCCESS) break;
@@ -429,6 +603,7 @@ MT_HIDDEN static int add_module(struct dl_phdr_info *info, size_t size, void *da
 }
 
 MT_HIDDEN static void add_modules(void) {
+    if (g_writer == NULL) return; /* a live run has no trace to name */
     int calls = 0;
     dl_iterate_phdr(add_module, &calls);
 }
@@ -445,7 +620,7 @@ MT_HIDDEN static void stop_recording(int crashing);
 
 MT_HIDDEN static void on_fatal_signal(int sig, siginfo_t *info, void *uc) {
     const int saved_errno = errno;
-    if (__atomic_exchange_n(&g_crashed, 1, __ATOMIC_ACQ_REL) == 0 && g_writer != NULL) stop_recording(1);
+    if (__atomic_exchange_n(&g_crashed, 1, __ATOMIC_ACQ_REL) == 0 && g_recording) stop_recording(1);
     const struct sigaction *old = &g_old_actions[sig];
     sigaction(sig, old, NULL);
     errno = saved_errno;
@@ -459,9 +634,12 @@ MT_HIDDEN static void on_fatal_signal(int sig, siginfo_t *info, void *uc) {
 
 MT_HIDDEN static void install_crash_handlers(void) {
     enum { kAltStack = 256 * 1024 };
+    /* Kept for good (it must outlive every signal), in a variable whose store stays. */
+    static void *volatile altstack;
     stack_t ss;
     memset(&ss, 0, sizeof ss);
-    ss.ss_sp = malloc(kAltStack); /* leaked: it must outlive every signal */
+    altstack = malloc(kAltStack);
+    ss.ss_sp = altstack;
     ss.ss_size = kAltStack;
     if (ss.ss_sp != NULL) sigaltstack(&ss, NULL);
     for (size_t i = 0; i < sizeof kFatalSignals / sizeof kFatalSignals[0]; ++i) {
@@ -474,17 +652,54 @@ MT_HIDDEN static void install_crash_handlers(void) {
     }
 }
 
+/* A fork child of a live program analyses nothing: the stream is its parent's. */
+MT_HIDDEN static void live_fork_child(void) {
+    __atomic_store_n(&g_active, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_blocks_active, 0, __ATOMIC_RELEASE);
+    if (g_live_fd >= 0) close(g_live_fd);
+    g_live_fd = -1;
+    g_recording = 0;
+}
+
+/* SONDE_MEMTRACE_LIVE: the descriptor of the live stream (1 when it is one, 0 when the variable
+ * is absent, -1 when it is unusable: said on stderr). */
+MT_HIDDEN static int read_live(void) {
+    const char *env = secure_getenv("SONDE_MEMTRACE_LIVE");
+    if (env == NULL || *env == '\0') return 0;
+    char *end = NULL;
+    const long fd = strtol(env, &end, 10);
+    if (end == env || *end != '\0' || fd < 0 || fd > INT32_MAX || fcntl((int)fd, F_GETFD) < 0) {
+        fprintf(stderr,
+                "sonde: cannot analyse memory references live: SONDE_MEMTRACE_LIVE='%s' is not an open "
+                "descriptor\n",
+                env);
+        return -1;
+    }
+    g_live_fd = (int)fd;
+    /* The program's own children (exec'd or forked) must not write into the stream. */
+    fcntl(g_live_fd, F_SETFD, FD_CLOEXEC);
+    pthread_atfork(NULL, NULL, live_fork_child);
+    return 1;
+}
+
 MT_HIDDEN void sonde_memtrace_prepare(void) {
     const char *env = secure_getenv("SONDE_MEMTRACE");
-    if (env == NULL || *env == '\0') return;
-    if (strlen(env) >= sizeof g_path) {
+    const int file = env != NULL && *env != '\0';
+    const int live = read_live();
+    unsetenv("SONDE_MEMTRACE_LIVE");
+    if (live < 0 || (live == 0 && !file)) return;
+    if (file && strlen(env) >= sizeof g_path) {
         fprintf(stderr, "sonde: cannot record memory references: SONDE_MEMTRACE is too long\n");
+        g_live_fd = -1;
         return;
     }
-    if (read_sampling() != 0) return;
+    if (read_sampling() != 0) {
+        g_live_fd = -1;
+        return;
+    }
     const char *blocks = secure_getenv("SONDE_MEMTRACE_BLOCKS");
     g_blocks = blocks != NULL && strcmp(blocks, "1") == 0;
-    strcpy(g_path, env);
+    if (file) strcpy(g_path, env);
     /* The program's own children must not record over this file. */
     unsetenv("SONDE_MEMTRACE");
     /* Before any record is emitted, so that this key's destructor runs before libsonde's. */
@@ -492,23 +707,29 @@ MT_HIDDEN void sonde_memtrace_prepare(void) {
 }
 
 MT_HIDDEN void sonde_memtrace_start(void) {
-    if (g_path[0] == '\0' || g_started) return;
+    if ((g_path[0] == '\0' && g_live_fd < 0) || g_started) return;
     g_started = 1;
-    sonde_trace_writer_properties_t wp;
-    memset(&wp, 0, sizeof wp);
-    wp.struct_size = sizeof wp;
-    sonde_status_t st = sonde_trace_writer_create(g_path, &wp, &g_writer);
-    if (st != SONDE_STATUS_SUCCESS) {
-        fprintf(stderr, "sonde: cannot record memory references to %s: %s\n", g_path,
-                sonde_status_string(st));
-        return;
+    sonde_status_t st = SONDE_STATUS_SUCCESS;
+    if (g_path[0] != '\0') {
+        sonde_trace_writer_properties_t wp;
+        memset(&wp, 0, sizeof wp);
+        wp.struct_size = sizeof wp;
+        st = sonde_trace_writer_create(g_path, &wp, &g_writer);
+        if (st != SONDE_STATUS_SUCCESS) {
+            fprintf(stderr, "sonde: cannot record memory references to %s: %s\n", g_path,
+                    sonde_status_string(st));
+            g_writer = NULL;
+            return;
+        }
     }
     /* 64 chunks of 1 MiB: a thread fills its own chunk with 64 KiB batches; LOSSLESS waits up
-     * to 10 s for the consumer; an interval flush every 100 ms bounds what a SIGKILL loses. */
+     * to 10 s for the consumer (a year when live: the program waits for the analyzer); an
+     * interval flush every 100 ms bounds what a SIGKILL loses. */
     const sonde_buffer_property_t props[] = {
         {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 1u << 20},
         {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_LOSSLESS},
-        {SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT, 0, 10000000000ull},
+        {SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT, 0,
+         g_live_fd >= 0 ? 365ull * 86400 * 1000000000 : 10000000000ull},
         {SONDE_BUFFER_PROPERTY_KIND_INTERVAL_FLUSH, 0, 100000000ull},
     };
     st = sonde_create_session(NULL, &g_session);
@@ -517,21 +738,53 @@ MT_HIDDEN void sonde_memtrace_start(void) {
         if (st == SONDE_STATUS_SUCCESS) st = sonde_start_session(g_session);
         if (st != SONDE_STATUS_SUCCESS) sonde_destroy_session(g_session);
     }
+    if (st == SONDE_STATUS_SUCCESS && g_live_fd >= 0) {
+        const int err = live_open();
+        if (err != 0) {
+            fprintf(stderr, "sonde: cannot analyse memory references live: %s\n", strerror(err));
+            sonde_stop_session(g_session);
+            sonde_destroy_session(g_session);
+            if (g_writer != NULL) sonde_trace_writer_close(g_writer);
+            g_writer = NULL;
+            return;
+        }
+    }
     if (st != SONDE_STATUS_SUCCESS) {
         fprintf(stderr, "sonde: cannot record memory references: %s\n", sonde_status_string(st));
-        sonde_trace_writer_close(g_writer);
+        if (g_writer != NULL) sonde_trace_writer_close(g_writer);
         g_writer = NULL;
         return;
     }
     g_pid = getpid();
     add_modules();
+    g_recording = 1;
     install_crash_handlers();
     __atomic_store_n(&g_active, 1, __ATOMIC_RELEASE);
     if (g_blocks) __atomic_store_n(&g_blocks_active, 1, __ATOMIC_RELEASE);
 }
 
+/* Finishes the trace (its index and footer) and the stream (an END message with the batches the
+ * buffer dropped; the descriptor is closed unless crashing, when a delivery may still run). */
+MT_HIDDEN static void finish_sink(int crashing) {
+    if (g_writer != NULL) {
+        const sonde_status_t st = sonde_trace_writer_close(g_writer);
+        g_writer = NULL;
+        if (st != SONDE_STATUS_SUCCESS && !__atomic_load_n(&g_write_failed, __ATOMIC_ACQUIRE))
+            fprintf(stderr, "sonde: memory trace failed: %s\n", sonde_status_string(st));
+    }
+    if (g_live_fd < 0) return;
+    if (!__atomic_load_n(&g_write_failed, __ATOMIC_ACQUIRE))
+        live_send(kLiveEnd, 0, (uint32_t)(g_lost_batches > UINT32_MAX ? UINT32_MAX : g_lost_batches), 0, NULL,
+                  0);
+    if (!crashing) {
+        close(g_live_fd);
+        g_live_fd = -1;
+    }
+}
+
 MT_HIDDEN static void stop_recording(int crashing) {
     if (getpid() != g_pid || __atomic_exchange_n(&g_stopped, 1, __ATOMIC_ACQ_REL)) return;
+    const int live = g_live_fd >= 0;
     __atomic_store_n(&g_active, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&g_blocks_active, 0, __ATOMIC_RELEASE);
     /* Every batch emitted so far reaches the writer first; then the staged tails are written
@@ -539,12 +792,12 @@ MT_HIDDEN static void stop_recording(int crashing) {
      * those of threads still running as they are. */
     sonde_flush_data(g_session, g_buffer);
     if (!crashing) pthread_mutex_lock(&g_mu); /* the crashed thread may hold it */
-    for (stage *s = g_stages; s != NULL && !g_write_failed; s = s->next) {
+    for (stage *s = g_stages; s != NULL; s = s->next) {
         if (s->exited) continue;
         if (s == t_stage && !crashing) {
             if (s->n >= kStage) {
                 put_skipped(s);
-                sonde_trace_writer_write(g_writer, s->shard, s->refs, s->n);
+                sink_write(s->shard, s->refs, s->n);
                 s->n = 0;
             }
             put_skipped(s);
@@ -552,7 +805,7 @@ MT_HIDDEN static void stop_recording(int crashing) {
             s->exited = 1;
         }
         const uint32_t n = __atomic_load_n(&s->n, __ATOMIC_ACQUIRE);
-        if (n != 0) sonde_trace_writer_write(g_writer, s->shard, s->refs, n);
+        if (n != 0 && sink_write(s->shard, s->refs, n) != 0) break;
     }
     if (!crashing) pthread_mutex_unlock(&g_mu);
     /* Libraries loaded since the start; not from a crash handler, which may have interrupted
@@ -562,17 +815,15 @@ MT_HIDDEN static void stop_recording(int crashing) {
         sonde_stop_session(g_session);
         sonde_destroy_session(g_session);
     }
-    const sonde_status_t st = sonde_trace_writer_close(g_writer);
-    g_writer = NULL;
-    if (st != SONDE_STATUS_SUCCESS && !g_write_failed)
-        fprintf(stderr, "sonde: memory trace failed: %s\n", sonde_status_string(st));
+    finish_sink(crashing);
     if (g_lost_batches != 0)
         fprintf(stderr,
-                "sonde: warning: %llu batches of up to %d memory references were dropped (the trace writer "
-                "fell behind for more than 10 s)\n",
-                (unsigned long long)g_lost_batches, kStage);
+                "sonde: warning: %llu batches of up to %d memory references were dropped (the %s fell "
+                "behind for more than %s)\n",
+                (unsigned long long)g_lost_batches, kStage, live ? "analyzer" : "trace writer",
+                live ? "a year" : "10 s");
 }
 
 MT_HIDDEN void sonde_memtrace_stop(void) {
-    if (g_writer != NULL) stop_recording(0);
+    if (g_recording) stop_recording(0);
 }

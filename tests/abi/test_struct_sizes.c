@@ -165,7 +165,7 @@ FIELD(sonde_trace_writer_properties_t, chunk_records, 8, 4);
 FIELD(sonde_trace_writer_properties_t, reserved, 12, 4);
 
 /* analysis.h: the tool function table */
-LAYOUT(sonde_tool_ops_t, 184, 8);
+LAYOUT(sonde_tool_ops_t, 192, 8);
 FIELD(sonde_tool_ops_t, struct_size, 0, 4);
 FIELD(sonde_tool_ops_t, reserved, 4, 4);
 FIELD(sonde_tool_ops_t, name, 8, 8);
@@ -190,6 +190,7 @@ FIELD(sonde_tool_ops_t, slice_begin, 152, 8);
 FIELD(sonde_tool_ops_t, export_state, 160, 8);
 FIELD(sonde_tool_ops_t, merge_state, 168, 8);
 FIELD(sonde_tool_ops_t, parallel_shard_pieces, 176, 8);
+FIELD(sonde_tool_ops_t, add_shards, 184, 8); /* appended in 1.2 */
 
 /* stackdist.h */
 LAYOUT(sonde_stackdist_options_t, 48, 8);
@@ -415,7 +416,7 @@ FIELD(sonde_trace_event_info_t, last_timestamp, 40, 8);
 #endif
 #if SONDE_TRACE_METHOD_SIZE_1_2 != 80 || SONDE_TRACE_MODULE_SIZE_1_2 != 40 ||                            \
     SONDE_TRACE_THREAD_SIZE_1_2 != 24 || SONDE_TRACE_EVENT_INFO_SIZE_1_2 != 48 ||                        \
-    SONDE_EVENT_COUNT_1_1 != 14 || SONDE_TOOL_OPS_SIZE_1_2 != 184 || SONDE_EVENT_DATA_SIZE_1_2 != 168 || \
+    SONDE_EVENT_COUNT_1_1 != 14 || SONDE_TOOL_OPS_SIZE_1_2 != 192 || SONDE_EVENT_DATA_SIZE_1_2 != 168 || \
     SONDE_FILTER_ELEMENT_SIZE_1_2 != 88 || SONDE_EVENT_GROUP_COUNT_1_1 != 6 ||                           \
     SONDE_PRODUCER_SIZE_1_2 != 40 || SONDE_TRACE_LINE_SIZE_1_2 != 40
 #error "a 1.2 size macro is not the literal size of its struct in 1.2"
