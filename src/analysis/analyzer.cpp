@@ -569,8 +569,8 @@ sonde_status_t Analyzer::run_serial() {
                 if (spec.input != nullptr ? spec.input->shard_records(spec.index) == 0 : spec.count == 0)
                     continue;
                 st.emplace_back();
-                st.back().cursor =
-                    std::make_unique<Cursor>(shards_[taken], static_cast<uint32_t>(taken), &shards_[taken].read);
+                st.back().cursor = std::make_unique<Cursor>(shards_[taken], static_cast<uint32_t>(taken),
+                                                            &shards_[taken].read);
                 if (fill(st.back())) heap.emplace(eff(st.back()), st.size() - 1);
                 if (failed != SONDE_STATUS_SUCCESS) return failed;
             }

@@ -229,10 +229,11 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
         "a tool shared object, with its options after '=' (PATH=OPTIONS; they run to the end of the "
         "value) (default basic_counts, or cache_sim with --cache)");
-    auto *jobs_opt = app.add_option("--jobs,-j", jobs,
-                   "Threads: parallel workers; in a serial run, the threads that decode a lackey "
-                   "input and reuse_distance's workers (default: the number of cores)")
-        ->check(cli::unsigned_range(1, 1024));
+    auto *jobs_opt =
+        app.add_option("--jobs,-j", jobs,
+                       "Threads: parallel workers; in a serial run, the threads that decode a lackey "
+                       "input and reuse_distance's workers (default: the number of cores)")
+            ->check(cli::unsigned_range(1, 1024));
     app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
     // --cache is checked after parsing: what it holds depends on --cache-model.
     auto *cache_opt = app.add_option(
