@@ -323,6 +323,18 @@ private:
     }
     static uint64_t unique_pcs(const Counts &c) { return c.is_total ? c.total_pcs : c.pcs.size(); }
 
+    // The part of the hash space a key falls in: the top bits of a hash unrelated to FlatSet's
+    // own (which takes the product's middle bits), so that each part's keys spread over its
+    // table as any keys do.
+    static unsigned part_of(uint64_t k, unsigned parts) {
+        k ^= k >> 33;
+        k *= 0xFF51AFD7ED558CCDull;
+        k ^= k >> 33;
+        k *= 0xC4CEB9FE1A85EC53ull;
+        k ^= k >> 33;
+        return static_cast<unsigned>((k >> 32) * parts >> 32);
+    }
+
     // How many distinct keys the sets hold together (only those outside `spans`), counted on up
     // to one thread per core when they are large: thread p unites the keys of its part of the
     // hash space from every set, so no set of the union is ever built whole. The shards' sets
@@ -339,8 +351,7 @@ private:
             uint64_t n = 0;
             for (const FlatSet *set : sets)
                 set->for_each([&](uint64_t k) {
-                    if (((k * 0x9E3779B97F4A7C15ull) >> 32) % parts == p && mine.insert(k) &&
-                        (spans.empty() || !in_spans(spans, k)))
+                    if (part_of(k, parts) == p && mine.insert(k) && (spans.empty() || !in_spans(spans, k)))
                         ++n;
                 });
             counts[p] = n;
