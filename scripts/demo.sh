@@ -12,8 +12,8 @@
 #      observed by a client plugin with `sonde run --api`;
 #   5. the loads and stores of a program built with clang's sanitizer coverage, recorded with
 #      `sonde record --memory`, simulated through cachegrind's caches and annotated per function
-#      and source line (`sonde annotate`); the same sampled at the source (--sample-rate) for
-#      reuse distances.
+#      and source line (`sonde annotate`), and analysed as it runs (`sonde analyze --live`); the
+#      same sampled at the source (--sample-rate) for reuse distances.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -141,7 +141,9 @@ if command -v clang >/dev/null; then
   "$sonde" analyze "$tmp/fill_sum.trace" --tool basic_counts,cache_sim
   echo "== 11a. The same trace per function and source line, like cg_annotate (sonde annotate)"
   show 24 "$sonde" annotate "$tmp/fill_sum.trace" --limit 2
-  echo "== 11b. The same references sampled at the source (SHARDS, 1 line in 100): reuse distances"
+  echo "== 11b. The same program analysed as it runs, without a trace file (sonde analyze --live)"
+  "$sonde" analyze --live --tool basic_counts,cache_sim -- "$tmp/fill_sum"
+  echo "== 11c. The same references sampled at the source (SHARDS, 1 line in 100): reuse distances"
   clang -O1 -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores -fno-sanitize-link-runtime \
     -o "$tmp/mixed_reuse" tests/memtrace/mixed_reuse.c \
     $(PKG_CONFIG_PATH="$PWD/build/meson-uninstalled" pkg-config --libs sonde-instrument) \
