@@ -289,6 +289,7 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--lttng-child") == 0) return lttng_child(strtoull(argv[2], NULL, 10));
 #endif
     (void)argc;
+    (void)argv;
     if (sonde_initialize() != SONDE_STATUS_SUCCESS) return 0;
     sonde_create_session(NULL, &g_session);
     const sonde_buffer_property_t props[2] = {
