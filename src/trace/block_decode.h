@@ -11,8 +11,8 @@
 //     decompressed where the input is, or a chunk's place in the file). One thread at a time
 //     holds this job; it is preferred over decoding, so that the pipeline does not run dry;
 //   - decoding (BlockJobs::decode): a filled block is turned into its own records array.
-// At most `2 * threads + 2` blocks are in flight, so memory is bounded by the thread count and
-// the block size, not by the input. Blocks are recycled: their buffers are reused.
+// At most `2 * threads + 2` blocks (and never more than 12) are in flight, so memory is bounded
+// by the block size, not by the input. Blocks are recycled: their buffers are reused.
 //
 // In-order fix-ups (BlockJobs::finish) run on the reading thread when a block's turn comes:
 // lackey's carried pc and line numbers, a Sonde chunk's progress count.
@@ -96,8 +96,12 @@ public:
     BlockDecoder(const BlockDecoder &) = delete;
     BlockDecoder &operator=(const BlockDecoder &) = delete;
 
-    // Blocks in flight for `threads` threads.
-    static size_t slots(unsigned threads) { return 2 * size_t{threads < 1 ? 1 : threads} + 2; }
+    // Blocks in flight for `threads` threads: two per thread, at most 12, so that the blocks
+    // decoded ahead of the reader still sit in the shared cache when it comes to them.
+    static size_t slots(unsigned threads) {
+        const size_t n = 2 * size_t{threads < 1 ? 1 : threads} + 2;
+        return n < 12 ? n : 12;
+    }
     // The next block in order with its records ready (finish() applied); the block returned
     // before is given back. nullptr at the end or on an error, then status() and error() say
     // which (the records of every block before the error have been returned, and a failed
