@@ -194,22 +194,22 @@ static void check_both_modes(const char *path, uint32_t format, sonde_status_t w
 static void test_lackey_good(void **state) {
     (void)state;
     digest_t expect;
-    write_lackey(tmpdir_path("a.lackey"), 400000, 0, NULL, 0, 1, &expect);
+    write_lackey(tmpdir_path("a.lackey"), 150000, 0, NULL, 0, 1, &expect);
     check_digest(tmpdir_path("a.lackey"), &expect);
     check_both_modes(tmpdir_path("a.lackey"), SONDE_TRACE_FORMAT_LACKEY, SONDE_STATUS_SUCCESS);
     zstd_copy(tmpdir_path("a.lackey"), tmpdir_path("a.lackey.zst"));
     check_digest(tmpdir_path("a.lackey.zst"), &expect);
     check_both_modes(tmpdir_path("a.lackey.zst"), SONDE_TRACE_FORMAT_LACKEY, SONDE_STATUS_SUCCESS);
-    write_lackey(tmpdir_path("b.lackey"), 300001, 0, NULL, 1, 0, &expect);
+    write_lackey(tmpdir_path("b.lackey"), 120001, 0, NULL, 1, 0, &expect);
     check_digest(tmpdir_path("b.lackey"), &expect);
     check_both_modes(tmpdir_path("b.lackey"), SONDE_TRACE_FORMAT_LACKEY, SONDE_STATUS_SUCCESS);
 }
 
 static void test_lackey_bad(void **state) {
     (void)state;
-    static const unsigned where[] = {1, 2, 150000, 299999, 300000};
+    static const unsigned where[] = {1, 2, 60000, 119999, 120000};
     for (size_t i = 0; i < sizeof where / sizeof where[0]; ++i) {
-        write_lackey(tmpdir_path("bad.lackey"), 300000, where[i], " X 12,4", 1, i % 2 == 0, NULL);
+        write_lackey(tmpdir_path("bad.lackey"), 120000, where[i], " X 12,4", 1, i % 2 == 0, NULL);
         check_both_modes(tmpdir_path("bad.lackey"), SONDE_TRACE_FORMAT_LACKEY, SONDE_STATUS_ERROR_FORMAT);
         zstd_copy(tmpdir_path("bad.lackey"), tmpdir_path("bad.lackey.zst"));
         check_both_modes(tmpdir_path("bad.lackey.zst"), SONDE_TRACE_FORMAT_LACKEY, SONDE_STATUS_ERROR_FORMAT);
@@ -220,13 +220,13 @@ static void test_lackey_bad(void **state) {
     memset(longline, '1', 300000);
     memcpy(longline, "I  ", 3);
     longline[300000] = '\0';
-    write_lackey(tmpdir_path("long.lackey"), 200000, 100000, longline, 0, 1, NULL);
+    write_lackey(tmpdir_path("long.lackey"), 80000, 40000, longline, 0, 1, NULL);
     free(longline);
     check_both_modes(tmpdir_path("long.lackey"), SONDE_TRACE_FORMAT_LACKEY, SONDE_STATUS_ERROR_FORMAT);
-    write_lackey(tmpdir_path("c.lackey"), 300000, 0, NULL, 0, 1, NULL);
+    write_lackey(tmpdir_path("c.lackey"), 120000, 0, NULL, 0, 1, NULL);
     zstd_copy(tmpdir_path("c.lackey"), tmpdir_path("c.lackey.zst"));
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "head -c 200000 '%s' > '%s'", tmpdir_path("c.lackey.zst"),
+    snprintf(cmd, sizeof cmd, "head -c 80000 '%s' > '%s'", tmpdir_path("c.lackey.zst"),
              tmpdir_path("cut.lackey.zst"));
     assert_int_equal(system(cmd), 0);
     check_both_modes(tmpdir_path("cut.lackey.zst"), SONDE_TRACE_FORMAT_LACKEY, SONDE_STATUS_ERROR_FORMAT);
@@ -236,7 +236,7 @@ static void test_raw64(void **state) {
     (void)state;
     FILE *f = fopen(tmpdir_path("a.raw64"), "wb");
     assert_non_null(f);
-    for (unsigned i = 0; i < 600000; ++i) {
+    for (unsigned i = 0; i < 250000; ++i) {
         const uint64_t a = (rnd() % (1u << 21)) * 8;
         assert_int_equal(fwrite(&a, 8, 1, f), 1);
     }
@@ -259,7 +259,7 @@ static void test_sonde_chunks(void **state) {
     sonde_trace_writer_t *w = NULL;
     assert_int_equal(sonde_trace_writer_create(tmpdir_path("a.sonde"), &p, &w), SONDE_STATUS_SUCCESS);
     sonde_memref_t batch[1000];
-    for (unsigned b = 0; b < 300; ++b) {
+    for (unsigned b = 0; b < 120; ++b) {
         for (unsigned i = 0; i < 1000; ++i) {
             const uint64_t r = rnd();
             batch[i] = (sonde_memref_t){0};

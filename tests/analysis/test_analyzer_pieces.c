@@ -22,7 +22,7 @@
 #include "analyzer_test_util.h"
 #include "tmpdir.h"
 
-enum { kBig = 2000000, kSmall = 50000, kShards = 4, kMaxRuns = 4096 };
+enum { kBig = 800000, kSmall = 20000, kShards = 4, kMaxRuns = 4096 };
 
 static sonde_memref_t *make_shard(size_t n, uint64_t seed) {
     sonde_memref_t *m = calloc(n, sizeof *m);
@@ -167,7 +167,7 @@ static void test_memory_pieces(void **state) {
     run_recorder(r, false);
     unsigned big_runs;
     const unsigned workers = check_cover(r, &big_runs);
-    /* The big shard is 40 times a small one: cut so that every worker gets a share of it. */
+    /* The big shard is 40 times a small one: cut so that several workers get a share of it. */
     assert_true(big_runs > 1);
     assert_true(workers > 1);
 
