@@ -5,9 +5,11 @@
 //
 // Protocol (every rank calls the same collectives in the same order, so one rank's failure
 // never leaves the others waiting): start() (MPI_Init), agree() on a hash of the command line,
-// then exactly one exchange(): every rank's exit code and message go to every rank; when all
-// are 0, rank 0 receives every rank's state bytes, and its final exit code, returned by
-// finish(), reaches every rank.
+// then route(): every rank's exit code and message go to every rank; when all are 0, every rank
+// sends every other its routes (the records a byte-range run sends the ranks that need them,
+// often none); then exchange(): the exit codes again and, when all are 0, every rank's state
+// bytes to rank 0, whose final exit code, returned by finish(), reaches every rank. A rank that
+// fails before route() enters it with its exit code, one that fails after it enters exchange().
 //
 // Threads: one Ranks per process, used by the main thread only (MPI_THREAD_FUNNELED); the
 // analyzer's workers never call MPI.
@@ -28,8 +30,14 @@ public:
     // Collective: true when every rank's `hash` equals rank 0's; else false with *why naming a
     // rank that differs.
     virtual bool agree(uint64_t hash, std::string *why) = 0;
+    // Collective: every rank's `code` (0 = success) and `message`, as in exchange(). When all
+    // are 0, sends sends[r] to rank r (sends has one entry per rank; this rank's is ignored) and
+    // returns true with *received one entry per rank, rank r's bytes for this rank (this rank's
+    // empty).
+    virtual bool route(int code, const std::string &message, const std::vector<std::string> &sends,
+                       std::vector<std::string> *received, int *first_code, std::string *why) = 0;
     // Collective: every rank's `code` (0 = success) and `message`. When some rank failed,
-    // returns false with *code the first failing rank's code and *why
+    // returns false with *first_code the first failing rank's code and *why
     // "rank R: MESSAGE". Else gathers `state` at rank 0 into *states (one per rank, in rank
     // order; empty on other ranks) and returns true.
     virtual bool exchange(int code, const std::string &message, const std::string &state,

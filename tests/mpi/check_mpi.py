@@ -79,8 +79,8 @@ with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(bad)
     with open(os.path.join(good, "t.lackey"), "w") as f:
         f.write("I  00400000,4\n L 00001000,8\n S 00001040,8\n")
-    with open(os.path.join(bad, "t.lackey"), "w") as f:
-        f.write("I  00400000,4\n this is not lackey\n")
+    with open(os.path.join(bad, "t.lackey"), "w") as f:  # the bad line in rank 1's half
+        f.write("I  00400000,4\n L 00001000,8\n this is not lackey\n")
     args = ["analyze", "--mpi", "--format", "lackey", "t.lackey"]
     p = subprocess.run(MPI + ["-np", "1", "-wdir", good, SONDE, *args, ":", "-np", "1", "-wdir", bad, SONDE, *args],
                        capture_output=True, text=True, timeout=300)
