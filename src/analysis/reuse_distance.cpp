@@ -583,17 +583,19 @@ private:
         std::vector<uint64_t> old;
         for (size_t k = 0; k < order.size(); ++k) {
             Slice *sl = order[k];
+            const size_t m = sl->first_lines.size();
+            identity.resize(m);
+            for (size_t j = 0; j < m; ++j) identity[j] = static_cast<uint32_t>(j);
             if (k + 1 == order.size()) {
-                resolve_last(stack, *sl, h);
+                // The stream's last slice: nothing is merged after it, so it needs no room in
+                // the stack and no recency ranks.
+                stack.merge_last(sl->first_lines.data(), sl->first_writes.data(), identity.data(), m, h);
             } else {
                 rank_slice(*sl);
                 if (!sl->ranked)
                     throw std::runtime_error("slice " + std::to_string(sl->index) +
                                              " came without recency ranks, as the stream's last, but slice " +
                                              std::to_string(order[k + 1]->index) + " follows it");
-                const size_t m = sl->first_lines.size();
-                identity.resize(m);
-                for (size_t j = 0; j < m; ++j) identity[j] = static_cast<uint32_t>(j);
                 old.assign(m, 0);
                 const uint64_t base = stack.merge_reserve(m);
                 stack.merge_probe(sl->first_lines.data(), identity.data(), sl->rank.data(), 0, m, base,
@@ -608,28 +610,6 @@ private:
         h.set_adjustment();
         resolved_ = std::make_unique<ReuseResult>(Reuse::result_of(h));
         return *resolved_;
-    }
-    // The stream's last slice (of those merged): the distances of its first accesses against
-    // `stack` (every slice before it), with nothing built after it. The j-th first access, of
-    // line x, follows the j distinct lines accessed before it in its slice and, in `stack`,
-    // the d lines more recent than x's last access (its distance there, infinite when absent);
-    // the lines in both are the earlier first accesses whose distance in `stack` is below d
-    // (a lower distance is a more recent line). A Fenwick tree over the distances counts them.
-    // Cost per first access: a distance query in `stack` and two walks of log2(lines) steps.
-    static void resolve_last(stackdist::Stack &stack, Slice &sl, stackdist::Histogram &h) {
-        const uint64_t lines = stack.size();
-        std::vector<uint32_t> seen(static_cast<size_t>(lines) + 1, 0);  // 1-based, by distance
-        for (size_t j = 0; j < sl.first_lines.size(); ++j) {
-            const uint64_t d = stack.calc(sl.first_lines[j], false, nullptr);
-            if (d == stackdist::kInfinity || d >= lines) {
-                h.add_unit(stackdist::kInfinity, sl.first_writes[j]);
-                continue;
-            }
-            uint64_t below = 0;  // earlier first accesses more recent than x in `stack`
-            for (uint64_t i = d; i > 0; i &= i - 1) below += seen[static_cast<size_t>(i)];
-            h.add_unit(d + j - below, sl.first_writes[j]);
-            for (uint64_t i = d + 1; i <= lines; i += i & (0 - i)) ++seen[static_cast<size_t>(i)];
-        }
     }
     void finish() {
         if (finished_) return;
