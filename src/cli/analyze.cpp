@@ -100,6 +100,16 @@ struct Mpi {
     bool done = false;
 };
 
+// Waits for MPI and for the ranks' agreement on the command line; false (the reason printed,
+// the protocol done) when they disagree or MPI did not start: then every rank stops, exit 2.
+bool agreed(Mpi *mpi) {
+    std::string why;
+    if (mpi->ranks->agreed(&why)) return true;
+    mpi->done = true;
+    std::fprintf(stderr, "sonde analyze: --mpi: %s\n", why.c_str());
+    return false;
+}
+
 // Bytes the analyzer gives through `get(buffer, size, &actual_size)`: their size, then them.
 template <class Get>
 sonde_status_t take_bytes(Get get, std::string *out) {
@@ -130,8 +140,9 @@ int report(sonde_analyzer_t *a, const std::vector<std::string> &inputs, std::vec
 }  // namespace
 
 // With --mpi, every rank goes through the protocol of src/mpi/ranks.h: agreement on the command
-// line, then one exchange, also when this rank failed before its analysis ended (then its exit
-// code and message reach the others, which stop too). --help and --version never start MPI.
+// line (made while the analysis runs), then the routes and the exchange, also when this rank
+// failed before its analysis ended (then its exit code and message reach the others, which stop
+// too). --help and --version never start MPI.
 int sonde_cli_analyze(int argc, char **argv) {
     bool want_mpi = false, info = false;
     for (int i = 1; i < argc; ++i) {
@@ -142,17 +153,14 @@ int sonde_cli_analyze(int argc, char **argv) {
     if (!want_mpi || info) return analyze(argc, argv, nullptr);
     Mpi mpi;
     std::string why;
-    mpi.ranks = sonde::mpi::start(&why);
+    mpi.ranks = sonde::mpi::start(command_hash(argc, argv), &why);
     if (!mpi.ranks) {
-        std::fprintf(stderr, "sonde analyze: --mpi: %s\n", why.c_str());
-        return 2;
-    }
-    if (!mpi.ranks->agree(command_hash(argc, argv), &why)) {
         std::fprintf(stderr, "sonde analyze: --mpi: %s\n", why.c_str());
         return 2;
     }
     const int rc = analyze(argc, argv, &mpi);
     if (mpi.done) return rc;
+    if (!agreed(&mpi)) return 2;
     // This rank stopped before its exchange (its own message is printed): tell the others in
     // the next collective they wait in.
     std::vector<std::string> bytes;
@@ -448,6 +456,10 @@ int analyze(int argc, char **argv, Mpi *mpi) {
                                 size_t *need) { return sonde_analyzer_export_routes(a, r, b, n, need); },
                             &routes[r]);
             if (st != SONDE_STATUS_SUCCESS) return fail("--mpi: routes", st, a);
+        }
+        if (!agreed(mpi)) {
+            sonde_analyzer_destroy(a);
+            return 2;
         }
         int first = 0;
         std::string why;

@@ -1,6 +1,13 @@
 // The ranks of `sonde analyze --mpi` over MPI (Open MPI); see ranks.h for the protocol. Bytes
 // travel point to point (states to rank 0, routes between every pair) in pieces of at most
 // 1 GiB (MPI counts are ints).
+//
+// One thread of its own makes every MPI call (MPI_THREAD_FUNNELED: the thread that initialised
+// MPI): it starts MPI and makes the agreement while the command reads options and inputs and
+// runs the analysis (MPI_Init takes a quarter of a second with Open MPI on one node, mostly
+// waiting), then runs each collective the command asks for, one at a time, while the command's
+// thread waits for it. The rank and size come from the launcher's environment when it gives
+// them, so that the analysis need not wait for MPI; the agreement checks them against MPI's.
 #include "mpi/ranks.h"
 
 // The C API only: the deprecated C++ bindings that mpi.h would pull in do not build with -Werror.
@@ -12,7 +19,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 namespace sonde::mpi {
 
@@ -54,28 +66,36 @@ void wait_all(std::vector<MPI_Request> *requests) {
     }
 }
 
-class MpiRanks final : public Ranks {
+// The collectives, on the MPI thread only.
+class Comm {
 public:
-    MpiRanks() {
+    Comm() {
         int r = 0, n = 1;
         MPI_Comm_rank(MPI_COMM_WORLD, &r);
         MPI_Comm_size(MPI_COMM_WORLD, &n);
         rank_ = static_cast<uint32_t>(r);
         size_ = static_cast<uint32_t>(n);
     }
-    ~MpiRanks() override { MPI_Finalize(); }
-    uint32_t rank() const override { return rank_; }
-    uint32_t size() const override { return size_; }
+    uint32_t rank() const { return rank_; }
+    uint32_t size() const { return size_; }
 
-    bool agree(uint64_t hash, std::string *why) override {
-        std::vector<uint64_t> all(size_);
+    // Every rank's command-line hash, and whether the rank and size it started with (from the
+    // launcher's environment) are MPI's.
+    bool agree(uint64_t hash, bool placed, std::string *why) {
+        uint64_t mine[2] = {hash, placed ? 1u : 0u};
+        std::vector<uint64_t> all(2 * size_);
         MPI_Request r;
-        MPI_Iallgather(&hash, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &r);
+        MPI_Iallgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD, &r);
         wait(&r);
-        for (uint32_t r = 1; r < size_; ++r) {
-            if (all[r] == all[0]) continue;
-            *why = "rank " + std::to_string(r) +
-                   " was started with other options or inputs than rank 0 (hash " + hex(all[r]) +
+        for (uint32_t k = 0; k < size_; ++k) {
+            if (all[2 * k + 1] == 0) {
+                *why = "rank " + std::to_string(k) +
+                       " found another rank or rank count in its environment than MPI gave it";
+                return false;
+            }
+            if (all[2 * k] == all[0]) continue;
+            *why = "rank " + std::to_string(k) +
+                   " was started with other options or inputs than rank 0 (hash " + hex(all[2 * k]) +
                    ", rank 0: " + hex(all[0]) + "); every rank must run the same command";
             return false;
         }
@@ -83,7 +103,7 @@ public:
     }
 
     bool route(int code, const std::string &message, const std::vector<std::string> &sends,
-               std::vector<std::string> *received, int *first_code, std::string *why) override {
+               std::vector<std::string> *received, int *first_code, std::string *why) {
         if (!all_succeeded(code, message, first_code, why)) return false;
         std::vector<uint64_t> out(size_, 0), in(size_, 0);
         for (uint32_t k = 0; k < size_ && k < sends.size(); ++k) out[k] = k == rank_ ? 0 : sends[k].size();
@@ -112,7 +132,7 @@ public:
     }
 
     bool exchange(int code, const std::string &message, const std::string &state,
-                  std::vector<std::string> *states, int *first_code, std::string *why) override {
+                  std::vector<std::string> *states, int *first_code, std::string *why) {
         if (!all_succeeded(code, message, first_code, why)) return false;
         MPI_Request r;
         uint64_t mine = state.size();
@@ -166,7 +186,7 @@ public:
         return false;
     }
 
-    int finish(int code) override {
+    int finish(int code) {
         MPI_Request r;
         MPI_Ibcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD, &r);
         wait(&r);
@@ -183,17 +203,153 @@ private:
     uint32_t size_ = 1;
 };
 
+// The launcher's word for this process's rank and the rank count, when it gives it (Open MPI's
+// mpirun, MPICH's Hydra and Slurm's PMI set these before the program starts).
+bool launcher_placement(uint32_t *rank, uint32_t *size) {
+    static const char *const kNames[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                            {"PMI_RANK", "PMI_SIZE"}};
+    for (const auto &names : kNames) {
+        const char *r = std::getenv(names[0]);
+        const char *n = std::getenv(names[1]);
+        if (r == nullptr || n == nullptr) continue;
+        char *end_r = nullptr, *end_n = nullptr;
+        const unsigned long rv = std::strtoul(r, &end_r, 10), nv = std::strtoul(n, &end_n, 10);
+        if (*r == '\0' || *end_r != '\0' || *n == '\0' || *end_n != '\0' || nv == 0 || rv >= nv ||
+            nv > UINT32_MAX)
+            continue;
+        *rank = static_cast<uint32_t>(rv);
+        *size = static_cast<uint32_t>(nv);
+        return true;
+    }
+    return false;
+}
+
+class MpiRanks final : public Ranks {
+public:
+    explicit MpiRanks(uint64_t hash) : hash_(hash) {
+        placed_ = launcher_placement(&rank_, &size_);
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~MpiRanks() override {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    uint32_t rank() const override {
+        wait_placed();
+        return rank_;
+    }
+    uint32_t size() const override {
+        wait_placed();
+        return size_;
+    }
+    bool agreed(std::string *why) override {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return started_; });
+        if (!agreed_) *why = why_;
+        return agreed_;
+    }
+    bool route(int code, const std::string &message, const std::vector<std::string> &sends,
+               std::vector<std::string> *received, int *first_code, std::string *why) override {
+        bool ok = false;
+        if (!call([&] { ok = comm_->route(code, message, sends, received, first_code, why); }, why))
+            *first_code = 2;
+        return ok;
+    }
+    bool exchange(int code, const std::string &message, const std::string &state,
+                  std::vector<std::string> *states, int *first_code, std::string *why) override {
+        bool ok = false;
+        if (!call([&] { ok = comm_->exchange(code, message, state, states, first_code, why); }, why))
+            *first_code = 2;
+        return ok;
+    }
+    int finish(int code) override {
+        int out = code;
+        std::string ignored;
+        call([&] { out = comm_->finish(code); }, &ignored);
+        return out;
+    }
+
+private:
+    // The MPI thread: starts MPI and agrees, then runs the calls it is given until the ranks
+    // are destroyed, then finalises MPI.
+    void serve() {
+        int provided = 0;
+        const bool up = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS;
+        std::string why;
+        bool agreed = false;
+        if (up) {
+            comm_ = std::make_unique<Comm>();
+            const bool placed = !placed_ || (comm_->rank() == rank_ && comm_->size() == size_);
+            agreed = comm_->agree(hash_, placed, &why);
+        } else {
+            why = "MPI_Init failed";
+        }
+        std::unique_lock<std::mutex> lk(mu_);
+        if (comm_ && !placed_) {
+            rank_ = comm_->rank();
+            size_ = comm_->size();
+        }
+        started_ = true;
+        agreed_ = agreed;
+        why_ = why;
+        cv_.notify_all();
+        for (;;) {
+            cv_.wait(lk, [&] { return stop_ || task_; });
+            if (!task_) break;
+            lk.unlock();
+            task_();
+            lk.lock();
+            task_ = nullptr;
+            cv_.notify_all();
+        }
+        lk.unlock();
+        comm_.reset();
+        if (up) MPI_Finalize();
+    }
+    // Runs `f` on the MPI thread and waits for it; false (with *why) without running it when
+    // the ranks did not agree (then no rank makes another collective).
+    bool call(const std::function<void()> &f, std::string *why) {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return started_ && !task_; });
+        if (!agreed_) {
+            *why = why_;
+            return false;
+        }
+        task_ = f;
+        cv_.notify_all();
+        cv_.wait(lk, [&] { return !task_; });
+        return true;
+    }
+    void wait_placed() const {
+        if (placed_) return;
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return started_; });
+    }
+
+    const uint64_t hash_;
+    bool placed_ = false;  // rank_ and size_ came from the launcher's environment
+    mutable std::mutex mu_;
+    mutable std::condition_variable cv_;
+    // Under mu_: set once by the MPI thread (started_), then the call it runs (task_).
+    uint32_t rank_ = 0, size_ = 1;
+    bool started_ = false, agreed_ = false, stop_ = false;
+    std::string why_;
+    std::function<void()> task_;
+    std::unique_ptr<Comm> comm_;  // the MPI thread's
+    std::thread thread_;
+};
+
 }  // namespace
 
 bool available() { return true; }
 
-std::unique_ptr<Ranks> start(std::string *why) {
-    int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
-        *why = "MPI_Init failed";
-        return nullptr;
-    }
-    return std::make_unique<MpiRanks>();
+std::unique_ptr<Ranks> start(uint64_t hash, std::string *why) {
+    (void)why;
+    return std::make_unique<MpiRanks>(hash);
 }
 
 }  // namespace sonde::mpi
