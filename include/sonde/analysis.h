@@ -334,8 +334,11 @@ SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analy
  * @p nranks processes that read the same inputs with the same tools and options (the `sonde
  * analyze --mpi` ranks). A parallel run of two or more shards deals the shards, largest first,
  * round-robin to the ranks; any other run is serial and cuts its one interleaved stream into
- * time slices of records (ceil(records / nranks) each when every shard's record count is known,
- * so rank r reads slice r; else slices of 4,194,304 records, slice k to rank k mod nranks).
+ * time slices: byte ranges when every input is a plain lackey or raw64 file (rank r reads bytes
+ * [B r / n, B (r + 1) / n) of the inputs laid end to end, the records that start there, and
+ * exchanges routes with the others, see sonde_analyzer_export_routes()), else ranges of
+ * records (ceil(records / nranks) each when every shard's record count is known, so rank r
+ * reads slice r; else slices of 4,194,304 records, slice k to rank k mod nranks).
  * Every tool must have sonde_tool_ops_t::partition, export_state and merge_state. After the
  * run, sonde_analyzer_export_state() gives this rank's state, and rank 0 merges the others' with
  * sonde_analyzer_merge_state(). docs/scaling.md explains what each built-in tool does.
