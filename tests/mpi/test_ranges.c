@@ -22,7 +22,7 @@
 
 #include "../analysis/analyzer_test_util.h"
 
-enum { kMostRanks = 64 };
+enum { kMostRanks = 97 };
 
 static char g_dir[256];
 static char g_lackey[300], g_raw[300], g_empty[300], g_tiny[300], g_bad[300];
@@ -305,6 +305,18 @@ static void test_lackey(void **state) {
                "I1:1K:2:64,D1:2K:4:64:fifo,L2:8K:4:64,LL:32K:8:64");
 }
 
+/* More ranks than 64: cache_sim finds the ranks of a group by their ranges, not a bit mask. */
+static void test_many_ranks(void **state) {
+    (void)state;
+    const char *paths[] = {g_lackey};
+    sonde_analyzer_t *one = make(paths, 1, SONDE_TRACE_FORMAT_LACKEY, "cache_sim", NULL, 0, 0);
+    assert_int_equal(sonde_analyzer_run(one), SONDE_STATUS_SUCCESS);
+    char *expected = results(one);
+    sonde_analyzer_destroy(one);
+    check_ranks(paths, 1, SONDE_TRACE_FORMAT_LACKEY, "cache_sim", NULL, kMostRanks, expected);
+    free(expected);
+}
+
 static void test_raw64(void **state) {
     (void)state;
     const char *paths[] = {g_raw};
@@ -430,9 +442,10 @@ static void test_route_errors(void **state) {
 int main(void) {
     make_inputs();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lackey),         cmocka_unit_test(test_raw64),
-        cmocka_unit_test(test_several_inputs), cmocka_unit_test(test_small_files),
-        cmocka_unit_test(test_first_error),    cmocka_unit_test(test_route_errors),
+        cmocka_unit_test(test_lackey),       cmocka_unit_test(test_many_ranks),
+        cmocka_unit_test(test_raw64),        cmocka_unit_test(test_several_inputs),
+        cmocka_unit_test(test_small_files),  cmocka_unit_test(test_first_error),
+        cmocka_unit_test(test_route_errors),
     };
     const int failed = cmocka_run_group_tests(tests, NULL, NULL);
     remove_inputs();
