@@ -349,7 +349,6 @@ public:
         routing_ = true;
         rank_ = rank;
         nranks_ = nranks;
-        own_groups();
         boxes_.clear();
         boxes_.resize(nranks);
         inbox_.assign(nranks, std::string());
@@ -409,28 +408,10 @@ public:
         if (nranks == 1) return SONDE_PARTITION_EVERY_RECORD;  // one rank simulates every set
         groups_ = UINT64_MAX;
         for (const LevelConfig &c : levels_) groups_ = std::min<uint64_t>(groups_, c.size / c.line / c.ways);
-        rank_ = rank;
-        nranks_ = nranks;
+        lo_ = groups_ * rank / nranks;
+        hi_ = groups_ * (rank + 1) / nranks;
         while ((uint64_t{1} << line_bits_) < levels_[0].line) ++line_bits_;
         depths_ = 1 + (levels_.size() - nfirst_);
-        own_groups();
-        return SONDE_PARTITION_EVERY_RECORD;
-    }
-    // The first group of rank q. Ranks that read every record own equal shares. Routing ranks
-    // simulate slice 0 first, and only rank 0 has it before the routes come, as it reads it:
-    // then rank 0 owns n shares for every other rank's n - 1, so that after the routes every
-    // rank has about the same to simulate (rank 0 the last n - 1 slices of its groups, the
-    // others every slice of theirs).
-    uint64_t first_group(uint32_t q) const {
-        if (!routing_) return groups_ * q / nranks_;
-        const uint64_t n = nranks_, total = n + (n - 1) * (n - 1);
-        const uint64_t share = q == 0 ? 0 : n + (q - 1) * (n - 1);
-        return groups_ * share / total;  // groups_ < 2^25 and share < 2^32: no overflow
-    }
-    // This rank's groups and the reach() table.
-    void own_groups() {
-        lo_ = first_group(rank_);
-        hi_ = first_group(rank_ + 1);
         reach_.clear();
         if (groups_ <= (uint64_t{1} << 20)) {
             std::vector<int8_t> table(static_cast<size_t>(groups_));
@@ -438,6 +419,7 @@ public:
                 table[static_cast<size_t>(g)] = static_cast<int8_t>(reach(g));
             reach_ = std::move(table);
         }
+        return SONDE_PARTITION_EVERY_RECORD;
     }
     std::string export_state() override {
         StateWriter w;
@@ -606,7 +588,7 @@ private:
     }
     // Whether rank q simulates a set of group g at some depth (its first depth's groups).
     bool needs(uint32_t q, uint64_t g) const {
-        return distance(g, first_group(q), first_group(q + 1), groups_) <= depths_;
+        return distance(g, groups_ * q / nranks_, groups_ * (q + 1) / nranks_, groups_) <= depths_;
     }
     // Routing (byte ranges): the record goes to every rank that simulates one of its lines'
     // sets; this rank's own, when its slice is the stream's first (rank 0), are simulated at
@@ -635,21 +617,14 @@ private:
                 if (!send(static_cast<uint32_t>(__builtin_ctzll(bits)))) return false;
             return true;
         }
-        // The owners of the groups within the margin of g1 and g2 (the last rank whose first
-        // group is at or below the group's), in increasing order but for the wrap past group 0.
+        // The owners of the groups within the margin of g1 and g2 (rank q owns
+        // [groups q / n, groups (q + 1) / n), so group g's owner is ((g + 1) n - 1) / groups),
+        // in increasing order but for the wrap past group 0.
         const uint64_t reach = std::min<uint64_t>(groups_, 2 * depths_ + 2);
         uint32_t first = UINT32_MAX, prev = UINT32_MAX;
         for (uint64_t k = 0; k < reach; ++k) {
             const uint64_t g = (g1 - depths_ + k) & (groups_ - 1);
-            uint32_t lo = 0, hi = nranks_ - 1;  // owner in [lo, hi]
-            while (lo < hi) {
-                const uint32_t mid = lo + (hi - lo + 1) / 2;
-                if (first_group(mid) <= g)
-                    lo = mid;
-                else
-                    hi = mid - 1;
-            }
-            const uint32_t q = lo;
+            const uint32_t q = static_cast<uint32_t>(((g + 1) * nranks_ - 1) / groups_);
             if (q == prev || q == first || !(needs(q, g1) || needs(q, g2))) continue;
             if (first == UINT32_MAX) first = q;
             prev = q;
