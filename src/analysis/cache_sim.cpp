@@ -353,7 +353,7 @@ public:
         boxes_.resize(nranks);
         inbox_.assign(nranks, std::string());
         got_.assign(nranks, false);
-        next_ = rank == 0 ? 1 : 0;  // rank 0 simulates its slice as it reads it
+        next_ = 0;
         // Which ranks simulate the sets of each group (within the first depth's margin), as a
         // bit mask when it fits: most runs have few ranks and few groups.
         masks_.clear();
@@ -369,8 +369,10 @@ public:
         if (to < boxes_.size()) boxes_[to].pieces(pieces);
     }
     // Slice s is rank s's byte range, and each rank simulates the references of slice 0
-    // onwards in order: rank 0 its own (slice 0, the stream's start) as it reads them, then the
-    // others' as their routes come (at once when they come in order, else kept until then).
+    // onwards in order, as their routes come (at once when they come in order, else kept until
+    // then), its own when their turn comes. Simulating nothing while reading keeps the ranks'
+    // run phases alike: only rank 0 could (slice 0 follows no slice), and it then read for
+    // longer while the others waited.
     bool merge_routes(uint32_t from, const void *bytes, size_t size) override {
         if (from >= nranks_ || from == rank_ || got_[from])
             return set_error("routes from an unexpected rank");
@@ -591,9 +593,8 @@ private:
         return distance(g, groups_ * q / nranks_, groups_ * (q + 1) / nranks_, groups_) <= depths_;
     }
     // Routing (byte ranges): the record goes to every rank that simulates one of its lines'
-    // sets; this rank's own, when its slice is the stream's first (rank 0), are simulated at
-    // once. Hot path: two table lookups (or, past 64 ranks, a walk over the ranks owning the
-    // neighbouring groups) and an append per destination.
+    // sets, this one included. Hot path: two table lookups (or, past 64 ranks, a walk over the
+    // ranks owning the neighbouring groups) and a 16-byte store per destination.
     bool route_one(const sonde_memref_t &m) {
         if (m.type > SONDE_MEMREF_IFETCH) return true;
         const uint64_t span = m.size != 0 ? m.size - 1u : 0u;
@@ -602,19 +603,11 @@ private:
         if (b2 - b1 > 1) return too_wide(m);
         const uint64_t g1 = b1 & (groups_ - 1), g2 = b2 & (groups_ - 1);
         const bool fetch = m.type == SONDE_MEMREF_IFETCH;
-        const auto send = [&](uint32_t q) -> bool {
-            if (q == rank_ && rank_ == 0) {
-                std::unique_ptr<Hierarchy> &h = shards_[m.shard];
-                if (!h) h = make_hierarchy(false);
-                return access_part(*h, m);
-            }
-            boxes_[q].add(m.address, m.size, m.shard, fetch);
-            return true;
-        };
+        const auto send = [&](uint32_t q) { boxes_[q].add(m.address, m.size, m.shard, fetch); };
         if (!masks_.empty()) {
             for (uint64_t bits = masks_[static_cast<size_t>(g1)] | masks_[static_cast<size_t>(g2)]; bits != 0;
                  bits &= bits - 1)
-                if (!send(static_cast<uint32_t>(__builtin_ctzll(bits)))) return false;
+                send(static_cast<uint32_t>(__builtin_ctzll(bits)));
             return true;
         }
         // The owners of the groups within the margin of g1 and g2 (rank q owns
@@ -628,7 +621,7 @@ private:
             if (q == prev || q == first || !(needs(q, g1) || needs(q, g2))) continue;
             if (first == UINT32_MAX) first = q;
             prev = q;
-            if (!send(q)) return false;
+            send(q);
         }
         return true;
     }
@@ -717,7 +710,7 @@ private:
     uint64_t depths_ = 0;
     unsigned line_bits_ = 0;
     // Routing (byte ranges): this rank of nranks_, what it sends each rank (its own slice's for
-    // itself, unless it is rank 0), what each rank sent it, and the ranks of each group.
+    // itself), what each rank sent it, and the ranks of each group.
     bool routing_ = false;
     uint32_t rank_ = 0, nranks_ = 0;
     std::vector<RouteWriter> boxes_;
