@@ -27,11 +27,14 @@
 //      `sonde analyze` command on the file end to end. Where clang built bench/scale/sort.c,
 //      5d-5f do the same on a 20 M-reference trace recorded from it with `sonde record
 //      --memory`. Check: the JSON (histogram) and the calculator's bins are the same for every N.
-//   6. sonde analyze --mpi, 2 ranks against 1 (mpirun -np 2 and -np 1, the same command; only
-//      when the build has MPI): reuse_distance on a 20 M-access raw64 trace and cache_sim on a
-//      10 M-reference lackey trace, both made here (deterministic) in TMPDIR. Wall-time medians,
-//      the ratio (target >= 1.7x), and beside them the launch floor (mpirun -np N of `sonde
-//      --version`) and the ratio net of it. Check: both runs print the same results.
+//   6. sonde analyze --mpi, 2 ranks against 1 (mpirun -np 2 and -np 1, the same command, taken
+//      in turns; only when the build has MPI): reuse_distance on a 20 M-access raw64 trace and
+//      cache_sim on a 10 M-reference lackey trace, both made here (deterministic) in TMPDIR,
+//      plain files, so that each rank reads its byte range. Wall-time medians of 5, the ratio
+//      (target >= 1.7x), and beside them two floors and the ratio net of each: the launch
+//      (mpirun -np N of `sonde --version`) and the same command over an empty input (the launch
+//      with MPI's start and end); the CPU time of all processes and the load average before and
+//      after. Check: both runs print the same results.
 // The machine (CPU model, online CPUs) is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
 // SONDE_BENCH_SCALE=mpi runs case 6 alone. SONDE_BENCH_SONDE and SONDE_BENCH_SORT name the
@@ -506,46 +509,65 @@ double children_cpu_seconds() {
 
 #ifdef SONDE_BENCH_MPIRUN
 
-// Median wall seconds of `mpirun -np ranks ARGS` (and in *cpu the median CPU seconds of all its
-// processes); *out gets the results it printed (its first line, which names the ranks, left
-// out). 0 when a run failed.
-double mpirun_seconds(unsigned ranks, const std::vector<std::string> &args, std::string *out, double *cpu) {
-    std::vector<double> t, c;
-    for (int r = 0; r < kReps; ++r) {
-        std::vector<std::string> cmd = {
-            SONDE_BENCH_MPIRUN,   "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np",
-            std::to_string(ranks)};
-        cmd.insert(cmd.end(), args.begin(), args.end());
-        const auto t0 = Clock::now();
-        const double c0 = children_cpu_seconds();
-        const sonde_bench::ChildOutput child = sonde_bench::run_child(cmd);
-        t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        c.push_back(children_cpu_seconds() - c0);
-        if (!child.ran) return 0;
-        *out = child.out.substr(std::min(child.out.size(), child.out.find('\n') + 1));
-    }
-    *cpu = median(c);
-    return median(t);
+constexpr int kMpiReps = 5;
+
+// One run of `mpirun -np ranks ARGS`: its wall seconds (0 when it failed), the CPU seconds of
+// all its processes in *cpu, and in *out the results it printed (its first line, which names the
+// ranks, left out).
+double mpirun_once(unsigned ranks, const std::vector<std::string> &args, std::string *out, double *cpu) {
+    std::vector<std::string> cmd = {
+        SONDE_BENCH_MPIRUN,   "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np",
+        std::to_string(ranks)};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    const auto t0 = Clock::now();
+    const double c0 = children_cpu_seconds();
+    const sonde_bench::ChildOutput child = sonde_bench::run_child(cmd);
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    *cpu = children_cpu_seconds() - c0;
+    *out = child.out.substr(std::min(child.out.size(), child.out.find('\n') + 1));
+    return child.ran ? wall : 0;
 }
 
-void mpi_case(const char *title, const std::vector<std::string> &analyze) {
+// Case 6: 1 and 2 ranks of the same command, taken in turns (so that other work on the machine
+// weighs on both alike), kMpiReps times each; medians. Beside them the floors: mpirun of
+// `sonde --version` (the launch), and of the same command over an empty input (the launch, MPI's
+// start and end, reading nothing), and the ratio net of each.
+void mpi_case(const char *title, const std::vector<std::string> &analyze,
+              const std::vector<std::string> &empty) {
     std::printf("\n%s\n", title);
     std::string one, two, ignored;
-    double c1 = 0, c2 = 0, fc = 0;
-    const double t1 = mpirun_seconds(1, analyze, &one, &c1);
-    const double t2 = mpirun_seconds(2, analyze, &two, &c2);
-    const double f1 = mpirun_seconds(1, {sonde_exe(), "--version"}, &ignored, &fc);
-    const double f2 = mpirun_seconds(2, {sonde_exe(), "--version"}, &ignored, &fc);
-    if (t1 == 0 || t2 == 0) {
+    std::vector<double> t1, t2, c1, c2, l1, l2, e1, e2;
+    const double load_before = load_average();
+    bool ran = true, same = true;
+    for (int r = 0; r < kMpiReps && ran; ++r) {
+        double c = 0;
+        t1.push_back(mpirun_once(1, analyze, &one, &c));
+        c1.push_back(c);
+        t2.push_back(mpirun_once(2, analyze, &two, &c));
+        c2.push_back(c);
+        ran = t1.back() > 0 && t2.back() > 0;
+        same = same && one == two;
+        l1.push_back(mpirun_once(1, {sonde_exe(), "--version"}, &ignored, &c));
+        l2.push_back(mpirun_once(2, {sonde_exe(), "--version"}, &ignored, &c));
+        e1.push_back(mpirun_once(1, empty, &ignored, &c));
+        e2.push_back(mpirun_once(2, empty, &ignored, &c));
+    }
+    if (!ran) {
         std::printf("  a run failed; skipped\n");
         return;
     }
-    std::printf("  1 rank %.3f s, 2 ranks %.3f s: %.2fx (target >= 1.7x)%s\n", t1, t2, t1 / t2,
-                one == two ? "" : "   MISMATCH");
+    const double m1 = median(t1), m2 = median(t2);
+    std::printf("  1 rank %.3f s, 2 ranks %.3f s: %.2fx (target >= 1.7x)%s\n", m1, m2, m1 / m2,
+                same ? "" : "   MISMATCH");
+    const double f1 = median(l1), f2 = median(l2), g1 = median(e1), g2 = median(e2);
     std::printf("  launch floor (mpirun of sonde --version) %.3f s / %.3f s; net of it: %.2fx\n", f1, f2,
-                (t1 - f1) / (t2 - f2));
-    std::printf("  CPU of all processes: 1 rank %.3f s, 2 ranks %.3f s (%.2fx the work); load average %.2f\n",
-                c1, c2, c2 / c1, load_average());
+                (m1 - f1) / (m2 - f2));
+    std::printf("  MPI floor (the same command over an empty input) %.3f s / %.3f s; net of it: %.2fx\n", g1,
+                g2, (m1 - g1) / (m2 - g2));
+    std::printf(
+        "  CPU of all processes: 1 rank %.3f s, 2 ranks %.3f s (%.2fx the work); load average %.2f, then "
+        "%.2f\n",
+        median(c1), median(c2), median(c2) / median(c1), load_before, load_average());
 }
 #endif
 
@@ -555,23 +577,32 @@ void mpi_cases(bool quick) {
     const char *tmp = getenv("TMPDIR");
     const std::string dir =
         std::string(tmp != nullptr ? tmp : "/tmp") + "/sonde-bench-mpi-" + std::to_string(getpid());
-    const std::string raw = dir + "/reuse.raw64", lackey = dir + "/cache.lackey";
+    const std::string raw = dir + "/reuse.raw64", lackey = dir + "/cache.lackey", empty = dir + "/empty";
     const size_t div = quick ? 4 : 1;
     if (mkdir(dir.c_str(), 0700) != 0 || !write_raw64(raw, 20000000 / div) ||
-        !write_lackey(lackey, 10000000 / div)) {
+        !write_lackey(lackey, 10000000 / div) || !write_raw64(empty, 0)) {
         std::printf("\n6. sonde analyze --mpi: cannot write the inputs in %s; skipped\n", dir.c_str());
     } else {
+        const std::vector<std::string> reuse = {sonde_exe(), "analyze", "--mpi",         "--format",
+                                                "raw64",     "--tool",  "reuse_distance"};
+        const std::vector<std::string> cache = {sonde_exe(), "analyze", "--mpi",    "--format",
+                                                "lackey",    "--tool",  "cache_sim"};
+        auto with = [](std::vector<std::string> v, const std::string &input) {
+            v.push_back(input);
+            return v;
+        };
         mpi_case(quick
                      ? "6a. sonde analyze --mpi --tool reuse_distance, 5 M-access raw64 trace: 2 ranks vs 1"
                      : "6a. sonde analyze --mpi --tool reuse_distance, 20 M-access raw64 trace: 2 ranks vs 1",
-                 {sonde_exe(), "analyze", "--mpi", "--format", "raw64", "--tool", "reuse_distance", raw});
+                 with(reuse, raw), with(reuse, empty));
         mpi_case(quick
                      ? "6b. sonde analyze --mpi --tool cache_sim, 2.5 M-reference lackey trace: 2 ranks vs 1"
                      : "6b. sonde analyze --mpi --tool cache_sim, 10 M-reference lackey trace: 2 ranks vs 1",
-                 {sonde_exe(), "analyze", "--mpi", "--format", "lackey", "--tool", "cache_sim", lackey});
+                 with(cache, lackey), with(cache, empty));
     }
     std::remove(raw.c_str());
     std::remove(lackey.c_str());
+    std::remove(empty.c_str());
     rmdir(dir.c_str());
 #else
     (void)quick;

@@ -389,8 +389,11 @@ SONDE_API sonde_status_t sonde_analyzer_add_memory_shard(sonde_analyzer_t *analy
  * @p nranks processes that read the same inputs with the same tools and options (the `sonde
  * analyze --mpi` ranks). A parallel run of two or more shards deals the shards, largest first,
  * round-robin to the ranks; any other run is serial and cuts its one interleaved stream into
- * time slices of records (ceil(records / nranks) each when every shard's record count is known,
- * so rank r reads slice r; else slices of 4,194,304 records, slice k to rank k mod nranks).
+ * time slices: byte ranges when every input is a plain lackey or raw64 file (rank r reads bytes
+ * [B r / n, B (r + 1) / n) of the inputs laid end to end, the records that start there, and
+ * exchanges routes with the others, see sonde_analyzer_export_routes()), else ranges of
+ * records (ceil(records / nranks) each when every shard's record count is known, so rank r
+ * reads slice r; else slices of 4,194,304 records, slice k to rank k mod nranks).
  * Every tool must have sonde_tool_ops_t::partition, export_state and merge_state. After the
  * run, sonde_analyzer_export_state() gives this rank's state, and rank 0 merges the others' with
  * sonde_analyzer_merge_state(). docs/scaling.md explains what each built-in tool does.
@@ -442,6 +445,51 @@ SONDE_API sonde_status_t sonde_analyzer_export_state(sonde_analyzer_t *analyzer,
  */
 SONDE_API sonde_status_t sonde_analyzer_merge_state(sonde_analyzer_t *analyzer, const void *state,
                                                     size_t size);
+
+/**
+ * @brief After a successful partitioned run: the bytes this rank sends rank @p rank before the
+ * states are exchanged (its "routes"). A time-slice run whose shards are all plain lackey or
+ * raw64 files reads byte ranges (each rank only its part of the stream, see docs/scaling.md);
+ * a built-in tool that needs more than its own slice then sends what it read to the ranks that
+ * need it (cache_sim sends each reference to the ranks that simulate its cache sets). Empty
+ * (@p actual_size 0) when no tool of the run routes. Every rank sends every other rank its
+ * routes and merges theirs with sonde_analyzer_merge_routes() before
+ * sonde_analyzer_export_state().
+ * @param analyzer The analyzer.
+ * @param rank The rank the bytes are for (not this rank).
+ * @param[out] buffer Room for @p size bytes (may be NULL when size is 0).
+ * @param size Bytes available.
+ * @param[out] actual_size Bytes the routes take.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER (analyzer or actual_size),
+ *         SONDE_STATUS_ERROR_BUFFER_TOO_SHORT (see actual_size),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (this rank, or @p rank beyond the ranks),
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (no successful partitioned run),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. One thread at a time.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_analyzer_export_routes(sonde_analyzer_t *analyzer, uint32_t rank,
+                                                      void *buffer, size_t size, size_t *actual_size);
+
+/**
+ * @brief Merges the routes rank @p rank's sonde_analyzer_export_routes() made for this rank
+ * (empty bytes when its run routes nothing). Once every other rank's are merged (in any order),
+ * the routing tools finish this rank's part and sonde_analyzer_export_state() may be called;
+ * until then it answers SONDE_STATUS_ERROR_PHASE_FAILURE.
+ * @param analyzer The analyzer.
+ * @param rank The rank that made them (not this rank).
+ * @param bytes The bytes (may be NULL when @p size is 0).
+ * @param size Their count.
+ * @return SONDE_STATUS_SUCCESS, SONDE_STATUS_ERROR_NULL_POINTER,
+ *         SONDE_STATUS_ERROR_PHASE_FAILURE (no successful partitioned run here),
+ *         SONDE_STATUS_ERROR_FORMAT (not routes, or truncated),
+ *         SONDE_STATUS_ERROR_INVALID_ARGUMENT (this rank, a rank merged already or beyond the
+ *         ranks, routes made for another rank, another run's tools),
+ *         SONDE_STATUS_ERROR_TOOL (a tool failed with them; the results are then unusable),
+ *         SONDE_STATUS_ERROR_OUT_OF_MEMORY. sonde_analyzer_error() says why. One thread at a time.
+ * @since 1.2
+ */
+SONDE_API sonde_status_t sonde_analyzer_merge_routes(sonde_analyzer_t *analyzer, uint32_t rank,
+                                                     const void *bytes, size_t size);
 
 /**
  * @brief Runs every tool over every input. Can be called once.

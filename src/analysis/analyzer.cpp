@@ -36,7 +36,8 @@ constexpr size_t kBatch = 4096;                 // records read from a file shar
 constexpr size_t kMemorySpan = 1u << 16;        // records of a memory shard handed out per span
 constexpr uint64_t kMinPieceRecords = 1 << 16;  // the smallest piece of a memory shard
 
-// Reads one shard, or piece `piece` of `pieces` of it, as spans of records. File shards whose
+// Reads one shard, piece `piece` of `pieces` of it, or (the byte-range constructor) the records
+// of a stream input that start in a byte range of its file, as spans of records. File shards whose
 // reader holds decoded blocks (ShardReader::view) hand them out in place; others copy into an
 // owned buffer of up to kBatch records (fewer for a shard known to hold fewer), allocated on the
 // first span and freed with the reader at the end; memory shards hand out the caller's records
@@ -50,6 +51,16 @@ public:
             end_ = pos_ + spec_.count / pieces_ + (piece_ < spec_.count % pieces_ ? 1 : 0);
         }
     }
+    // Bytes [begin, end) of a stream input's file (Input::open_range).
+    struct Range {
+        uint64_t begin, end;
+    };
+    Cursor(const ShardSpec &spec, uint32_t shard_id, uint64_t *read, Range range)
+        : Cursor(spec, shard_id, read) {
+        range_ = true;
+        range_begin_ = range.begin;
+        range_end_ = range.end;
+    }
     // Next span; 0 at the end or on an error (then status() / error()).
     size_t next(const sonde_memref_t **out) {
         if (spec_.input == nullptr) {
@@ -61,8 +72,9 @@ public:
         }
         if (done_) return 0;
         if (!reader_) {
-            reader_ = pieces_ == 1 ? spec_.input->open_shard(spec_.index, id_)
-                                   : spec_.input->open_shard_piece(spec_.index, id_, piece_, pieces_);
+            reader_ = range_         ? spec_.input->open_range(id_, range_begin_, range_end_)
+                      : pieces_ == 1 ? spec_.input->open_shard(spec_.index, id_)
+                                     : spec_.input->open_shard_piece(spec_.index, id_, piece_, pieces_);
             if (!reader_->has_view()) {
                 const uint64_t records = spec_.input->shard_records(spec_.index);
                 buffer_.resize(
@@ -95,6 +107,8 @@ private:
     uint64_t *read_;
     size_t piece_, pieces_;
     size_t pos_ = 0, end_ = 0;  // memory shards: the piece's records
+    bool range_ = false;        // a byte range of the file: [range_begin_, range_end_)
+    uint64_t range_begin_ = 0, range_end_ = 0;
     bool done_ = false;
     std::unique_ptr<ShardReader> reader_;
     std::vector<sonde_memref_t> buffer_;
@@ -462,7 +476,7 @@ sonde_status_t Analyzer::run() {
     used_workers = can_parallel ? n : 1;
     sonde_status_t st;
     if (live_ == nullptr) {
-        st = can_parallel ? run_parallel(n) : run_serial();
+        st = can_parallel ? run_parallel(n) : ranges_ ? run_ranges() : run_serial();
     } else {
         st = can_parallel ? run_live_parallel() : run_serial();
         if (st != SONDE_STATUS_SUCCESS) live_->cancel();  // the program goes on unanalysed
@@ -488,6 +502,32 @@ sonde_status_t Analyzer::run() {
 void Analyzer::note_empty_inputs() {
     for (size_t i = 0; i < inputs_.size(); ++i)
         if (input_records_[i] == 0) info_[i].add(inputs_[i]->path() + ": no records");
+}
+
+// Hands a span to the tools: all of them when `owned`, else (a slice of another rank) only those
+// that take every record. False when a tool failed (error set).
+bool Analyzer::hand_serial(const sonde_memref_t *p, size_t n, bool owned, LegacyView &legacy) {
+    const sonde_memref_t *lv = nullptr;  // the span's 1.0 view, made once for all 1.0 tools
+    size_t ln = 0;
+    for (size_t ti = 0; ti < tools_.size(); ++ti) {
+        const Tool &t = *tools_[ti];
+        if (!owned && modes_[ti] != SONDE_PARTITION_EVERY_RECORD) continue;
+        bool ok = true;
+        if (!t.full_model && lv == nullptr) lv = legacy.view(p, n, &ln);
+        const sonde_memref_t *v = t.full_model ? p : lv;
+        const size_t vn = t.full_model ? n : ln;
+        if (vn == 0) continue;
+        if (t.ops.process_memrefs != nullptr) {
+            ok = t.ops.process_memrefs(t.data, v, vn);
+        } else {
+            for (size_t k = 0; k < vn && ok; ++k) ok = t.ops.process_memref(t.data, &v[k]);
+        }
+        if (!ok) {
+            error = tool_message(t, "process_memref", global_error(t));
+            return false;
+        }
+    }
+    return true;
 }
 
 // Serial mode: repeatedly take the shard whose next record has the smallest timestamp (ties:
@@ -519,30 +559,8 @@ sonde_status_t Analyzer::run_serial() {
         s.cursor.reset();
         return false;
     };
-    // Hands a span to the tools: all of them when `owned`, else (a slice of another rank) only
-    // those that take every record. False when a tool failed (error set).
-    auto hand = [&](const sonde_memref_t *p, size_t n, bool owned) -> bool {
-        const sonde_memref_t *lv = nullptr;  // the span's 1.0 view, made once for all 1.0 tools
-        size_t ln = 0;
-        for (size_t ti = 0; ti < tools_.size(); ++ti) {
-            const Tool &t = *tools_[ti];
-            if (!owned && modes_[ti] != SONDE_PARTITION_EVERY_RECORD) continue;
-            bool ok = true;
-            if (!t.full_model && lv == nullptr) lv = legacy.view(p, n, &ln);
-            const sonde_memref_t *v = t.full_model ? p : lv;
-            const size_t vn = t.full_model ? n : ln;
-            if (vn == 0) continue;
-            if (t.ops.process_memrefs != nullptr) {
-                ok = t.ops.process_memrefs(t.data, v, vn);
-            } else {
-                for (size_t k = 0; k < vn && ok; ++k) ok = t.ops.process_memref(t.data, &v[k]);
-            }
-            if (!ok) {
-                error = tool_message(t, "process_memref", global_error(t));
-                return false;
-            }
-        }
-        return true;
+    auto hand = [&](const sonde_memref_t *p, size_t n, bool owned) {
+        return hand_serial(p, n, owned, legacy);
     };
     uint64_t ordinal = 0;         // records of the interleaved stream handed out so far
     uint64_t begun = UINT64_MAX;  // the last slice whose slice_begin was called
@@ -647,6 +665,37 @@ sonde_status_t Analyzer::run_serial() {
         if (live_ != nullptr)
             if (const sonde_status_t took = take_in()) return took;
     }
+    return SONDE_STATUS_SUCCESS;
+}
+
+// A time-slice partition by byte ranges (partition.cpp): this rank's one slice, numbered by its
+// rank, is its part of each stream input in input order (the serial order of inputs without
+// timestamps); every tool gets every record read, as in one process's serial run.
+sonde_status_t Analyzer::run_ranges() {
+    for (size_t ti = 0; ti < tools_.size(); ++ti) {
+        const Tool &t = *tools_[ti];
+        if (modes_[ti] == SONDE_PARTITION_TIME_SLICES && t.ops.slice_begin != nullptr &&
+            !t.ops.slice_begin(t.data, rank_)) {
+            error = tool_message(t, "slice_begin", global_error(t));
+            return SONDE_STATUS_ERROR_TOOL;
+        }
+    }
+    LegacyView legacy;
+    for (const RangePart &part : parts_) {
+        ShardSpec &spec = shards_[part.shard];
+        Cursor cursor(spec, static_cast<uint32_t>(part.shard), &spec.read,
+                      Cursor::Range{part.begin, part.end});
+        const sonde_memref_t *p = nullptr;
+        size_t n;
+        while ((n = cursor.next(&p)) != 0)
+            if (!hand_serial(p, n, true, legacy)) return SONDE_STATUS_ERROR_TOOL;
+        if (cursor.status() != SONDE_STATUS_SUCCESS) {
+            error = cursor.error();
+            return cursor.status();
+        }
+    }
+    // One rank has every slice: its routes go to itself.
+    if (routes_pending_ && nranks_ == 1) return finish_routes();
     return SONDE_STATUS_SUCCESS;
 }
 

@@ -27,6 +27,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sonde/analysis.h>
@@ -40,6 +41,9 @@ class tool;  // <sonde/tool.hpp>
 }  // namespace sonde
 
 namespace sonde::analysis {
+
+class LegacyView;      // memref_view.h
+class PartitionHooks;  // builtin_tools.h
 
 // The trace readers (src/trace/source.h) that inputs are read through.
 using trace::Input;
@@ -105,8 +109,17 @@ public:
     // Partitioned runs (partition.cpp): this process is rank `rank` of `nranks`; after a
     // successful run, export_state() gives its state and merge_state() adds another rank's.
     sonde_status_t set_partition(uint32_t rank, uint32_t nranks);
-    sonde_status_t export_state(std::string *out);
+    // The state (and routes, below) are made once and kept until the next call that changes
+    // them, so that asking for their size first costs nothing: *out points at them.
+    sonde_status_t export_state(const std::string **out);
     sonde_status_t merge_state(const void *state, size_t size);
+    // Routes of a byte-range partition (partition.cpp): after the run, the bytes this rank's
+    // tools send rank `rank` (empty when no tool routes), and the merge of rank `rank`'s bytes
+    // for this one; export_state() waits for every other rank's.
+    // The routes come as pieces (a header, then the tools' bytes in place), *size in all.
+    using Pieces = std::vector<std::pair<const void *, size_t>>;
+    sonde_status_t export_routes(uint32_t rank, Pieces *out, size_t *size);
+    sonde_status_t merge_routes(uint32_t rank, const void *bytes, size_t size);
 
     bool parallel = true;
     uint32_t workers = 0;  // 0 = cores
@@ -123,8 +136,14 @@ private:
     // A live run: appends the shards the live input announced since the last call and tells
     // the tools (add_shards); false when a tool refused (error set). Returns the shard count.
     bool grow_live(size_t *count);
+    // A byte-range partition's serial run: this rank's byte ranges, in input order.
+    sonde_status_t run_ranges();
+    bool hand_serial(const sonde_memref_t *p, size_t n, bool owned, LegacyView &legacy);
     // Asks every tool for its part (partition.cpp); sets partition_kind_ and modes_.
     sonde_status_t start_partition(bool can_parallel);
+    // Whether a time-slice partition reads byte ranges (partition.cpp); sets parts_ and routers_.
+    sonde_status_t plan_ranges(bool *ranges);
+    sonde_status_t finish_routes();
     // Adds "FILE: no records" to each input that gave none (own and merged reads).
     void note_empty_inputs();
     std::vector<size_t> shard_order() const;
@@ -155,6 +174,24 @@ private:
     uint32_t partition_kind_ = SONDE_PARTITION_REFUSE;
     uint64_t slice_records_ = 0;
     std::vector<uint32_t> modes_;
+    // Byte-range slices (ranges_): the slice of rank r is bytes [B r / n, B (r + 1) / n) of the
+    // stream inputs laid end to end (B bytes); parts_ is this rank's part of each input it
+    // touches, in input order. Tools that route records to the ranks that need them (PartitionHooks,
+    // by tool; nullptr for the others) get every other rank's routes before export_state().
+    struct RangePart {
+        size_t shard;
+        uint64_t begin, end;
+    };
+    bool ranges_ = false;
+    std::vector<RangePart> parts_;
+    std::vector<PartitionHooks *> routers_;
+    std::vector<bool> routes_in_;  // ranks whose routes this rank has (its own: true)
+    bool routes_pending_ = false;  // some router still waits for routes
+    // The last export_state(), until a merge; the header of the last export_routes() and the
+    // tools' bytes for it.
+    std::string exported_state_;
+    bool state_exported_ = false;
+    std::vector<std::string> route_headers_;
     std::vector<uint64_t> input_records_;  // records read per input, own and merged
     std::vector<bool> merged_;             // ranks whose state is in the results
     bool merge_failed_ = false;

@@ -175,14 +175,41 @@ SONDE_API sonde_status_t sonde_analyzer_export_state(sonde_analyzer_t *analyzer,
     if (analyzer == nullptr || actual_size == nullptr || (buffer == nullptr && size != 0))
         return SONDE_STATUS_ERROR_NULL_POINTER;
     return sonde::guarded([&]() -> sonde_status_t {
-        std::string bytes;
+        const std::string *bytes = nullptr;
         const sonde_status_t st = analyzer->impl.export_state(&bytes);
         if (st != SONDE_STATUS_SUCCESS) return st;
-        *actual_size = bytes.size();
-        if (size < bytes.size()) return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
-        if (!bytes.empty()) std::memcpy(buffer, bytes.data(), bytes.size());
+        *actual_size = bytes->size();
+        if (size < bytes->size()) return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
+        if (!bytes->empty()) std::memcpy(buffer, bytes->data(), bytes->size());
         return SONDE_STATUS_SUCCESS;
     });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_export_routes(sonde_analyzer_t *analyzer, uint32_t rank, void *buffer,
+                                                      size_t size, size_t *actual_size) {
+    if (analyzer == nullptr || actual_size == nullptr || (buffer == nullptr && size != 0))
+        return SONDE_STATUS_ERROR_NULL_POINTER;
+    return sonde::guarded([&]() -> sonde_status_t {
+        sonde::analysis::Analyzer::Pieces pieces;
+        size_t total = 0;
+        const sonde_status_t st = analyzer->impl.export_routes(rank, &pieces, &total);
+        if (st != SONDE_STATUS_SUCCESS) return st;
+        *actual_size = total;
+        if (size < total) return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
+        char *at = static_cast<char *>(buffer);
+        for (const auto &p : pieces) {
+            if (p.second != 0) std::memcpy(at, p.first, p.second);
+            at += p.second;
+        }
+        return SONDE_STATUS_SUCCESS;
+    });
+}
+
+SONDE_API sonde_status_t sonde_analyzer_merge_routes(sonde_analyzer_t *analyzer, uint32_t rank,
+                                                     const void *bytes, size_t size) {
+    if (analyzer == nullptr || (bytes == nullptr && size != 0)) return SONDE_STATUS_ERROR_NULL_POINTER;
+    return sonde::guarded(
+        [&] { return analyzer->impl.merge_routes(rank, bytes != nullptr ? bytes : "", size); });
 }
 
 SONDE_API sonde_status_t sonde_analyzer_merge_state(sonde_analyzer_t *analyzer, const void *state,

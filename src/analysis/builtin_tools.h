@@ -2,8 +2,12 @@
 // builtin_tools.cpp. Each throws std::invalid_argument (message for the user) on bad options.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <sonde/tool.hpp>
 
@@ -21,6 +25,45 @@ std::unique_ptr<sonde::tool> make_cache_sim_drcachesim(const std::string &option
 // drcachesim's reuse_distance tool (reuse_distance_drcachesim.cpp).
 std::unique_ptr<sonde::tool> make_reuse_distance(const std::string &options);
 std::unique_ptr<sonde::tool> make_reuse_distance_drcachesim(const std::string &options);
+
+// What a built-in tool may learn and do in a partitioned run beyond the public table (found by
+// dynamic_cast from its sonde::tool). One thread, the analyzer's; errors: the tool's
+// get_error_string().
+class PartitionHooks {
+public:
+    virtual ~PartitionHooks() = default;
+    // A time-slice run whose slice count is known (byte ranges: one slice per rank; record
+    // ranges of a stream of known length): called before the run. A tool may then treat the
+    // last slice apart (reuse_distance sends no recency ranks for it).
+    virtual void slice_count(uint64_t count) { (void)count; }
+    // Routing, in a time-slice run read by byte ranges: a tool that answered
+    // SONDE_PARTITION_EVERY_RECORD (cache_sim split by cache sets) reads only its rank's range
+    // (its one slice, numbered by its rank) and sends what it reads to the ranks that need it.
+    // The analyzer moves the bytes (Analyzer::export_routes and merge_routes,
+    // sonde_analyzer_export_routes and _merge_routes for the program that carries them).
+    // routes(): whether the tool can; route(): before the run, it will.
+    virtual bool routes() const { return false; }
+    virtual bool route(uint32_t rank, uint32_t nranks) {
+        (void)rank;
+        (void)nranks;
+        return false;
+    }
+    // After the run: the bytes for rank `to` (not this rank), as pieces appended to *pieces,
+    // valid until the next call that changes the tool.
+    virtual void routes_for(uint32_t to, std::vector<std::pair<const void *, size_t>> *pieces) {
+        (void)to;
+        (void)pieces;
+    }
+    // Rank `from`'s bytes for this rank, in any rank order; false on bad bytes.
+    virtual bool merge_routes(uint32_t from, const void *bytes, size_t size) {
+        (void)from;
+        (void)bytes;
+        (void)size;
+        return false;
+    }
+    // Every other rank's bytes are merged: finishes this rank's part, in slice order.
+    virtual bool routes_done() { return true; }
+};
 
 // Removes the "model=NAME" item from a comma-separated option list: returns NAME ("" when
 // absent) and sets *rest to the other items, in order.

@@ -39,6 +39,7 @@
 
 #include "analysis/builtin_tools.h"
 #include "analysis/json_release.h"
+#include "analysis/route_bytes.h"
 #include "analysis/seen_blocks.h"
 #include "analysis/state_bytes.h"
 
@@ -357,7 +358,7 @@ bool take_per_pc(std::string *options) {
     return per_pc;
 }
 
-class CacheSim final : public sonde::tool {
+class CacheSim final : public sonde::tool, public PartitionHooks {
 public:
     explicit CacheSim(std::string options) : per_pc_(take_per_pc(&options)) {
         levels_ = parse_config(options.empty() ? "I1:32K:8:64,D1:32K:8:64,LL:1M:16:64" : options);
@@ -386,9 +387,13 @@ public:
                 if (s >= shards_.size())
                     return set_error("memref of shard " + std::to_string(s) + " beyond the " +
                                      std::to_string(shards_.size()) + " shards announced");
-                if (!shards_[s]) shards_[s] = make_hierarchy(false);
+                if (!routing_ && !shards_[s]) shards_[s] = make_hierarchy(false);
                 h = shards_[s].get();
                 current = s;
+            }
+            if (routing_) {
+                if (!route_one(m[i])) return false;
+                continue;
             }
             if (per_pc_) {
                 access_per_pc(*h, shared_, m[i]);
@@ -402,8 +407,58 @@ public:
     }
 
     // Partitioned runs. By shards (a parallel run): each shard's hierarchy is private, so any
-    // split of the shards merges exactly. By time slices (one stream): every rank reads every
-    // record and simulates only the sets it owns (docs/analysis.md says why this is exact).
+    // split of the shards merges exactly. By time slices (one stream): every rank simulates
+    // only the sets it owns (docs/analysis.md says why this is exact), from every record of the
+    // stream when it reads them all, else (byte ranges, route()) from the records that the
+    // ranks send it, each rank reading its own range: every reference goes to the ranks that
+    // simulate one of its lines' sets, and each rank simulates them in stream order.
+    bool routes() const override { return true; }
+    bool route(uint32_t rank, uint32_t nranks) override {
+        if (nranks == 1) return true;  // one rank reads every record
+        routing_ = true;
+        rank_ = rank;
+        nranks_ = nranks;
+        boxes_.clear();
+        boxes_.resize(nranks);
+        inbox_.assign(nranks, std::string());
+        got_.assign(nranks, false);
+        next_ = 0;
+        // Which ranks simulate the sets of each group (within the first depth's margin), as a
+        // bit mask when it fits: most runs have few ranks and few groups.
+        masks_.clear();
+        if (nranks <= 64 && groups_ <= (uint64_t{1} << 20)) {
+            masks_.assign(static_cast<size_t>(groups_), 0);
+            for (uint64_t g = 0; g < groups_; ++g)
+                for (uint32_t q = 0; q < nranks; ++q)
+                    if (needs(q, g)) masks_[static_cast<size_t>(g)] |= uint64_t{1} << q;
+        }
+        return true;
+    }
+    void routes_for(uint32_t to, std::vector<std::pair<const void *, size_t>> *pieces) override {
+        if (to < boxes_.size()) boxes_[to].pieces(pieces);
+    }
+    // Slice s is rank s's byte range, and each rank simulates the references of slice 0
+    // onwards in order, as their routes come (at once when they come in order, else kept until
+    // then), its own when their turn comes. Simulating nothing while reading keeps the ranks'
+    // run phases alike: only rank 0 could (slice 0 follows no slice), and it then read for
+    // longer while the others waited.
+    bool merge_routes(uint32_t from, const void *bytes, size_t size) override {
+        if (from >= nranks_ || from == rank_ || got_[from])
+            return set_error("routes from an unexpected rank");
+        got_[from] = true;
+        if (from != next_) {
+            inbox_[from].assign(static_cast<const char *>(bytes), size);
+            return true;
+        }
+        if (!simulate(from, bytes, size)) return false;
+        ++next_;
+        return catch_up();
+    }
+    bool routes_done() override {
+        if (!catch_up()) return false;
+        if (next_ != nranks_) return set_error("routes of rank " + std::to_string(next_) + " are missing");
+        return true;
+    }
     bool partition_supported() const override { return true; }
     uint32_t partition(uint32_t rank, uint32_t nranks, uint32_t offers) override {
         if (per_pc_) {
@@ -425,12 +480,20 @@ public:
                 return SONDE_PARTITION_REFUSE;
             }
         }
+        if (nranks == 1) return SONDE_PARTITION_EVERY_RECORD;  // one rank simulates every set
         groups_ = UINT64_MAX;
         for (const LevelConfig &c : levels_) groups_ = std::min<uint64_t>(groups_, c.size / c.line / c.ways);
         lo_ = groups_ * rank / nranks;
         hi_ = groups_ * (rank + 1) / nranks;
         while ((uint64_t{1} << line_bits_) < levels_[0].line) ++line_bits_;
         depths_ = 1 + (levels_.size() - nfirst_);
+        reach_.clear();
+        if (groups_ <= (uint64_t{1} << 20)) {
+            std::vector<int8_t> table(static_cast<size_t>(groups_));
+            for (uint64_t g = 0; g < groups_; ++g)
+                table[static_cast<size_t>(g)] = static_cast<int8_t>(reach(g));
+            reach_ = std::move(table);
+        }
         return SONDE_PARTITION_EVERY_RECORD;
     }
     std::string export_state() override {
@@ -647,25 +710,23 @@ private:
     // first line is owned has both its lines simulated at every depth, and an access with a line
     // outside depth d's groups has none inside depth d + 1's, so whether an access that matters
     // here misses, and so which accesses reach the next depth's sets, is known exactly. The rank
-    // owning an access's first line counts it. Hot path: two group tests per depth reached.
+    // owning an access's first line counts it. Hot path: two lookups of reach() per record, two
+    // compares per depth reached.
     bool access_part(Hierarchy &h, const sonde_memref_t &m) {
         if (m.type > SONDE_MEMREF_IFETCH) return true;
         const bool ifetch = m.type == SONDE_MEMREF_IFETCH;
         const uint64_t span = m.size != 0 ? m.size - 1u : 0u;
         const uint64_t last = m.address > UINT64_MAX - span ? UINT64_MAX : m.address + span;
         const uint64_t b1 = m.address >> line_bits_, b2 = last >> line_bits_;
-        if (b2 - b1 > 1)
-            return set_error("an access of " + std::to_string(m.size) + " bytes at 0x" + hex(m.address) +
-                             " spans more than two lines, which a run split by cache sets cannot simulate "
-                             "exactly; run it in one process");
-        const bool own = inside(b1 % groups_, 0);
+        if (b2 - b1 > 1) return too_wide(m);
+        const int64_t r1 = reach(b1 & (groups_ - 1)), r2 = reach(b2 & (groups_ - 1));
+        const bool own = r1 == static_cast<int64_t>(depths_);
         Cache *c = ifetch ? h.icache : h.dcache;
-        size_t depth = c != nullptr ? 0 : 1;
+        int64_t depth = c != nullptr ? 0 : 1;
         bool miss = true;
         if (c == nullptr) c = shared_.empty() ? nullptr : &shared_[0];
         for (size_t lower = 0; c != nullptr && miss;) {
-            const uint64_t margin = depths_ - depth;
-            const bool in1 = inside(b1 % groups_, margin), in2 = inside(b2 % groups_, margin);
+            const bool in1 = depth <= r1, in2 = depth <= r2;
             if (in1 && in2) {
                 miss = c->access(m.address, m.size, ifetch, own);
             } else {
@@ -681,13 +742,101 @@ private:
         }
         return true;
     }
-    // Whether group g lies within `margin` groups of [lo_, hi_), circularly.
-    bool inside(uint64_t g, uint64_t margin) const {
-        if (hi_ - lo_ + 2 * margin >= groups_) return true;
-        if (hi_ == lo_) return false;
-        const uint64_t from = (lo_ + groups_ - margin % groups_) % groups_;  // range start
-        const uint64_t len = hi_ - lo_ + 2 * margin;
-        return (g + groups_ - from) % groups_ < len;
+    // The circular distance from group g to the groups [lo, hi): 0 inside, `groups` when the
+    // range is empty (groups, a set count, is a power of two: the circle is taken by masks).
+    static uint64_t distance(uint64_t g, uint64_t lo, uint64_t hi, uint64_t groups) {
+        if (hi == lo) return groups;
+        const uint64_t mask = groups - 1;
+        if (((g - lo) & mask) < hi - lo) return 0;
+        return std::min((lo - g) & mask, (g - (hi - 1)) & mask);
+    }
+    // The depths at which this rank simulates group g: depth d iff d <= reach(g) (the groups
+    // within depths_ - d of its own), counting when reach(g) == depths_ (its own groups).
+    int64_t reach(uint64_t g) const {
+        if (!reach_.empty()) return reach_[static_cast<size_t>(g)];
+        return static_cast<int64_t>(depths_) -
+               static_cast<int64_t>(std::min<uint64_t>(distance(g, lo_, hi_, groups_), depths_ + 1));
+    }
+    // Whether rank q simulates a set of group g at some depth (its first depth's groups).
+    bool needs(uint32_t q, uint64_t g) const {
+        return distance(g, groups_ * q / nranks_, groups_ * (q + 1) / nranks_, groups_) <= depths_;
+    }
+    // Routing (byte ranges): the record goes to every rank that simulates one of its lines'
+    // sets, this one included. Hot path: two table lookups (or, past 64 ranks, a walk over the
+    // ranks owning the neighbouring groups) and a 16-byte store per destination.
+    bool route_one(const sonde_memref_t &m) {
+        if (m.type > SONDE_MEMREF_IFETCH) return true;
+        const uint64_t span = m.size != 0 ? m.size - 1u : 0u;
+        const uint64_t last = m.address > UINT64_MAX - span ? UINT64_MAX : m.address + span;
+        const uint64_t b1 = m.address >> line_bits_, b2 = last >> line_bits_;
+        if (b2 - b1 > 1) return too_wide(m);
+        const uint64_t g1 = b1 & (groups_ - 1), g2 = b2 & (groups_ - 1);
+        const bool fetch = m.type == SONDE_MEMREF_IFETCH;
+        const auto send = [&](uint32_t q) { boxes_[q].add(m.address, m.size, m.shard, fetch); };
+        if (!masks_.empty()) {
+            for (uint64_t bits = masks_[static_cast<size_t>(g1)] | masks_[static_cast<size_t>(g2)]; bits != 0;
+                 bits &= bits - 1)
+                send(static_cast<uint32_t>(__builtin_ctzll(bits)));
+            return true;
+        }
+        // The owners of the groups within the margin of g1 and g2 (rank q owns
+        // [groups q / n, groups (q + 1) / n), so group g's owner is ((g + 1) n - 1) / groups),
+        // in increasing order but for the wrap past group 0.
+        const uint64_t reach = std::min<uint64_t>(groups_, 2 * depths_ + 2);
+        uint32_t first = UINT32_MAX, prev = UINT32_MAX;
+        for (uint64_t k = 0; k < reach; ++k) {
+            const uint64_t g = (g1 - depths_ + k) & (groups_ - 1);
+            const uint32_t q = static_cast<uint32_t>(((g + 1) * nranks_ - 1) / groups_);
+            if (q == prev || q == first || !(needs(q, g1) || needs(q, g2))) continue;
+            if (first == UINT32_MAX) first = q;
+            prev = q;
+            send(q);
+        }
+        return true;
+    }
+    // Simulates the routed references of slice `slice` (bytes of whole references).
+    bool simulate(uint32_t slice, const void *bytes, size_t size) {
+        try {
+            RouteReader r(bytes, size);
+            while (!r.at_end()) {
+                const RoutedRef ref = r.next();
+                if (ref.shard >= shards_.size())
+                    return set_error("routes of rank " + std::to_string(slice) + " hold a bad reference");
+                sonde_memref_t m{};
+                m.address = ref.address;
+                m.size = ref.size;
+                m.type = ref.fetch != 0 ? SONDE_MEMREF_IFETCH : SONDE_MEMREF_READ;
+                m.shard = ref.shard;
+                std::unique_ptr<Hierarchy> &h = shards_[ref.shard];
+                if (!h) h = make_hierarchy(false);
+                if (!access_part(*h, m)) return false;
+            }
+        } catch (const std::invalid_argument &e) {
+            return set_error("routes of rank " + std::to_string(slice) + ": " + e.what());
+        }
+        return true;
+    }
+    // Simulates the slices that are next in order and here: this rank's own, kept routes.
+    bool catch_up() {
+        while (next_ < nranks_ && (next_ == rank_ || got_[next_])) {
+            if (next_ == rank_) {
+                std::vector<std::pair<const void *, size_t>> pieces;
+                boxes_[rank_].pieces(&pieces);
+                for (const auto &p : pieces)
+                    if (!simulate(rank_, p.first, p.second)) return false;
+                boxes_[rank_].clear();
+            } else {
+                if (!simulate(next_, inbox_[next_].data(), inbox_[next_].size())) return false;
+                std::string().swap(inbox_[next_]);
+            }
+            ++next_;
+        }
+        return true;
+    }
+    bool too_wide(const sonde_memref_t &m) {
+        return set_error("an access of " + std::to_string(m.size) + " bytes at 0x" + hex(m.address) +
+                         " spans more than two lines, which a run split by cache sets cannot simulate "
+                         "exactly; run it in one process");
     }
     static std::string hex(uint64_t v) {
         char text[20];
@@ -732,6 +881,16 @@ private:
     uint64_t groups_ = 0, lo_ = 0, hi_ = 0;
     uint64_t depths_ = 0;
     unsigned line_bits_ = 0;
+    // Routing (byte ranges): this rank of nranks_, what it sends each rank (its own slice's for
+    // itself), what each rank sent it, and the ranks of each group.
+    bool routing_ = false;
+    uint32_t rank_ = 0, nranks_ = 0;
+    std::vector<RouteWriter> boxes_;
+    std::vector<std::string> inbox_;  // routes that came before their turn
+    std::vector<bool> got_;           // ranks whose routes came
+    uint32_t next_ = 0;               // the next slice to simulate
+    std::vector<uint64_t> masks_;
+    std::vector<int8_t> reach_;  // reach() by group, when there are at most 2^20 groups
 };
 
 }  // namespace

@@ -183,7 +183,7 @@ private:
     std::thread thread_;
 };
 
-class ReuseDistanceTool final : public sonde::tool {
+class ReuseDistanceTool final : public sonde::tool, public PartitionHooks {
 public:
     explicit ReuseDistanceTool(const std::string &options)
         : opt_(parse(options)), global_(std::make_unique<Reuse>(opt_.cfg)) {
@@ -228,6 +228,7 @@ public:
         partitioned_ = true;
         return SONDE_PARTITION_TIME_SLICES;
     }
+    void slice_count(uint64_t count) override { slice_count_ = count; }
     bool slice_begin(uint64_t slice) override {
         flush();
         close_slice();
@@ -238,6 +239,10 @@ public:
     std::string export_state() override {
         flush();
         close_slice();
+        if (base_used_)
+            throw std::runtime_error(
+                "this rank's results hold merged slices already; export its state first");
+        for (const auto &sp : slices_) rank_slice(*sp);
         StateWriter w;
         w.u64(opt_.line_size);
         w.u64(slices_.size());
@@ -265,10 +270,11 @@ public:
                     }
             }
             w.u64(sl.first_lines.size());
+            w.u8(sl.ranked ? 1 : 0);  // the stream's last slice goes without
             for (size_t j = 0; j < sl.first_lines.size(); ++j) {
                 w.u64(sl.first_lines[j]);
                 w.u8(sl.first_writes[j]);
-                w.u32(sl.rank[j]);
+                if (sl.ranked) w.u32(sl.rank[j]);
             }
         }
         return std::move(w.out);
@@ -301,22 +307,29 @@ public:
                     sl->hist.add_weight(d, k, static_cast<double>(times) * 4294967296.0);
                 }
             }
-            const uint64_t m = r.count(13);
+            const uint64_t m = r.count(9);
+            sl->ranked = r.u8() != 0;
             sl->first_lines.resize(m);
             sl->first_writes.resize(m);
-            sl->rank.resize(m);
+            sl->rank.resize(sl->ranked ? m : 0);
             for (uint64_t j = 0; j < m; ++j) {
                 sl->first_lines[j] = r.u64();
                 sl->first_writes[j] = r.u8();
+                if (!sl->ranked) continue;
                 sl->rank[j] = r.u32();
                 if (sl->rank[j] >= m) return set_error("partial state has a recency rank beyond its lines");
             }
+            sl->stack.reset();  // merged: its ranks (if any) came with it
             for (const auto &have : slices_)
                 if (have->index == sl->index)
                     return set_error("partial state repeats slice " + std::to_string(sl->index));
             got.push_back(std::move(sl));
         }
         if (!r.at_end()) return set_error("partial state has bytes after its end");
+        if (resolved_ && base_used_)
+            return set_error(
+                "partial state merged after the results were taken from this rank's stack; merge every "
+                "rank's state before asking for results");
         for (auto &sl : got) slices_.push_back(std::move(sl));
         resolved_.reset();
         return true;
@@ -456,6 +469,7 @@ private:
         std::vector<uint64_t> first_lines;
         std::vector<uint8_t> first_writes;
         std::vector<uint32_t> rank;
+        bool ranked = false;  // rank holds the recency ranks (made from the stack, or merged)
     };
 
     // A trace sampled at the source (memory-traces.md): its shards start with the sampling's
@@ -564,16 +578,25 @@ private:
         lines_.clear();
         writes_.clear();
     }
+    // Closes the slice being read. Its recency ranks are made when the slice is exported, and
+    // its stack is freed then; slice 0's stays, for result() to merge the later slices into it
+    // (the stream's first slice needs no merge: its first accesses are cold).
     void close_slice() {
         if (!current_) return;
-        Slice &sl = *current_;
+        slices_.push_back(std::move(current_));
+        resolved_.reset();
+    }
+    // The recency ranks of a slice read here, which the slices after it need to merge into the
+    // stack of the slices up to it: none for the stream's last slice (when the slice count is
+    // known), which nothing follows.
+    void rank_slice(Slice &sl) {
+        if (!sl.stack || sl.ranked || (slice_count_ != 0 && sl.index + 1 == slice_count_)) return;
         std::vector<uint32_t> identity(sl.first_lines.size());
         for (size_t j = 0; j < identity.size(); ++j) identity[j] = static_cast<uint32_t>(j);
         sl.rank.resize(identity.size());
         sl.stack->chunk_ranks(sl.first_lines.data(), identity.data(), identity.size(), sl.rank.data());
-        sl.stack.reset();
-        slices_.push_back(std::move(current_));
-        resolved_.reset();
+        sl.ranked = true;
+        if (sl.index != 0) sl.stack.reset();
     }
     // The partitioned run's histogram: every slice in stream order, merged into one stack.
     ReuseResult result() {
@@ -584,24 +607,50 @@ private:
         flush();
         close_slice();
         if (resolved_) return *resolved_;
-        std::vector<const Slice *> order;
+        std::vector<Slice *> order;
         for (const auto &sl : slices_) order.push_back(sl.get());
         std::sort(order.begin(), order.end(),
                   [](const Slice *a, const Slice *b) { return a->index < b->index; });
-        stackdist::Stack stack;
+        // This rank's slice 0, read here with its stack: every slice after it merges into that
+        // stack, and its own first accesses are cold (the stream starts with it).
+        stackdist::Stack fresh;
+        stackdist::Stack *base = &fresh;
         stackdist::Histogram h;
+        if (!order.empty() && order[0]->index == 0 && order[0]->stack) {
+            Slice &first = *order[0];
+            base = first.stack.get();
+            h = std::move(first.hist);
+            for (uint8_t w : first.first_writes) h.add_unit(stackdist::kInfinity, w);
+            h.accesses += first.accesses;
+            h.sampled += first.accesses;
+            order.erase(order.begin());
+            base_used_ = true;
+        }
+        stackdist::Stack &stack = *base;
         std::vector<uint32_t> identity;
         std::vector<uint64_t> old;
-        for (const Slice *sl : order) {
+        for (size_t k = 0; k < order.size(); ++k) {
+            Slice *sl = order[k];
             const size_t m = sl->first_lines.size();
             identity.resize(m);
             for (size_t j = 0; j < m; ++j) identity[j] = static_cast<uint32_t>(j);
-            old.assign(m, 0);
-            const uint64_t base = stack.merge_reserve(m);
-            stack.merge_probe(sl->first_lines.data(), identity.data(), sl->rank.data(), 0, m, base,
-                              old.data());
-            stack.merge_resolve(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
-                                sl->rank.data(), old.data(), m, base, h);
+            if (k + 1 == order.size()) {
+                // The stream's last slice: nothing is merged after it, so it needs no room in
+                // the stack and no recency ranks.
+                stack.merge_last(sl->first_lines.data(), sl->first_writes.data(), identity.data(), m, h);
+            } else {
+                rank_slice(*sl);
+                if (!sl->ranked)
+                    throw std::runtime_error("slice " + std::to_string(sl->index) +
+                                             " came without recency ranks, as the stream's last, but slice " +
+                                             std::to_string(order[k + 1]->index) + " follows it");
+                old.assign(m, 0);
+                const uint64_t base = stack.merge_reserve(m);
+                stack.merge_probe(sl->first_lines.data(), identity.data(), sl->rank.data(), 0, m, base,
+                                  old.data());
+                stack.merge_resolve(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
+                                    sl->rank.data(), old.data(), m, base, h);
+            }
             h.merge(sl->hist);
             h.accesses += sl->accesses;
             h.sampled += sl->accesses;
@@ -668,6 +717,8 @@ private:
     std::unique_ptr<Slice> current_;              // the slice being read
     std::vector<std::unique_ptr<Slice>> slices_;  // closed: this rank's and merged ones
     std::unique_ptr<ReuseResult> resolved_;       // result() of the slices as they are
+    bool base_used_ = false;                      // result() merged slices into this rank's slice 0
+    uint64_t slice_count_ = 0;                    // the stream's time slices, when known
     std::unique_ptr<Pipeline> pipeline_;          // jobs > 1, from the first batch; after global_
 };
 

@@ -15,12 +15,10 @@ namespace sonde::analysis {
 class StateWriter {
 public:
     void u8(uint8_t v) { out.push_back(static_cast<char>(v)); }
-    void u32(uint32_t v) {
-        for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
-    }
-    void u64(uint64_t v) {
-        for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
-    }
+    // Integers are appended as their bytes in memory: little-endian on x86-64, the only
+    // platform Sonde is built for (states of millions of integers append them one at a time).
+    void u32(uint32_t v) { out.append(reinterpret_cast<const char *>(&v), 4); }
+    void u64(uint64_t v) { out.append(reinterpret_cast<const char *>(&v), 8); }
     void bytes(const std::string &b) {
         u64(b.size());
         out += b;
@@ -38,15 +36,15 @@ public:
     }
     uint32_t u32() {
         need(4);
-        uint32_t v = 0;
-        for (int i = 0; i < 4; ++i) v |= uint32_t{p_[i]} << (8 * i);
+        uint32_t v;
+        std::memcpy(&v, p_, 4);
         p_ += 4;
         return v;
     }
     uint64_t u64() {
         need(8);
-        uint64_t v = 0;
-        for (int i = 0; i < 8; ++i) v |= uint64_t{p_[i]} << (8 * i);
+        uint64_t v;
+        std::memcpy(&v, p_, 8);
         p_ += 8;
         return v;
     }
@@ -56,6 +54,13 @@ public:
         std::string b(reinterpret_cast<const char *>(p_), static_cast<size_t>(n));
         p_ += n;
         return b;
+    }
+    // The next `n` bytes, in place (valid as long as the bytes read).
+    const unsigned char *take(uint64_t n) {
+        need(n);
+        const unsigned char *at = p_;
+        p_ += n;
+        return at;
     }
     // A count of items of at least `item_bytes` each: refused when the rest cannot hold them,
     // so that a forged count never makes a reader reserve memory the bytes do not back.

@@ -102,12 +102,34 @@ int fail(const char *what, sonde_status_t st, sonde_analyzer_t *a) {
     return 1;
 }
 
-// An --mpi run: its ranks, and whether this rank has made the one exchange of the protocol
-// (src/mpi/ranks.h).
+// An --mpi run: its ranks, whether this rank has entered the route collective of the protocol
+// (src/mpi/ranks.h), and whether it is done with the protocol (it entered the exchange, or a
+// collective stopped every rank).
 struct Mpi {
     std::unique_ptr<sonde::mpi::Ranks> ranks;
-    bool exchanged = false;
+    bool routed = false;
+    bool done = false;
 };
+
+// Waits for MPI and for the ranks' agreement on the command line; false (the reason printed,
+// the protocol done) when they disagree or MPI did not start: then every rank stops, exit 2.
+bool agreed(Mpi *mpi) {
+    std::string why;
+    if (mpi->ranks->agreed(&why)) return true;
+    mpi->done = true;
+    std::fprintf(stderr, "sonde analyze: --mpi: %s\n", why.c_str());
+    return false;
+}
+
+// Bytes the analyzer gives through `get(buffer, size, &actual_size)`: their size, then them.
+template <class Get>
+sonde_status_t take_bytes(Get get, std::string *out) {
+    size_t need = 0;
+    const sonde_status_t st = get(nullptr, 0, &need);
+    if (st != SONDE_STATUS_ERROR_BUFFER_TOO_SHORT && st != SONDE_STATUS_SUCCESS) return st;
+    out->resize(need);
+    return get(need != 0 ? &(*out)[0] : nullptr, out->size(), &need);
+}
 
 // 64-bit FNV-1a of the command line, arguments separated by NUL: ranks compare it.
 uint64_t command_hash(int argc, char **argv) {
@@ -137,8 +159,9 @@ int run_live(sonde_analyzer_t *a, char **program, const sonde::cli::Environment 
 }  // namespace
 
 // With --mpi, every rank goes through the protocol of src/mpi/ranks.h: agreement on the command
-// line, then one exchange, also when this rank failed before its analysis ended (then its exit
-// code and message reach the others, which stop too). --help and --version never start MPI.
+// line (made while the analysis runs), then the routes and the exchange, also when this rank
+// failed before its analysis ended (then its exit code and message reach the others, which stop
+// too). --help and --version never start MPI.
 int sonde_cli_analyze(int argc, char **argv) {
     bool want_mpi = false, info = false;
     for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
@@ -149,24 +172,25 @@ int sonde_cli_analyze(int argc, char **argv) {
     if (!want_mpi || info) return analyze(argc, argv, nullptr);
     Mpi mpi;
     std::string why;
-    mpi.ranks = sonde::mpi::start(&why);
+    mpi.ranks = sonde::mpi::start(command_hash(argc, argv), &why);
     if (!mpi.ranks) {
         std::fprintf(stderr, "sonde analyze: --mpi: %s\n", why.c_str());
         return 2;
     }
-    if (!mpi.ranks->agree(command_hash(argc, argv), &why)) {
-        std::fprintf(stderr, "sonde analyze: --mpi: %s\n", why.c_str());
-        return 2;
-    }
     const int rc = analyze(argc, argv, &mpi);
-    if (mpi.exchanged) return rc;
-    // This rank stopped before its exchange (its own message is printed): tell the others.
-    std::vector<std::string> states;
+    if (mpi.done) return rc;
+    if (!agreed(&mpi)) return 2;
+    // This rank stopped before its exchange (its own message is printed): tell the others in
+    // the next collective they wait in.
+    std::vector<std::string> bytes;
     int first = 0;
     const std::string message = !last_failure.empty()
                                     ? last_failure
                                     : "stopped with exit status " + std::to_string(rc) + " (bad usage)";
-    mpi.ranks->exchange(rc != 0 ? rc : 1, message, std::string(), &states, &first, &why);
+    if (!mpi.routed)
+        mpi.ranks->route(rc != 0 ? rc : 1, message, std::vector<std::string>(), &bytes, &first, &why);
+    else
+        mpi.ranks->exchange(rc != 0 ? rc : 1, message, std::string(), &bytes, &first, &why);
     return rc != 0 ? rc : 1;
 }
 
@@ -507,20 +531,51 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     if (st != SONDE_STATUS_SUCCESS) return fail("run", st, a);
     std::string ranks_text;
     if (mpi != nullptr) {
-        // The exchange: this rank's state to rank 0, which merges every other rank's into its
-        // results; the other ranks are done, and answer rank 0's final exit status.
-        size_t need = 0;
-        std::string state;
-        st = sonde_analyzer_export_state(a, nullptr, 0, &need);
-        if (st == SONDE_STATUS_ERROR_BUFFER_TOO_SHORT || st == SONDE_STATUS_SUCCESS) {
-            state.resize(need);
-            st = sonde_analyzer_export_state(a, need != 0 ? &state[0] : nullptr, state.size(), &need);
+        // The routes: what this rank's tools send each other rank (a run split by byte ranges
+        // sends cache_sim's references to the ranks that simulate their sets; most runs send
+        // nothing), merged by each rank before its state is made.
+        const uint32_t me = mpi->ranks->rank(), nranks = mpi->ranks->size();
+        std::vector<std::string> routes(nranks), received;
+        for (uint32_t r = 0; r < nranks; ++r) {
+            if (r == me) continue;
+            st = take_bytes([&](void *b, size_t n,
+                                size_t *need) { return sonde_analyzer_export_routes(a, r, b, n, need); },
+                            &routes[r]);
+            if (st != SONDE_STATUS_SUCCESS) return fail("--mpi: routes", st, a);
         }
-        if (st != SONDE_STATUS_SUCCESS) return fail("--mpi: export", st, a);
-        std::vector<std::string> states;
+        if (!agreed(mpi)) {
+            sonde_analyzer_destroy(a);
+            return 2;
+        }
         int first = 0;
         std::string why;
-        mpi->exchanged = true;
+        mpi->routed = true;
+        if (!mpi->ranks->route(0, std::string(), routes, &received, &first, &why)) {
+            mpi->done = true;
+            std::fprintf(stderr, "sonde analyze: --mpi: stopped because %s\n", why.c_str());
+            sonde_analyzer_destroy(a);
+            return first;
+        }
+        std::vector<std::string>().swap(routes);
+        for (uint32_t r = 0; r < nranks; ++r) {
+            if (r == me) continue;
+            st = sonde_analyzer_merge_routes(a, r, received[r].data(), received[r].size());
+            if (st != SONDE_STATUS_SUCCESS)
+                return fail(("--mpi: routes of rank " + std::to_string(r)).c_str(), st, a);
+            std::string().swap(received[r]);
+        }
+        // The exchange: this rank's state to rank 0 (whose own state stays in its results),
+        // which merges every other rank's into its results; the other ranks are done, and
+        // answer rank 0's final exit status.
+        std::string state;
+        if (me != 0) {
+            st = take_bytes(
+                [&](void *b, size_t n, size_t *need) { return sonde_analyzer_export_state(a, b, n, need); },
+                &state);
+            if (st != SONDE_STATUS_SUCCESS) return fail("--mpi: export", st, a);
+        }
+        std::vector<std::string> states;
+        mpi->done = true;
         if (!mpi->ranks->exchange(0, std::string(), state, &states, &first, &why)) {
             std::fprintf(stderr, "sonde analyze: --mpi: stopped because %s\n", why.c_str());
             sonde_analyzer_destroy(a);

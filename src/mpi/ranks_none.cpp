@@ -6,7 +6,8 @@ namespace sonde::mpi {
 
 bool available() { return false; }
 
-std::unique_ptr<Ranks> start(std::string *why) {
+std::unique_ptr<Ranks> start(uint64_t hash, std::string *why) {
+    (void)hash;
     *why =
         "this build of sonde has no MPI (build it with Open MPI: apt-get install libopenmpi-dev, then "
         "meson setup -Dmpi=enabled)";

@@ -426,6 +426,46 @@ void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const 
     now_ = end;
 }
 
+void Stack::merge_last(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts, std::size_t m,
+                       Histogram &h) {
+    // As merge_resolve: first access j follows the j earlier first accesses and the lines here
+    // whose times are later than its line's, less those the chunk has re-touched (their times are
+    // cleared after their query). The cleared times are set again at the end.
+    std::vector<uint64_t> old(m), dist(m);
+    constexpr std::size_t kAhead = 12;
+    for (std::size_t j = 0; j < m; ++j) {
+        if (j + kAhead < m) prefetch(lines[firsts[j + kAhead]]);
+        const uint64_t a = lines[firsts[j]];
+        const Slot *s = a == kEmpty ? nullptr : find(a);
+        old[j] = a == kEmpty    ? (has_max_key_ ? max_key_val_ >> 1 : kInfinity)
+                 : s != nullptr ? s->val >> 1
+                                : kInfinity;
+    }
+    const uint64_t lines_before = live_;
+    with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
+        for (std::size_t j = 0; j < m; ++j) {
+            if (old[j] == kInfinity) {
+                dist[j] = kInfinity;
+                continue;
+            }
+            dist[j] = j + distance_of<decltype(hw)::value>(old[j]);
+            clear_time(old[j]);
+            --live_;
+        }
+    });
+    constexpr std::size_t kAheadHist = 16;
+    for (std::size_t j = 0; j < m; ++j) {
+        if (j + kAheadHist < m) h.prefetch(dist[j + kAheadHist]);
+        h.add_unit(dist[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
+    }
+    for (std::size_t j = 0; j < m; ++j) {
+        if (old[j] == kInfinity) continue;
+        words_[old[j] >> 6] |= 1ull << (old[j] & 63);
+        fen_add(old[j] >> 6, +1);
+    }
+    live_ = lines_before;
+}
+
 uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) {
     if (now_ == slots_) compact();
     uint64_t d = kInfinity;

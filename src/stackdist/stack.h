@@ -70,6 +70,12 @@ public:
                      std::size_t to, uint64_t base, uint64_t *old);
     void merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
                        const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram &h);
+    // The last chunk of a stream (no chunk is merged after it): counts its first accesses'
+    // distances into h as the three steps above would, without making room for its lines or
+    // adding them (no recency ranks needed). The stack ends as it was. Cost per line: a probe
+    // (prefetched) and a rank query.
+    void merge_last(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts, std::size_t m,
+                    Histogram &h);
 
     // Lines in the stack.
     uint64_t size() const { return live_; }

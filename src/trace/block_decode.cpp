@@ -170,6 +170,40 @@ sonde_status_t StreamBlocks::open(const Source *source, std::string *error) {
     return SONDE_STATUS_SUCCESS;
 }
 
+sonde_status_t StreamBlocks::open_range(const Source *source, uint64_t begin, uint64_t end, uint64_t carry,
+                                        std::string *error) {
+    const sonde_status_t s = stream_.open_range(source, begin, end, error);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    tail_.reset(new unsigned char[block_bytes_]);
+    next_offset_ = begin;
+    carry_ = carry;
+    source_ = source;
+    range_begin_ = begin;
+    lines_before_known_ = begin == 0;
+    return SONDE_STATUS_SUCCESS;
+}
+
+namespace {
+
+// Lines of `source` before byte `end`: its newlines there. An unreadable part counts what was
+// read (the message it is for reports a failure already).
+uint64_t lines_before(const Source &source, uint64_t end) {
+    constexpr size_t kPiece = 1u << 20;
+    std::unique_ptr<unsigned char[]> buf(new unsigned char[kPiece]);
+    uint64_t lines = 0;
+    std::string ignored;
+    for (uint64_t at = 0; at < end;) {
+        size_t got = 0;
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(kPiece, end - at));
+        if (source.read_at(at, buf.get(), want, &got, &ignored) != SONDE_STATUS_SUCCESS || got == 0) break;
+        lines += static_cast<uint64_t>(std::count(buf.get(), buf.get() + got, '\n'));
+        at += got;
+    }
+    return lines;
+}
+
+}  // namespace
+
 uint64_t StreamBlocks::memory(const StreamFormat &format, unsigned threads, size_t block_bytes) {
     const uint64_t per_slot = block_bytes + format.max_records(block_bytes) * sizeof(sonde_memref_t);
     return BlockDecoder::slots(threads) * per_slot + block_bytes;
@@ -213,6 +247,10 @@ bool StreamBlocks::fill(DecodedBlock &b, bool *last, sonde_status_t *end_status,
 void StreamBlocks::decode(DecodedBlock &b) const { format_.decode(b); }
 
 std::string StreamBlocks::finish(DecodedBlock &b) {
+    if (b.failed && !lines_before_known_) {
+        lines_ += lines_before(*source_, range_begin_);
+        lines_before_known_ = true;
+    }
     std::string message = format_.finish(b, &carry_, lines_);
     lines_ += b.lines;
     return message;

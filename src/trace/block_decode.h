@@ -180,6 +180,13 @@ public:
         : format_(format), block_bytes_(block_bytes) {}
     // Starts the stream over `source` (ByteStream::open). SUCCESS or SONDE_STATUS_ERROR_IO.
     sonde_status_t open(const Source *source, std::string *error);
+    // Starts over bytes [begin, end) of a plain file (ByteStream::open_range), which the caller
+    // has found to start and end at record boundaries, with `carry` the value in force at
+    // `begin` (lackey: the pc of the last instruction line before it). Offsets in messages stay
+    // those of the file; the lines before `begin` are counted only when a block fails, for its
+    // message. SUCCESS, SONDE_STATUS_ERROR_IO or _INVALID_ARGUMENT (not a plain file).
+    sonde_status_t open_range(const Source *source, uint64_t begin, uint64_t end, uint64_t carry,
+                              std::string *error);
     bool fill(DecodedBlock &b, bool *last, sonde_status_t *end_status, std::string *end_error) override;
     void decode(DecodedBlock &b) const override;
     std::string finish(DecodedBlock &b) override;
@@ -196,6 +203,11 @@ private:
     bool ended_ = false;        // the filling job's
     uint64_t carry_ = 0;        // the reading thread's
     uint64_t lines_ = 0;
+    // open_range(): the file and the range's first byte, whose preceding lines finish() counts
+    // the first time a block fails (lines_before_known_ until then false).
+    const Source *source_ = nullptr;
+    uint64_t range_begin_ = 0;
+    bool lines_before_known_ = true;
 };
 
 // A shard reader over a BlockDecoder: copies the blocks' records out in order.
@@ -229,6 +241,10 @@ public:
     StreamShardJobs(size_t block_bytes, A &&...args)
         : format_(std::forward<A>(args)...), blocks_(format_, block_bytes) {}
     sonde_status_t open(const Source *source, std::string *error) { return blocks_.open(source, error); }
+    sonde_status_t open_range(const Source *source, uint64_t begin, uint64_t end, uint64_t carry,
+                              std::string *error) {
+        return blocks_.open_range(source, begin, end, carry, error);
+    }
     bool fill(DecodedBlock &b, bool *last, sonde_status_t *s, std::string *e) override {
         return blocks_.fill(b, last, s, e);
     }
@@ -247,6 +263,17 @@ std::unique_ptr<ShardReader> open_stream_shard(const Source *source, unsigned th
     auto jobs = std::make_unique<StreamShardJobs<Format>>(block_bytes, std::forward<A>(args)...);
     std::string err;
     const sonde_status_t s = jobs->open(source, &err);
+    return std::make_unique<BlockShardReader>(std::move(jobs), threads, s, err);
+}
+
+// Opens a reader of bytes [begin, end) of `source` (a plain file) in the stream format
+// `Format`, `carry` in force at `begin` (StreamBlocks::open_range).
+template <class Format, class... A>
+std::unique_ptr<ShardReader> open_stream_range(const Source *source, unsigned threads, size_t block_bytes,
+                                               uint64_t begin, uint64_t end, uint64_t carry, A &&...args) {
+    auto jobs = std::make_unique<StreamShardJobs<Format>>(block_bytes, std::forward<A>(args)...);
+    std::string err;
+    const sonde_status_t s = jobs->open_range(source, begin, end, carry, &err);
     return std::make_unique<BlockShardReader>(std::move(jobs), threads, s, err);
 }
 

@@ -158,13 +158,101 @@ private:
     bool compressed_;
 };
 
-// Decoded bytes per block: kBlockBytes, less for a small file (so that several threads share
-// it), at least kMinBlockBytes (twice the longest line).
-size_t block_bytes(const Source &source, unsigned threads) {
-    if (!source.seekable()) return kBlockBytes;
-    const uint64_t decoded = source.size() * (source.zstd() ? 32 : 1);
+// Decoded bytes per block for `decoded` bytes of text: kBlockBytes, less for a small input (so
+// that several threads share it), at least kMinBlockBytes (twice the longest line).
+size_t block_bytes_for(uint64_t decoded, unsigned threads) {
     const uint64_t share = decoded / (2 * uint64_t{threads}) + 1;
     return static_cast<size_t>(std::clamp<uint64_t>(share, kMinBlockBytes, kBlockBytes));
+}
+
+size_t block_bytes(const Source &source, unsigned threads) {
+    if (!source.seekable()) return kBlockBytes;
+    return block_bytes_for(source.size() * (source.zstd() ? 32 : 1), threads);
+}
+
+// ---- byte ranges of a plain file (Input::open_range) ----
+//
+// A range's records are those of the lines whose first byte lies in it. Finding them costs a
+// forward scan to the range's first line start (at most the range) and to the first line start
+// after it (at most kMaxLine + 2 bytes: a longer line is an error, reported by the range that
+// holds its start, as a reader of the whole file reports it), and a backward scan from the first
+// line start to the last instruction line before it, for the pc its data lines start with (one
+// line back in a lackey trace, where every instruction has its line).
+
+constexpr size_t kScan = 64u << 10;  // bytes read per step of a scan
+
+// The first line start in [at, limit) of `source` (lines start at 0 and after each newline), or
+// `limit` when no line starts there.
+sonde_status_t line_start(const Source &source, uint64_t at, uint64_t limit, uint64_t *start,
+                          std::string *error) {
+    *start = limit;
+    if (at >= limit) return SONDE_STATUS_SUCCESS;
+    if (at == 0) {
+        *start = 0;
+        return SONDE_STATUS_SUCCESS;
+    }
+    std::unique_ptr<unsigned char[]> buf(new unsigned char[kScan]);
+    for (uint64_t pos = at - 1; pos + 1 < limit;) {  // a newline at pos starts a line at pos + 1
+        size_t got = 0;
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(kScan, limit - 1 - pos));
+        if (const sonde_status_t st = source.read_at(pos, buf.get(), want, &got, error)) return st;
+        if (got == 0) break;
+        const void *nl = std::memchr(buf.get(), '\n', got);
+        if (nl != nullptr) {
+            *start = pos + static_cast<uint64_t>(static_cast<const unsigned char *>(nl) - buf.get()) + 1;
+            return SONDE_STATUS_SUCCESS;
+        }
+        pos += got;
+    }
+    return SONDE_STATUS_SUCCESS;
+}
+
+// Whether the line at `q` of `source` is an instruction line ("I  addr,..."), and its address,
+// parsed as decode() parses it (a line decode() refuses stops a reader of the lines before it).
+sonde_status_t instruction_at(const Source &source, uint64_t q, bool *is_instruction, uint64_t *pc,
+                              std::string *error) {
+    unsigned char line[3 + 16 + 1];
+    size_t got = 0;
+    *is_instruction = false;
+    if (const sonde_status_t st = source.read_at(q, line, sizeof line, &got, error)) return st;
+    if (got < 4 || line[0] != 'I' || line[1] != ' ' || line[2] != ' ') return SONDE_STATUS_SUCCESS;
+    uint64_t addr = 0;
+    for (size_t i = 3; i < got && kHex.v[line[i]] != 0xFF; ++i) addr = (addr << 4) | kHex.v[line[i]];
+    *is_instruction = true;
+    *pc = addr;
+    return SONDE_STATUS_SUCCESS;
+}
+
+// The pc in force at line start `s` of `source`: the address of the last instruction line before
+// it, 0 when there is none (the pc a reader of the whole file starts with).
+sonde_status_t pc_before(const Source &source, uint64_t s, uint64_t *pc, std::string *error) {
+    *pc = 0;
+    if (s == 0) return SONDE_STATUS_SUCCESS;
+    std::unique_ptr<unsigned char[]> buf(new unsigned char[kScan]);
+    // Line starts before s: 0, and p + 1 for each newline p < s - 1 (s - 1 ends the line before s).
+    for (uint64_t hi = s - 1; hi > 0;) {
+        const uint64_t lo = hi > kScan ? hi - kScan : 0;
+        size_t got = 0;
+        if (const sonde_status_t st =
+                source.read_at(lo, buf.get(), static_cast<size_t>(hi - lo), &got, error))
+            return st;
+        if (got != hi - lo) {
+            *error = fmt::at(source.path(), lo + got, "the file ended while it was read (it shrank)");
+            return SONDE_STATUS_ERROR_IO;
+        }
+        for (size_t n = got; n > 0;) {
+            const void *nl = memrchr(buf.get(), '\n', n);
+            if (nl == nullptr) break;
+            const size_t p = static_cast<size_t>(static_cast<const unsigned char *>(nl) - buf.get());
+            bool found = false;
+            if (const sonde_status_t st = instruction_at(source, lo + p + 1, &found, pc, error)) return st;
+            if (found) return SONDE_STATUS_SUCCESS;
+            n = p;
+        }
+        hi = lo;
+    }
+    bool found = false;
+    return instruction_at(source, 0, &found, pc, error);
 }
 
 class LackeyInput final : public Input {
@@ -191,6 +279,29 @@ public:
         const unsigned threads = decode_threads();
         return open_stream_shard<LackeyFormat>(source_.get(), threads, block_bytes(*source_, threads), path_,
                                                shard_id, source_->zstd());
+    }
+    bool byte_ranges() const override { return source_->seekable() && !source_->zstd(); }
+    // The lines that start in [begin, end): from the first line start at or after begin to the
+    // first at or after end (see "byte ranges" above).
+    std::unique_ptr<ShardReader> open_range(uint32_t shard_id, uint64_t begin, uint64_t end) const override {
+        if (!byte_ranges()) return nullptr;
+        const Source &src = *source_;
+        const uint64_t size = src.size();
+        begin = std::min(begin, size);
+        end = std::max(begin, std::min(end, size));
+        uint64_t from = 0, to = 0, pc = 0;
+        std::string error;
+        sonde_status_t st = line_start(src, begin, end, &from, &error);
+        if (st == SONDE_STATUS_SUCCESS && from < end) {
+            st = line_start(src, end, std::min<uint64_t>(size, end + kMaxLine + 2), &to, &error);
+            if (st == SONDE_STATUS_SUCCESS) st = pc_before(src, from, &pc, &error);
+        } else {
+            to = from;
+        }
+        if (st != SONDE_STATUS_SUCCESS) return std::make_unique<BlockShardReader>(nullptr, 1, st, error);
+        const unsigned threads = decode_threads();
+        return open_stream_range<LackeyFormat>(source_.get(), threads, block_bytes_for(to - from, threads),
+                                               from, to, pc, path_, shard_id, false);
     }
 };
 

@@ -49,11 +49,21 @@ private:
     uint32_t shard_id_;
 };
 
-size_t block_bytes(const Source &source, unsigned threads) {
-    if (!source.seekable()) return kBlockBytes;
-    const uint64_t decoded = source.size() * (source.zstd() ? 8 : 1);
+// Decoded bytes per block for `decoded` bytes of addresses: kBlockBytes, less for a small input
+// (so that several threads share it), at least kMinBlockBytes.
+size_t block_bytes_for(uint64_t decoded, unsigned threads) {
     const uint64_t share = (decoded / (2 * uint64_t{threads}) + 8) & ~uint64_t{7};
     return static_cast<size_t>(std::clamp<uint64_t>(share, kMinBlockBytes, kBlockBytes));
+}
+
+size_t block_bytes(const Source &source, unsigned threads) {
+    if (!source.seekable()) return kBlockBytes;
+    return block_bytes_for(source.size() * (source.zstd() ? 8 : 1), threads);
+}
+
+// The first address at or after byte `at` of a plain file of `size` bytes (a multiple of 8).
+uint64_t address_at_or_after(uint64_t at, uint64_t size) {
+    return at >= size ? size : (at + 7) & ~uint64_t{7};
 }
 
 class Raw64Input final : public Input {
@@ -77,6 +87,18 @@ public:
         const unsigned threads = decode_threads();
         return open_stream_shard<Raw64Format>(source_.get(), threads, block_bytes(*source_, threads), path_,
                                               shard_id);
+    }
+    // A plain file: its size is a multiple of 8 (checked at open), so a range [begin, end)
+    // holds the addresses that start there, from the first multiple of 8 at or after begin.
+    bool byte_ranges() const override { return source_->seekable() && !source_->zstd(); }
+    std::unique_ptr<ShardReader> open_range(uint32_t shard_id, uint64_t begin, uint64_t end) const override {
+        if (!byte_ranges()) return nullptr;
+        const uint64_t size = source_->size();
+        const uint64_t from = address_at_or_after(begin, size);
+        const uint64_t to = std::max(from, address_at_or_after(end, size));
+        const unsigned threads = decode_threads();
+        return open_stream_range<Raw64Format>(source_.get(), threads, block_bytes_for(to - from, threads),
+                                              from, to, 0, path_, shard_id);
     }
     uint64_t records_ = UINT64_MAX;
 };

@@ -131,6 +131,21 @@ public:
                                                           size_t pieces) const {
         return piece == 0 && pieces == 1 ? open_shard(shard, shard_id) : nullptr;
     }
+    // Byte ranges, for partitioned runs whose ranks each read a part of one stream: whether the
+    // input can be read from any byte offset (a plain lackey or raw64 file, not compressed and
+    // not a pipe; one shard), and a reader of the records of that shard that start in bytes
+    // [begin, end) of the file (raw64: the addresses at multiples of 8 there; lackey: the lines
+    // whose first byte is there, each data line with the pc of the last instruction line before
+    // it in the file). Consecutive ranges therefore split the records exactly, and a range's
+    // records, their order, its first error and the error's message (file offset, line number)
+    // are those of a reader of the whole file. nullptr when !byte_ranges(). Thread-safe.
+    virtual bool byte_ranges() const { return false; }
+    virtual std::unique_ptr<ShardReader> open_range(uint32_t shard_id, uint64_t begin, uint64_t end) const {
+        (void)shard_id;
+        (void)begin;
+        (void)end;
+        return nullptr;
+    }
     // Program events (Sonde traces of version 1.1): event shards, their counts from the index,
     // a reader per shard (nullptr for shard >= num_event_shards()), the time range of every
     // event and the tables. Inputs without events have none.

@@ -161,6 +161,24 @@ sonde_status_t Source::spool(std::string *error) {
     return SONDE_STATUS_SUCCESS;
 }
 
+sonde_status_t Source::read_at(uint64_t offset, unsigned char *dst, size_t n, size_t *got,
+                               std::string *error) const {
+    size_t done = 0;
+    while (done < n && offset + done < size_) {
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(n - done, size_ - offset - done));
+        const ssize_t r = ::pread(fd_, dst + done, want, static_cast<off_t>(offset + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            *error = fmt::at(path_, offset + done, std::string("read failed: ") + std::strerror(errno));
+            return SONDE_STATUS_ERROR_IO;
+        }
+        if (r == 0) break;
+        done += static_cast<size_t>(r);
+    }
+    *got = done;
+    return SONDE_STATUS_SUCCESS;
+}
+
 bool Source::zstd() const { return head_size_ >= 4 && std::memcmp(head_.get(), kZstdMagic, 4) == 0; }
 
 bool Source::take(std::string *error) const {
@@ -192,6 +210,19 @@ sonde_status_t ByteStream::open(const Source *source, std::string *error) {
     return SONDE_STATUS_SUCCESS;
 }
 
+sonde_status_t ByteStream::open_range(const Source *source, uint64_t begin, uint64_t end,
+                                      std::string *error) {
+    if (!source->seekable() || source->zstd()) {
+        *error = source->path() + ": a byte range of a stream or of a compressed input cannot be read";
+        return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    const sonde_status_t s = open(source, error);
+    if (s != SONDE_STATUS_SUCCESS) return s;
+    file_offset_ = std::min(begin, source->size());
+    file_end_ = std::max(file_offset_, std::min(end, source->size()));
+    return SONDE_STATUS_SUCCESS;
+}
+
 bool ByteStream::refill_input() {
     if (eof_) return false;
     in_pos_ = 0;
@@ -205,10 +236,12 @@ bool ByteStream::refill_input() {
         source_->count_consumed(n);
         return true;
     }
+    // A byte range ends at file_end_ (UINT64_MAX otherwise, for a whole input).
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(in_cap_, file_end_ - file_offset_));
     for (;;) {
         const ssize_t n = source_->seekable()
-                              ? ::pread(source_->fd(), in_.get(), in_cap_, static_cast<off_t>(file_offset_))
-                              : ::read(source_->fd(), in_.get(), in_cap_);
+                              ? ::pread(source_->fd(), in_.get(), want, static_cast<off_t>(file_offset_))
+                              : ::read(source_->fd(), in_.get(), want);
         if (n < 0) {
             if (errno == EINTR) continue;
             status_ = SONDE_STATUS_ERROR_IO;

@@ -62,6 +62,12 @@ public:
     // thread may read it while they run.
     void count_consumed(uint64_t n) const { consumed_.fetch_add(n, std::memory_order_relaxed); }
     uint64_t consumed() const { return consumed_.load(std::memory_order_relaxed); }
+    // Reads up to `n` bytes at `offset` of a seekable input into dst (fewer at its end): for
+    // readers that look around a byte range before they read it (its first record's start, the
+    // state in force there). SUCCESS with *got set, or SONDE_STATUS_ERROR_IO with *error set.
+    // Not counted as consumed.
+    sonde_status_t read_at(uint64_t offset, unsigned char *dst, size_t n, size_t *got,
+                           std::string *error) const;
 
 private:
     std::string path_;
@@ -86,6 +92,10 @@ public:
     // Starts reading `source` from its first byte (a stream: its peeked bytes, then the rest).
     // SUCCESS or SONDE_STATUS_ERROR_IO with *error set (a stream another reader has taken).
     sonde_status_t open(const Source *source, std::string *error);
+    // Reads bytes [begin, end) of a seekable input that is not compressed (a byte range of a
+    // partitioned run): fill() then gives those bytes and ends at `end`. SUCCESS, or
+    // SONDE_STATUS_ERROR_INVALID_ARGUMENT for a stream or a zstd input (they cannot be split).
+    sonde_status_t open_range(const Source *source, uint64_t begin, uint64_t end, std::string *error);
     // Copies up to `cap` decoded bytes into dst; 0 at the end or on error (see status()).
     // Cost: one read per block of the input and zstd streaming decompression; no allocation.
     size_t fill(unsigned char *dst, size_t cap);
@@ -104,6 +114,7 @@ private:
     bool zstd_ = false;
     bool eof_ = false;
     uint64_t file_offset_ = 0;             // bytes of the input consumed into in_
+    uint64_t file_end_ = UINT64_MAX;       // open_range(): where the range ends
     std::unique_ptr<unsigned char[]> in_;  // not zero-filled: only the bytes read are touched
     size_t in_cap_ = 0;
     size_t in_pos_ = 0;

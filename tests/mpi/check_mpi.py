@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """`sonde analyze --mpi` under mpirun (argv: sonde, mpirun, trace_record, data directory):
-with 2 and 3 ranks on real traces (the gzip lackey trace, a Sonde trace of two shards given
-twice), the merged JSON of rank 0 equals the one process's for every built-in tool, metadata
-start_time and command aside; then the errors: an input that one rank cannot read (every rank
-stops, exit non-zero, the reason named), ranks started with other options, a tool that cannot
-run partitioned, and --mpi without mpirun (one rank)."""
+with 2 and 3 ranks on real traces (the gzip lackey trace as zstd, whose ranks take record
+slices, and as plain text, whose ranks read byte ranges; raw64 addresses; a Sonde trace of two
+shards given twice), the merged JSON of rank 0 equals the one process's for every built-in tool,
+metadata start_time and command aside. Byte ranges at their edges: a range that starts among
+data lines whose instruction line is in the range before, several inputs in one stream, a file
+smaller than the rank count, an empty file. Then the errors: an input that one rank cannot read
+(every rank stops, exit non-zero, the reason named), ranks started with other options, a tool
+that cannot run partitioned, and --mpi without mpirun (one rank)."""
+import ctypes
 import json
 import os
+import random
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,11 +45,40 @@ def results(path):
     return j
 
 
-def check_equal(tmp, inputs, tool_args, extra=()):
+def unzstd(src, dst):
+    """Decompresses a zstd file with libzstd (which libsonde links), streaming."""
+    z = ctypes.CDLL("libzstd.so.1")
+    z.ZSTD_createDStream.restype = ctypes.c_void_p
+    z.ZSTD_decompressStream.restype = ctypes.c_size_t
+    z.ZSTD_decompressStream.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    z.ZSTD_isError.argtypes = [ctypes.c_size_t]
+    z.ZSTD_freeDStream.argtypes = [ctypes.c_void_p]
+
+    class Buffer(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t), ("pos", ctypes.c_size_t)]
+
+    ds = z.ZSTD_createDStream()
+    out = ctypes.create_string_buffer(1 << 20)
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            held = ctypes.create_string_buffer(chunk, len(chunk))
+            inb = Buffer(ctypes.cast(held, ctypes.c_void_p), len(chunk), 0)
+            while inb.pos < inb.size:
+                outb = Buffer(ctypes.cast(out, ctypes.c_void_p), len(out), 0)
+                if z.ZSTD_isError(z.ZSTD_decompressStream(ds, ctypes.byref(outb), ctypes.byref(inb))):
+                    sys.exit(f"{src}: zstd error")
+                g.write(out.raw[:outb.pos])
+    z.ZSTD_freeDStream(ds)
+
+
+def check_equal(tmp, inputs, tool_args, extra=(), counts=(2, 3)):
     one = os.path.join(tmp, "one.json")
     run([SONDE, "analyze", *inputs, *tool_args, *extra, "--json", one])
     expected = results(one)
-    for n in (2, 3):
+    for n in counts:
         merged = os.path.join(tmp, f"np{n}.json")
         p = run(MPI + ["-np", str(n), SONDE, "analyze", "--mpi", *inputs, *tool_args, *extra, "--json", merged])
         got = results(merged)
@@ -58,18 +93,47 @@ def check_equal(tmp, inputs, tool_args, extra=()):
 with tempfile.TemporaryDirectory() as tmp:
     sonde_trace = os.path.join(tmp, "two_threads.sonde")
     run([TRACE_RECORD, sonde_trace])
+    plain = os.path.join(tmp, "gzip.lackey")  # the same trace as plain text: byte ranges
+    unzstd(LACKEY, plain)
+    raw = os.path.join(tmp, "t.raw64")
+    rng = random.Random(17)
+    with open(raw, "wb") as f:
+        f.write(b"".join(struct.pack("<Q", 0x10000000 + rng.randrange(1 << 16) * 24) for _ in range(300000)))
     for case in CASES:
-        check_equal(tmp, [LACKEY], case)
+        check_equal(tmp, [LACKEY], case)                                  # zstd: record slices
+        check_equal(tmp, [plain], case)                                   # plain: byte ranges
+        check_equal(tmp, [raw], case, ["--format", "raw64"])
         check_equal(tmp, [sonde_trace, sonde_trace], case)                # 4 shards: by shards
         check_equal(tmp, [sonde_trace, sonde_trace], case, ["--serial"])  # time slices
+
+    # Byte ranges at their edges. Data lines whose instruction line lies in the range before
+    # (the ranges of 2 and 3 ranks start inside the run of data lines); several inputs in one
+    # stream, a tiny and an empty file among them; a file smaller than the rank count; an empty
+    # file alone.
+    edges = os.path.join(tmp, "edges.lackey")
+    with open(edges, "w") as f:
+        f.write(" L 00000100,8\nI  00401000,4\n")
+        f.write("".join(f" {'LSM'[i % 3]} {0x10000 + 40 * i:08x},8\n" for i in range(3000)))
+        f.write("I  00401004,4\n S 00020000,8\n")
+    tiny = os.path.join(tmp, "tiny.lackey")
+    with open(tiny, "w") as f:
+        f.write("I  10,4\n")
+    empty = os.path.join(tmp, "empty.lackey")
+    open(empty, "w").close()
+    for case in CASES:
+        check_equal(tmp, [edges], case)
+        check_equal(tmp, [tiny, edges, empty, tiny], case, ["--serial", "--format", "lackey"], counts=(3,))
+        check_equal(tmp, [tiny], case, ["--format", "lackey"], counts=(3,))
+    check_equal(tmp, [empty], ["--tool", "basic_counts,cache_sim,reuse_distance"], ["--format", "lackey"])
 
     # --mpi without mpirun: one rank, the same results.
     one = os.path.join(tmp, "one.json")
     single = os.path.join(tmp, "single.json")
-    run([SONDE, "analyze", LACKEY, "--json", one])
-    p = run([SONDE, "analyze", "--mpi", LACKEY, "--json", single])
-    assert "1 MPI rank(s)" in p.stdout, p.stdout
-    assert results(single) == results(one)
+    for trace in (LACKEY, plain):
+        run([SONDE, "analyze", trace, "--tool", "basic_counts,cache_sim", "--json", one])
+        p = run([SONDE, "analyze", "--mpi", trace, "--tool", "basic_counts,cache_sim", "--json", single])
+        assert "1 MPI rank(s)" in p.stdout, p.stdout
+        assert results(single) == results(one)
 
     # One rank cannot read its input: the same relative path in two working directories, a
     # lackey trace in one and text that is no lackey trace in the other. Every rank stops,
@@ -79,8 +143,8 @@ with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(bad)
     with open(os.path.join(good, "t.lackey"), "w") as f:
         f.write("I  00400000,4\n L 00001000,8\n S 00001040,8\n")
-    with open(os.path.join(bad, "t.lackey"), "w") as f:
-        f.write("I  00400000,4\n this is not lackey\n")
+    with open(os.path.join(bad, "t.lackey"), "w") as f:  # the bad line in rank 1's half
+        f.write("I  00400000,4\n L 00001000,8\n this is not lackey\n")
     args = ["analyze", "--mpi", "--format", "lackey", "t.lackey"]
     p = subprocess.run(MPI + ["-np", "1", "-wdir", good, SONDE, *args, ":", "-np", "1", "-wdir", bad, SONDE, *args],
                        capture_output=True, text=True, timeout=300)

@@ -12,7 +12,7 @@ int main() {
         std::fprintf(stderr, "available() is true in the no-MPI ranks\n");
         return 1;
     }
-    if (sonde::mpi::start(&why) != nullptr) {
+    if (sonde::mpi::start(0, &why) != nullptr) {
         std::fprintf(stderr, "start() gave ranks without MPI\n");
         return 1;
     }
