@@ -60,7 +60,9 @@ typedef struct sonde_tool_ops_t {
     bool (*parallel_worker_init)(void *tool, uint32_t worker_index, void **worker_data);
     /** Called once on each worker after its last shard. */
     bool (*parallel_worker_exit)(void *tool, void *worker_data);
-    /** Called on the shard's worker before its first record; may set *shard_data. */
+    /** Called on the shard's worker before its first record; may set *shard_data. A shard
+     *  whose init fails gets no parallel_shard_exit(): the tool frees what it made before
+     *  returning false. */
     bool (*parallel_shard_init)(void *tool, uint32_t shard, void *worker_data, void **shard_data);
     /** One record of a shard (required for parallel mode unless parallel_shard_memrefs is set). */
     bool (*parallel_shard_memref)(void *tool, void *shard_data, const sonde_memref_t *memref);

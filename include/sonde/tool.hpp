@@ -27,7 +27,13 @@ namespace sonde {
 class tool {
 public:
     /** @brief Virtual, so that destroy() deletes the derived object. @since 1.0 */
-    virtual ~tool() {}
+    virtual ~tool() {
+        while (failed_boxes_ != nullptr) {
+            shard_box *next = failed_boxes_->next_failed;
+            delete failed_boxes_;
+            failed_boxes_ = next;
+        }
+    }
     /** @brief The tool's name (the key of its results). @return A string that outlives the tool. */
     virtual const char *name() const = 0;
     /**
@@ -215,8 +221,12 @@ private:
         void *data;
         std::string error;
         bool out_of_memory;
+        shard_box *next_failed;
     };
     std::mutex error_mutex_;
+    // Boxes of shards whose exit failed: parallel_shard_error() reads them after the exit, so
+    // they live until the tool does (a list through the boxes: keeping one allocates nothing).
+    shard_box *failed_boxes_ = nullptr;  // guarded by error_mutex_
     std::string error_;
     bool out_of_memory_ = false;  // the last message could not be stored
     std::string json_;
@@ -292,11 +302,18 @@ private:
             box = new shard_box();
             box->data = nullptr;
             box->out_of_memory = false;
+            box->next_failed = nullptr;
         } catch (...) {
             return self(t)->note_error("out of memory");
         }
+        // A failed shard init gets no parallel_shard_exit: the box goes now.
+        if (!call(self(t), [&] { return self(t)->parallel_shard_init(s, wd, &box->data); })) {
+            delete box;
+            *sd = nullptr;
+            return false;
+        }
         *sd = box;
-        return call(self(t), [&] { return self(t)->parallel_shard_init(s, wd, &box->data); });
+        return true;
     }
     static bool t_shard_memref(void *t, void *sd, const sonde_memref_t *m) {
         shard_box *box = static_cast<shard_box *>(sd);
@@ -309,7 +326,13 @@ private:
     static bool t_shard_exit(void *t, void *sd) {
         shard_box *box = static_cast<shard_box *>(sd);
         bool ok = call_shard(box, [&] { return self(t)->parallel_shard_exit(box->data); });
-        if (ok) delete box;  // a failed exit keeps the box for parallel_shard_error; freed then
+        if (ok) {
+            delete box;
+        } else {  // kept for parallel_shard_error(); freed with the tool
+            std::lock_guard<std::mutex> lock(self(t)->error_mutex_);
+            box->next_failed = self(t)->failed_boxes_;
+            self(t)->failed_boxes_ = box;
+        }
         return ok;
     }
     static const char *t_shard_error(void *t, void *sd) {
