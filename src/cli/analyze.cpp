@@ -252,7 +252,8 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         "--tool", tool_lists,
         "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
         "a tool shared object, with its options after '=' (PATH=OPTIONS; they run to the end of the "
-        "value) (default basic_counts, or cache_sim with --cache)");
+        "value) (default basic_counts, or cache_sim with --cache)")
+        ->allow_extra_args(false);  // one list per --tool: the inputs after it stay inputs
     auto *jobs_opt =
         app.add_option("--jobs,-j", jobs,
                        "Threads: parallel workers; in a serial run, the threads that decode a lackey "

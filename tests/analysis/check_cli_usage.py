@@ -7,6 +7,7 @@
    infinities, negative and zero counts, huge --jobs, --line-size not a power of two, malformed
    --cache levels, --tool lists with empty items or unknown names, unknown --format, missing
    inputs, --json into a directory that does not exist, options that no chosen tool reads.
+   Options may come before the inputs (`--tool LIST` takes one list, never the paths after it).
 2. Every command answers --version and --help (exit 0); --help shows the accepted ranges.
 3. `sonde convert`: an output that is the input (directly, through a symbolic link, through a
    hard link) is refused and the input is intact; an existing output is refused without
@@ -160,6 +161,14 @@ with tempfile.TemporaryDirectory() as tmp:
                   "distance_threshold=5,distance_limit=6,report_top=2"]):
         r = run(*A, *args)
         check(r.returncode == 0, "accepted: %s (exit %d %s)" % (" ".join(args), r.returncode, r.stderr))
+    # Options before the inputs: --tool takes one list, and the paths after it stay inputs.
+    for args in (["--tool", "basic_counts"], ["--tool", "basic_counts", "--tool", "cache_sim"],
+                 ["--tool", "reuse_distance,cache_sim"]):
+        r = run("analyze", *args, trace, trace)
+        counts = "reads 2, writes 2, ifetches 2" in r.stdout
+        check(r.returncode == 0 and "2 input(s)" in r.stdout and counts == (args[1] == "basic_counts"),
+              "sonde analyze %s INPUT INPUT: both paths are inputs (exit %d %r %r)"
+              % (" ".join(args), r.returncode, r.stdout, r.stderr))
 
     # convert.
     out = os.path.join(tmp, "out.sonde")
