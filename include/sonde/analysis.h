@@ -115,7 +115,8 @@ typedef struct sonde_tool_ops_t {
     /**
      * Merges the bytes another rank's export_state() gave into this tool's state, so that after
      * every other rank's bytes the results equal those of one process reading everything.
-     * Called in any rank order; false on bad bytes or failure (get_error_string()). @since 1.2
+     * Called in any rank order; false on bad bytes or failure (get_error_string()). @p state
+     * starts at an 8-byte boundary, whatever its place in the rank's bytes. @since 1.2
      */
     bool (*merge_state)(void *tool, const void *state, size_t size);
     /**

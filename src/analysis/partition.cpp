@@ -20,6 +20,8 @@
 //
 // Threads: called on the analyzer's thread only (one thread at a time per analyzer).
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -418,9 +420,17 @@ sonde_status_t Analyzer::merge_state(const void *state, size_t size) {
     }
     state_exported_ = false;
     exported_state_.clear();
+    std::vector<uint64_t> aligned;  // a tool's bytes moved to an 8-byte boundary (analysis.h)
     for (size_t i = 0; i < tools_.size(); ++i) {
         const Tool &t = *tools_[i];
-        if (!t.ops.merge_state(t.data, parts[i].second.first, parts[i].second.second)) {
+        const void *bytes = parts[i].second.first;
+        const size_t size = parts[i].second.second;
+        if (reinterpret_cast<uintptr_t>(bytes) % alignof(uint64_t) != 0) {
+            aligned.assign(size / sizeof(uint64_t) + 1, 0);
+            std::memcpy(aligned.data(), bytes, size);
+            bytes = aligned.data();
+        }
+        if (!t.ops.merge_state(t.data, bytes, size)) {
             merge_failed_ = true;
             const char *why = t.ops.get_error_string != nullptr ? t.ops.get_error_string(t.data) : nullptr;
             error = t.name + ": merge_state failed" + (why != nullptr && *why ? std::string(": ") + why : "");
