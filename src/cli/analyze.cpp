@@ -249,10 +249,10 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     cli::add_format_option(app, &format, "Input format: auto, sonde, lackey, raw64, drmemtrace")
         ->capture_default_str();
     app.add_option(
-        "--tool", tool_lists,
-        "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
-        "a tool shared object, with its options after '=' (PATH=OPTIONS; they run to the end of the "
-        "value) (default basic_counts, or cache_sim with --cache)")
+           "--tool", tool_lists,
+           "Tools, comma-separated, each once: basic_counts, cache_sim, reuse_distance, or the path of "
+           "a tool shared object, with its options after '=' (PATH=OPTIONS; they run to the end of the "
+           "value) (default basic_counts, or cache_sim with --cache)")
         ->allow_extra_args(false);  // one list per --tool: the inputs after it stay inputs
     auto *jobs_opt =
         app.add_option("--jobs,-j", jobs,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -49,6 +50,9 @@ typedef struct run_rec {
 
 typedef struct recorder {
     bool pieces;
+    bool meet; /* the first two workers on the big shard wait for each other (see r_shard_memrefs) */
+    unsigned big_workers;
+    pthread_cond_t met;
     pthread_mutex_t mu;
     run_rec runs[kMaxRuns];
     size_t nruns;
@@ -86,9 +90,24 @@ static bool r_shard_init(void *t, uint32_t shard, void *wd, void **sd) {
     *sd = &r->runs[k];
     return true;
 }
+/* With `meet`, a worker's first records of a piece of the big shard wait until a second worker
+ * has started one too (or 60 s have passed; the test then fails on the count): a piece held by
+ * one worker is what lets the others take the next pieces, whatever the machine's load, so that
+ * "several workers share the big shard" does not depend on how fast threads start. */
+static void meet_on_big(recorder *r, const run_rec *run) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&r->mu);
+    r->big_workers |= 1u << run->worker;
+    pthread_cond_broadcast(&r->met);
+    while (__builtin_popcount(r->big_workers) < 2)
+        if (pthread_cond_timedwait(&r->met, &r->mu, &until) != 0) break;
+    pthread_mutex_unlock(&r->mu);
+}
 static bool r_shard_memrefs(void *t, void *sd, const sonde_memref_t *m, size_t n) {
-    (void)t;
     run_rec *run = sd;
+    if (((recorder *)t)->meet && run->shard == 1 && run->first == UINT64_MAX) meet_on_big(t, run);
     for (size_t i = 0; i < n; ++i) {
         /* Records of a run are contiguous: position = first + count. */
         if (run->first == UINT64_MAX) run->first = m[i].pc;
@@ -163,8 +182,11 @@ static void test_memory_pieces(void **state) {
     recorder *r = calloc(1, sizeof *r);
     assert_non_null(r);
     pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->met, NULL);
     r->pieces = true;
+    r->meet = true;
     run_recorder(r, false);
+    r->meet = false;
     unsigned big_runs;
     const unsigned workers = check_cover(r, &big_runs);
     /* The big shard is 40 times a small one: cut so that several workers get a share of it. */
@@ -184,6 +206,7 @@ static void test_memory_pieces(void **state) {
     check_cover(r, &big_runs);
     assert_int_equal(big_runs, 1);
     assert_int_equal(r->nruns, kShards);
+    pthread_cond_destroy(&r->met);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
