@@ -70,9 +70,14 @@ if [ -f "$data" ]; then
   "$sonde" analyze "$data" --format lackey --tool reuse_distance --line-size 64
   if command -v mpirun >/dev/null && ! "$sonde" analyze --mpi /dev/null 2>&1 | grep -q "has no MPI"; then
     echo
-    echo "== 5b. The same, as two MPI ranks: each reads half, rank 0 merges (the same histogram)"
+    echo "== 5b. The same, as two MPI ranks over the plain text: each reads its half of the bytes,"
+    echo "       rank 0 merges (the same histogram); cache_sim's ranks split the sets and send each"
+    echo "       reference to the rank that simulates it (the same counts as step 4)"
+    zstd -q -d -f "$data" -o "$tmp/gzip.lackey"
     mpirun --allow-run-as-root --oversubscribe -np 2 \
-      "$sonde" analyze --mpi "$data" --format lackey --tool reuse_distance --line-size 64
+      "$sonde" analyze --mpi "$tmp/gzip.lackey" --format lackey --tool reuse_distance --line-size 64
+    mpirun --allow-run-as-root --oversubscribe -np 2 \
+      "$sonde" analyze --mpi "$tmp/gzip.lackey" --format lackey --cache I1:32K:8:64,D1:32K:8:64,LL:1M:16:64
   fi
 fi
 
