@@ -10,7 +10,9 @@
 // (timestamp order), so the tool does not offer parallel shards. `jobs=N` instead runs the
 // calculator's parallel exact mode (chunks of the access sequence, merged exactly) on batches.
 // `per_shard=1` also keeps one stack per shard. Partitioned runs (sonde analyze --mpi) take
-// time slices and merge them exactly at rank 0 (PARDA's scheme; exact mode only). The tool owns
+// time slices and merge them exactly at rank 0 (PARDA's scheme; exact mode and SHARDS at a
+// fixed rate, whose sampling is per line and whose scaling depends on an access's position
+// only; not fixed-size SHARDS, whose threshold depends on every earlier line). The tool owns
 // everything it holds; the analyzer calls it from one thread.
 //
 // With jobs > 1 the batches (of 4 M accesses) go through a Pipeline: a calculator thread runs
@@ -211,10 +213,10 @@ public:
     // merges its chunks), so the histogram equals one process's exactly.
     bool partition_supported() const override { return true; }
     uint32_t partition(uint32_t, uint32_t, uint32_t offers) override {
-        if (opt_.cfg.mode != stackdist::Mode::kExact) {
+        if (opt_.cfg.mode == stackdist::Mode::kFixedSize) {
             set_error(
-                "SHARDS sampling (sample_rate, sample_size) does not run partitioned: its scaled "
-                "distances depend on the whole stream's batches; run it in one process");
+                "SHARDS at a fixed size (sample_size) does not run partitioned: which lines it keeps "
+                "depends on every line before them; use sample_rate, or run it in one process");
             return SONDE_PARTITION_REFUSE;
         }
         if (opt_.per_shard) {
@@ -245,11 +247,13 @@ public:
         for (const auto &sp : slices_) rank_slice(*sp);
         StateWriter w;
         w.u64(opt_.line_size);
+        w.u64(sampling_key());
         w.u64(slices_.size());
         for (const auto &sp : slices_) {
             const Slice &sl = *sp;
             w.u64(sl.index);
             w.u64(sl.accesses);
+            w.u64(sl.sampled);
             for (unsigned k = 0; k < 2; ++k) {
                 uint64_t nonzero = 0;
                 for (uint32_t c : sl.hist.units[k]) nonzero += c != 0;
@@ -275,6 +279,13 @@ public:
                 w.u64(sl.first_lines[j]);
                 w.u8(sl.first_writes[j]);
                 if (sl.ranked) w.u32(sl.rank[j]);
+                if (sampling()) w.u64(sl.first_pos[j]);
+            }
+            w.u64(sl.capped.size());
+            for (const Capped &c : sl.capped) {
+                w.u64(c.pos);
+                w.u64(c.distance);
+                w.u8(c.write);
             }
         }
         return std::move(w.out);
@@ -282,12 +293,17 @@ public:
     bool merge_state(const void *state, size_t size) override {
         StateReader r(state, size);
         if (r.u64() != opt_.line_size) return set_error("partial state of another line size");
-        const uint64_t n = r.count(16);
+        if (r.u64() != sampling_key()) return set_error("partial state of another sampling rate or seed");
+        const bool sampled = sampling();
+        const uint64_t n = r.count(24);
         std::vector<std::unique_ptr<Slice>> got;
         for (uint64_t i = 0; i < n; ++i) {
             auto sl = std::make_unique<Slice>();
             sl->index = r.u64();
             sl->accesses = r.u64();
+            sl->sampled = r.u64();
+            if (sl->sampled > sl->accesses || (!sampled && sl->sampled != sl->accesses))
+                return set_error("partial state has more sampled accesses than accesses");
             for (unsigned k = 0; k < 2; ++k) {
                 const uint64_t units = r.count(12);
                 for (uint64_t u = 0; u < units; ++u) {
@@ -308,16 +324,36 @@ public:
                 }
             }
             const uint64_t m = r.count(9);
+            if (m > sl->sampled) return set_error("partial state has more first accesses than accesses");
             sl->ranked = r.u8() != 0;
             sl->first_lines.resize(m);
             sl->first_writes.resize(m);
             sl->rank.resize(sl->ranked ? m : 0);
+            sl->first_pos.resize(sampled ? m : 0);
             for (uint64_t j = 0; j < m; ++j) {
                 sl->first_lines[j] = r.u64();
-                sl->first_writes[j] = r.u8();
-                if (!sl->ranked) continue;
-                sl->rank[j] = r.u32();
-                if (sl->rank[j] >= m) return set_error("partial state has a recency rank beyond its lines");
+                sl->first_writes[j] = r.u8() != 0;
+                if (sl->ranked) {
+                    sl->rank[j] = r.u32();
+                    if (sl->rank[j] >= m)
+                        return set_error("partial state has a recency rank beyond its lines");
+                }
+                if (sampled) {
+                    sl->first_pos[j] = r.u64();
+                    if (sl->first_pos[j] == 0 || sl->first_pos[j] > sl->accesses)
+                        return set_error("partial state has a first access beyond its accesses");
+                }
+            }
+            const uint64_t capped = r.count(17);
+            if (capped > sl->sampled)
+                return set_error("partial state has more capped accesses than accesses");
+            sl->capped.resize(capped);
+            for (Capped &c : sl->capped) {
+                c.pos = r.u64();
+                c.distance = r.u64();
+                c.write = r.u8() != 0;
+                if (c.pos == 0 || c.pos > sl->accesses || c.distance >= c.pos)
+                    return set_error("partial state has a capped access beyond its accesses");
             }
             sl->stack.reset();  // merged: its ranks (if any) came with it
             for (const auto &have : slices_)
@@ -461,15 +497,28 @@ private:
     // One time slice of a partitioned run: its private stack (until closed), the distances
     // found inside it, and its first accesses in order with their recency ranks at its end
     // (0 = least recent).
+    // A sampled access found inside its slice whose scaled distance may be capped by its
+    // position in the stream (SHARDS at a fixed rate): its position in the slice (1-based),
+    // distance in sampled lines, and whether it writes.
+    struct Capped {
+        uint64_t pos;
+        uint64_t distance;
+        uint8_t write;
+    };
     struct Slice {
         uint64_t index = 0;
         uint64_t accesses = 0;
+        uint64_t sampled = 0;  // accesses that reached the stack (all of them when exact)
         std::unique_ptr<stackdist::Stack> stack = std::make_unique<stackdist::Stack>();
         stackdist::Histogram hist;
         std::vector<uint64_t> first_lines;
         std::vector<uint8_t> first_writes;
         std::vector<uint32_t> rank;
         bool ranked = false;  // rank holds the recency ranks (made from the stack, or merged)
+        // SHARDS at a fixed rate: the first accesses' positions in the slice (1-based), and the
+        // accesses whose scaled distance waits for the merge.
+        std::vector<uint64_t> first_pos;
+        std::vector<Capped> capped;
     };
 
     // A trace sampled at the source (memory-traces.md): its shards start with the sampling's
@@ -552,11 +601,16 @@ private:
             // the analyzer hands a slice-taking tool only its slices, so there are none.
             if (current_ && !lines_.empty()) {
                 Slice &sl = *current_;
-                std::vector<uint32_t> firsts;
-                sl.stack->access_chunk(lines_.data(), writes_.data(), lines_.size(), sl.hist, firsts);
-                for (uint32_t off : firsts) {
-                    sl.first_lines.push_back(lines_[off]);
-                    sl.first_writes.push_back(writes_[off]);
+                if (sampling()) {
+                    sample_slice(sl);
+                } else {
+                    std::vector<uint32_t> firsts;
+                    sl.stack->access_chunk(lines_.data(), writes_.data(), lines_.size(), sl.hist, firsts);
+                    for (uint32_t off : firsts) {
+                        sl.first_lines.push_back(lines_[off]);
+                        sl.first_writes.push_back(writes_[off]);
+                    }
+                    sl.sampled += lines_.size();
                 }
                 sl.accesses += lines_.size();
             }
@@ -577,6 +631,38 @@ private:
         global_->add(lines_.data(), writes_.data(), lines_.size());
         lines_.clear();
         writes_.clear();
+    }
+    bool sampling() const { return opt_.cfg.mode == stackdist::Mode::kFixedRate; }
+    // What a partial state's sampling must match: 0 when exact, else the threshold and seed.
+    uint64_t sampling_key() const {
+        if (!sampling()) return 0;
+        return stackdist::shards_key(opt_.cfg.seed) ^
+               (stackdist::fixed_rate_threshold(opt_.cfg.sample_rate) + 1);
+    }
+    // SHARDS at a fixed rate over a slice's batch: only sampled lines reach the slice's stack.
+    // A distance found inside the slice is final; scaled, it is capped by the access's position
+    // in the stream, which is at least its position in the slice: when the scaled distance is
+    // below the latter, the cap cannot bind and the count goes to the slice's histogram; else
+    // the access waits in `capped` for the merge, which knows the position in the stream.
+    void sample_slice(Slice &sl) {
+        const uint64_t key = stackdist::shards_key(opt_.cfg.seed);
+        const uint64_t thr = stackdist::fixed_rate_threshold(opt_.cfg.sample_rate);
+        const double inv = stackdist::fixed_rate_scale(thr);
+        for (size_t i = 0; i < lines_.size(); ++i) {
+            if (stackdist::shards_hash(lines_[i], key) >= thr) continue;
+            const uint64_t pos = sl.accesses + i + 1;
+            ++sl.sampled;
+            const uint64_t d = sl.stack->access(lines_[i]);
+            if (d == stackdist::kInfinity) {
+                sl.first_lines.push_back(lines_[i]);
+                sl.first_writes.push_back(writes_[i]);
+                sl.first_pos.push_back(pos);
+            } else if (static_cast<double>(d) * inv < static_cast<double>(pos)) {
+                sl.hist.add_unit(stackdist::shards_scaled(d, inv, pos), writes_[i]);
+            } else {
+                sl.capped.push_back({pos, d, writes_[i]});
+            }
+        }
     }
     // Closes the slice being read. Its recency ranks are made when the slice is exported, and
     // its stack is freed then; slice 0's stays, for result() to merge the later slices into it
@@ -616,13 +702,29 @@ private:
         stackdist::Stack fresh;
         stackdist::Stack *base = &fresh;
         stackdist::Histogram h;
+        // SHARDS at a fixed rate: the distances found at the merge (and the slices' capped ones)
+        // are scaled here, capped by their position in the stream: `before` accesses precede
+        // the slice being merged.
+        const bool sampled = sampling();
+        const double inv =
+            sampled ? stackdist::fixed_rate_scale(stackdist::fixed_rate_threshold(opt_.cfg.sample_rate))
+                    : 1.0;
+        uint64_t before = 0;
+        auto add_scaled = [&](uint64_t d, uint64_t pos, uint8_t w) {
+            h.add_unit(d == stackdist::kInfinity ? d : stackdist::shards_scaled(d, inv, before + pos), w);
+        };
+        auto add_slice = [&](Slice &sl) {
+            for (const Capped &c : sl.capped) add_scaled(c.distance, c.pos, c.write);
+            h.merge(sl.hist);
+            h.accesses += sl.accesses;
+            h.sampled += sl.sampled;
+            before += sl.accesses;
+        };
         if (!order.empty() && order[0]->index == 0 && order[0]->stack) {
             Slice &first = *order[0];
             base = first.stack.get();
-            h = std::move(first.hist);
             for (uint8_t w : first.first_writes) h.add_unit(stackdist::kInfinity, w);
-            h.accesses += first.accesses;
-            h.sampled += first.accesses;
+            add_slice(first);
             order.erase(order.begin());
             base_used_ = true;
         }
@@ -634,10 +736,19 @@ private:
             const size_t m = sl->first_lines.size();
             identity.resize(m);
             for (size_t j = 0; j < m; ++j) identity[j] = static_cast<uint32_t>(j);
+            if (sampled && sl->first_pos.size() != m)
+                throw std::runtime_error("slice " + std::to_string(sl->index) +
+                                         " came without the positions of its first accesses");
             if (k + 1 == order.size()) {
                 // The stream's last slice: nothing is merged after it, so it needs no room in
                 // the stack and no recency ranks.
-                stack.merge_last(sl->first_lines.data(), sl->first_writes.data(), identity.data(), m, h);
+                if (sampled) {
+                    stack.merge_last(sl->first_lines.data(), sl->first_writes.data(), identity.data(), m,
+                                     nullptr, &old);
+                    for (size_t j = 0; j < m; ++j) add_scaled(old[j], sl->first_pos[j], sl->first_writes[j]);
+                } else {
+                    stack.merge_last(sl->first_lines.data(), sl->first_writes.data(), identity.data(), m, &h);
+                }
             } else {
                 rank_slice(*sl);
                 if (!sl->ranked)
@@ -649,11 +760,18 @@ private:
                 stack.merge_probe(sl->first_lines.data(), identity.data(), sl->rank.data(), 0, m, base,
                                   old.data());
                 stack.merge_resolve(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
-                                    sl->rank.data(), old.data(), m, base, h);
+                                    sl->rank.data(), old.data(), m, base, sampled ? nullptr : &h);
+                for (size_t j = 0; sampled && j < m; ++j)
+                    add_scaled(old[j], sl->first_pos[j], sl->first_writes[j]);
             }
-            h.merge(sl->hist);
-            h.accesses += sl->accesses;
-            h.sampled += sl->accesses;
+            add_slice(*sl);
+        }
+        if (sampled) {
+            // As Reuse's fixed-rate mode: integer counts weighed 1/R once.
+            h.sampling = true;
+            h.scale = inv;
+            h.sample_rate = stackdist::fixed_rate_threshold(opt_.cfg.sample_rate) / 4294967296.0;
+            h.sample_weight = static_cast<double>(h.sampled) * inv;
         }
         h.set_adjustment();
         resolved_ = std::make_unique<ReuseResult>(Reuse::result_of(h));

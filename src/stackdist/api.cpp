@@ -175,7 +175,7 @@ SONDE_API sonde_status_t sonde_histogram_get_summary(const sonde_histogram_t *hi
         s.struct_size = sizeof(s);
         s.sampling = h.sampling ? 1 : 0;
         s.accesses = h.accesses;
-        double r = h.infinite[0], w = h.infinite[1];
+        double r = h.infinite_at(0), w = h.infinite_at(1);
         for (uint64_t d = 0; d < h.num_distances(); ++d) {
             r += h.reads_at(d);
             w += h.writes_at(d);
@@ -183,8 +183,8 @@ SONDE_API sonde_status_t sonde_histogram_get_summary(const sonde_histogram_t *hi
         if (h.num_distances() == 0) r += h.adjust;
         s.reads = round_count(r);
         s.writes = round_count(w);
-        s.infinite_reads = round_count(h.infinite[0]);
-        s.infinite_writes = round_count(h.infinite[1]);
+        s.infinite_reads = round_count(h.infinite_at(0));
+        s.infinite_writes = round_count(h.infinite_at(1));
         s.infinite = s.infinite_reads + s.infinite_writes;
         s.sampled = h.sampled;
         s.sample_rate = h.sample_rate;

@@ -53,24 +53,25 @@ void Histogram::set_adjustment() {
         adjust = 0;
         return;
     }
-    adjust = std::max(-at(weights[0], 0), static_cast<double>(accesses) - sample_weight);
+    adjust = std::max(-(at(units[0], 0) + at(weights[0], 0)) * scale,
+                      static_cast<double>(accesses) - sample_weight);
 }
 
 uint64_t Histogram::num_distances() const { return std::max(units[0].size(), weights[0].size()); }
 
 double Histogram::reads_at(uint64_t d) const {
-    return at(units[0], d) + at(weights[0], d) + (d == 0 ? adjust : 0.0);
+    return (at(units[0], d) + at(weights[0], d)) * scale + (d == 0 ? adjust : 0.0);
 }
 
-double Histogram::writes_at(uint64_t d) const { return at(units[1], d) + at(weights[1], d); }
+double Histogram::writes_at(uint64_t d) const { return (at(units[1], d) + at(weights[1], d)) * scale; }
 
 double Histogram::total() const {
-    double t = total_infinite() + adjust;
+    double t = 0;
     for (unsigned k = 0; k < 2; ++k) {
         for (uint32_t v : units[k]) t += v;
         for (double v : weights[k]) t += v;
     }
-    return t;
+    return (t + infinite[0] + infinite[1]) * scale + adjust;
 }
 
 double Histogram::miss_ratio(uint64_t cache_lines) const {

@@ -4,8 +4,11 @@
 // Two stores per access type: `units` (uint32 counts of unit-weight accesses, the exact mode's
 // hot path: half the cache footprint of doubles, which matters when distances are spread over a
 // million lines) and `weights` (doubles: SHARDS estimates, each sample weighing 1/R, plus 2^32
-// for every wrap of a unit counter). A count is units + weights. Not thread-safe; one thread
-// owns a Histogram at a time.
+// for every wrap of a unit counter). A count is (units + weights) * scale: scale is 1 except
+// for SHARDS at a fixed rate R, where every sample weighs the same 1/R, so the samples are
+// counted as integers and weighed once when read. Integer counts make a fixed-rate histogram
+// independent of how its accesses were cut into batches, chunks or MPI ranks. Not thread-safe;
+// one thread owns a Histogram at a time.
 #pragma once
 
 #include <cstddef>
@@ -21,11 +24,14 @@ namespace sonde::stackdist {
 struct Histogram {
     std::vector<uint32_t, HugeAlloc<uint32_t>> units[2];  // [0] reads, [1] writes; index = distance
     std::vector<double> weights[2];
-    double infinite[2] = {0, 0};
-    uint64_t accesses = 0;  // accesses offered to the calculator (true count)
-    uint64_t sampled = 0;   // accesses that went through the stack (== accesses when exact)
+    double infinite[2] = {0, 0};  // in units of `scale`
+    uint64_t accesses = 0;        // accesses offered to the calculator (true count)
+    uint64_t sampled = 0;         // accesses that went through the stack (== accesses when exact)
     bool sampling = false;
     double sample_rate = 1.0;  // current SHARDS rate (1 when exact)
+    // The weight of one count in units, weights and infinite: 1/R for SHARDS at a fixed rate
+    // R (set with the rate, before the first count), 1 otherwise.
+    double scale = 1.0;
     // SHARDS: total weight of the samples, and the SHARDS_adj correction (accesses minus that
     // weight) counted as reads at distance 0, so the estimate covers exactly `accesses`.
     double sample_weight = 0;
@@ -66,7 +72,8 @@ struct Histogram {
     double writes_at(uint64_t d) const;
     double count_at(uint64_t d) const { return reads_at(d) + writes_at(d); }
     double total() const;  // all weights, infinite included
-    double total_infinite() const { return infinite[0] + infinite[1]; }
+    double infinite_at(unsigned is_write) const { return infinite[is_write] * scale; }
+    double total_infinite() const { return (infinite[0] + infinite[1]) * scale; }
     // Mattson: an access with distance d hits in a fully associative LRU cache of c lines iff
     // d < c. miss_ratio(c) = (infinite + sum_{d >= c} count(d)) / total.
     double miss_ratio(uint64_t cache_lines) const;

@@ -32,12 +32,14 @@ inline uint64_t mix64(uint64_t z) {
 
 uint64_t shards_key(uint64_t seed) { return mix64(seed + 0x9E3779B97F4A7C15ull); }
 
+uint64_t fixed_rate_threshold(double rate) { return static_cast<uint64_t>(std::llround(rate * kHashRange)); }
+
 uint32_t shards_hash(uint64_t line, uint64_t key) { return static_cast<uint32_t>(mix64(line ^ key) >> 32); }
 
 Reuse::Reuse(const ReuseConfig &cfg)
     : cfg_(cfg), stack_(cfg.initial_capacity, cfg.verify), key_(shards_key(cfg.seed)) {
     if (cfg_.mode == Mode::kFixedRate)
-        threshold_ = static_cast<uint64_t>(std::llround(cfg_.sample_rate * kHashRange));
+        threshold_ = fixed_rate_threshold(cfg_.sample_rate);
     else
         threshold_ = static_cast<uint64_t>(kHashRange);  // fixed size starts at R = 1
     if (cfg_.workers == 0) cfg_.workers = 1;
@@ -133,36 +135,45 @@ void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, s
             stack_.merge_probe(cl, p.firsts.data(), p.rank.data(), m * i / helpers, m * (i + 1) / helpers,
                                base, p.old.data());
         });
-        stack_.merge_resolve(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), p.old.data(), m, base, h);
+        stack_.merge_resolve(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), p.old.data(), m, base, &h);
         h.merge(p.hist);
         p = Part();
     }
 }
 
-namespace {
-// A sampled distance d scaled to the whole trace (d / R), at most `accesses`: no reuse distance
-// exceeds the accesses seen, and the dense histogram must not grow past what the data holds.
-uint64_t scaled(uint64_t d, double inv, uint64_t accesses) {
+uint64_t shards_scaled(uint64_t d, double inv, uint64_t position) {
     const double e = static_cast<double>(d) * inv;
-    return e >= static_cast<double>(accesses) ? accesses : static_cast<uint64_t>(e);
+    return e >= static_cast<double>(position) ? position : static_cast<uint64_t>(e);
 }
+
+double fixed_rate_scale(uint64_t threshold) {
+    return kHashRange / static_cast<double>(threshold == 0 ? 1 : threshold);
+}
+
+namespace {
+// Fixed size: the cap is the accesses counted up to the end of the batch.
+uint64_t scaled(uint64_t d, double inv, uint64_t accesses) { return shards_scaled(d, inv, accesses); }
 }  // namespace
 
 void Reuse::add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     // SHARDS fixed rate: a line is sampled iff its hash is below R * 2^32; a sampled distance d
-    // estimates d / R in the full trace and each sample stands for 1 / R accesses.
+    // estimates d / R in the full trace, capped by the access's position in the stream (no
+    // distance exceeds the accesses before it), and each sample stands for 1 / R accesses:
+    // counted as one unit in a histogram whose scale is 1 / R.
     const uint64_t thr = threshold_;
-    const double inv = kHashRange / static_cast<double>(thr == 0 ? 1 : thr);
+    const double inv = fixed_rate_scale(thr);
     const uint64_t key = key_;
+    const uint64_t before = h.accesses - n;  // add() counted the batch already
+    h.scale = inv;
     uint64_t taken = 0;
     for (std::size_t i = 0; i < n; ++i) {
         if (shards_hash(lines[i], key) >= thr) continue;
         const uint64_t d = stack_.access(lines[i]);
         ++taken;
-        h.add_weight(d == kInfinity ? d : scaled(d, inv, h.accesses), type_of(is_write, i), inv);
+        h.add_unit(d == kInfinity ? d : shards_scaled(d, inv, before + i + 1), type_of(is_write, i));
     }
     h.sampled += taken;
-    h.sample_weight += static_cast<double>(taken) * inv;
+    h.sample_weight = static_cast<double>(h.sampled) * inv;
 }
 
 void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {

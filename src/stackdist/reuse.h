@@ -94,5 +94,15 @@ private:
 // seed to the line would only shift the same set of sampled lines by one).
 uint64_t shards_key(uint64_t seed);
 uint32_t shards_hash(uint64_t line, uint64_t key);
+// SHARDS fixed rate: the weight 1/R of a sample for a hash threshold R * 2^32, and a sampled
+// distance d scaled to the whole trace, d / R, capped at the 1-based position of the access
+// in the stream (no reuse distance exceeds the accesses before it, and the dense histogram
+// must not grow past what the data holds). The cap depends on the access's own position only,
+// not on how the stream was cut, so slices of a stream (MPI ranks) scale their distances as
+// one process does.
+double fixed_rate_scale(uint64_t threshold);
+uint64_t shards_scaled(uint64_t d, double inv, uint64_t position);
+// The hash threshold of a fixed rate R: a line is sampled iff shards_hash(line, key) < it.
+uint64_t fixed_rate_threshold(double rate);
 
 }  // namespace sonde::stackdist

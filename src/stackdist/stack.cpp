@@ -363,7 +363,7 @@ void Stack::merge_probe(const uint64_t *lines, const uint32_t *firsts, const uin
 }
 
 void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
-                          const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram &h) {
+                          const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram *h) {
     // First access j of the chunk: the j earlier first accesses are all more recent, and so is
     // every line here whose old time is later, unless the chunk has re-touched it already (its
     // old time is cleared after its query). Until the new times are set, live_ counts the set
@@ -391,9 +391,9 @@ void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const 
         }
     });
     constexpr std::size_t kAhead = 16;
-    for (std::size_t j = 0; j < m; ++j) {
-        if (j + kAhead < m) h.prefetch(old[j + kAhead]);
-        h.add_unit(old[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
+    for (std::size_t j = 0; h != nullptr && j < m; ++j) {
+        if (j + kAhead < m) h->prefetch(old[j + kAhead]);
+        h->add_unit(old[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
     }
     live_ = lines_before;
     for (std::size_t j : fresh) {
@@ -427,7 +427,7 @@ void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const 
 }
 
 void Stack::merge_last(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts, std::size_t m,
-                       Histogram &h) {
+                       Histogram *h, std::vector<uint64_t> *distances) {
     // As merge_resolve: first access j follows the j earlier first accesses and the lines here
     // whose times are later than its line's, less those the chunk has re-touched (their times are
     // cleared after their query). The cleared times are set again at the end.
@@ -454,9 +454,9 @@ void Stack::merge_last(const uint64_t *lines, const uint8_t *is_write, const uin
         }
     });
     constexpr std::size_t kAheadHist = 16;
-    for (std::size_t j = 0; j < m; ++j) {
-        if (j + kAheadHist < m) h.prefetch(dist[j + kAheadHist]);
-        h.add_unit(dist[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
+    for (std::size_t j = 0; h != nullptr && j < m; ++j) {
+        if (j + kAheadHist < m) h->prefetch(dist[j + kAheadHist]);
+        h->add_unit(dist[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
     }
     for (std::size_t j = 0; j < m; ++j) {
         if (old[j] == kInfinity) continue;
@@ -464,6 +464,7 @@ void Stack::merge_last(const uint64_t *lines, const uint8_t *is_write, const uin
         fen_add(old[j] >> 6, +1);
     }
     live_ = lines_before;
+    if (distances != nullptr) *distances = std::move(dist);
 }
 
 uint64_t Stack::calc_and_update(uint64_t addr, bool add_new_node, bool *marked) {

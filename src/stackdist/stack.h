@@ -64,18 +64,20 @@ public:
     //     time structures: several threads may run it at once on disjoint j ranges;
     //   merge_resolve() counts the first accesses' distances in order into h (an earlier first
     //     access is always more recent; a line not yet re-touched counts if its old time is
-    //     later), inserts the new lines and sets the new times. It overwrites old[].
+    //     later), inserts the new lines and sets the new times. It overwrites old[] with the
+    //     distances (kInfinity for a line new here); with h null it only leaves them there.
     uint64_t merge_reserve(uint64_t m);
     void merge_probe(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank, std::size_t from,
                      std::size_t to, uint64_t base, uint64_t *old);
     void merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
-                       const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram &h);
+                       const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram *h);
     // The last chunk of a stream (no chunk is merged after it): counts its first accesses'
     // distances into h as the three steps above would, without making room for its lines or
     // adding them (no recency ranks needed). The stack ends as it was. Cost per line: a probe
-    // (prefetched) and a rank query.
+    // (prefetched) and a rank query. With `distances`, the distances (kInfinity for a line new
+    // here) are also stored there, in order; h may then be null, to count nothing.
     void merge_last(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts, std::size_t m,
-                    Histogram &h);
+                    Histogram *h, std::vector<uint64_t> *distances = nullptr);
 
     // Lines in the stack.
     uint64_t size() const { return live_; }

@@ -129,6 +129,32 @@ static void test_reuse_distance(void **state) {
     (void)state;
     check_tool("reuse_distance", NULL);
     check_tool("reuse_distance", "line_size=256,jobs=2");
+    /* SHARDS at a fixed rate: the same estimate, bit for bit. At 0.01 the scaled distances
+     * near a later slice's start wait for rank 0's cap. */
+    check_tool("reuse_distance", "sample_rate=0.1");
+    check_tool("reuse_distance", "sample_rate=0.01,seed=3");
+}
+
+/* A state of another sampling rate or seed is refused, and rank 0 keeps what it had. */
+static void test_reuse_distance_other_sampling(void **state) {
+    (void)state;
+    static const char *const other[] = {NULL, "sample_rate=0.2", "sample_rate=0.1,seed=9"};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; ++i) {
+        sonde_analyzer_t *r0 = make("reuse_distance", "sample_rate=0.1", 1, true);
+        sonde_analyzer_t *r1 = make("reuse_distance", other[i], 1, true);
+        assert_int_equal(sonde_analyzer_set_partition(r0, 0, 2), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_set_partition(r1, 1, 2), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_run(r0), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_run(r1), SONDE_STATUS_SUCCESS);
+        size_t size = 0;
+        char *bytes = export_bytes(r1, &size);
+        assert_int_not_equal(sonde_analyzer_merge_state(r0, bytes, size), SONDE_STATUS_SUCCESS);
+        if (strstr(sonde_analyzer_error(r0), "another sampling rate or seed") == NULL)
+            fail_msg("%s: %s", other[i] ? other[i] : "exact", sonde_analyzer_error(r0));
+        free(bytes);
+        sonde_analyzer_destroy(r0);
+        sonde_analyzer_destroy(r1);
+    }
 }
 
 static void test_cache_sim(void **state) {
@@ -177,8 +203,7 @@ static void test_cache_sim_refusals(void **state) {
 static void test_reuse_distance_refusals(void **state) {
     (void)state;
     static const char *const refused[][2] = {
-        {"sample_rate=0.1", "SHARDS sampling"},
-        {"sample_size=100", "SHARDS sampling"},
+        {"sample_size=100", "SHARDS at a fixed size (sample_size) does not run partitioned"},
         {"per_shard=1", "per_shard does not run partitioned"},
         {"model=drcachesim", "cannot run partitioned"},
     };
@@ -369,6 +394,7 @@ int main(void) {
         cmocka_unit_test(test_basic_counts),
         cmocka_unit_test(test_reuse_distance),
         cmocka_unit_test(test_reuse_distance_refusals),
+        cmocka_unit_test(test_reuse_distance_other_sampling),
         cmocka_unit_test(test_cache_sim),
         cmocka_unit_test(test_cache_sim_refusals),
         cmocka_unit_test(test_set_partition_errors),

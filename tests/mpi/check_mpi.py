@@ -3,7 +3,7 @@
 with 2 and 3 ranks on real traces (the gzip lackey trace as zstd, whose ranks take record
 slices, and as plain text, whose ranks read byte ranges; raw64 addresses; a Sonde trace of two
 shards given twice), the merged JSON of rank 0 equals the one process's for every built-in tool,
-metadata start_time and command aside. Byte ranges at their edges: a range that starts among
+metadata start_time and command aside, and for reuse_distance with SHARDS at a fixed rate. Byte ranges at their edges: a range that starts among
 data lines whose instruction line is in the range before, several inputs in one stream, a file
 smaller than the rank count, an empty file. Then the errors: an input that one rank cannot read
 (every rank stops, exit non-zero, the reason named), ranks started with other options, a tool
@@ -126,6 +126,15 @@ with tempfile.TemporaryDirectory() as tmp:
         check_equal(tmp, [tiny], case, ["--format", "lackey"], counts=(3,))
     check_equal(tmp, [empty], ["--tool", "basic_counts,cache_sim,reuse_distance"], ["--format", "lackey"])
 
+    # SHARDS at a fixed rate composes with the slices (PARDA over the sampled lines): the same
+    # estimate as one process, bit for bit. At R = 0.01 the scaled distances near the start of a
+    # later rank's slice reach its position in the slice and wait for rank 0's cap.
+    for rate, seed in (("0.1", "0"), ("0.01", "7")):
+        case = ["--tool", "reuse_distance", "--sample-rate", rate, "--sample-seed", seed]
+        check_equal(tmp, [LACKEY], case)
+        check_equal(tmp, [plain], case)
+        check_equal(tmp, [sonde_trace, sonde_trace], case, ["--serial"])
+
     # --mpi without mpirun: one rank, the same results.
     one = os.path.join(tmp, "one.json")
     single = os.path.join(tmp, "single.json")
@@ -160,9 +169,9 @@ with tempfile.TemporaryDirectory() as tmp:
     assert "stopped because rank 1:" in p.stderr and "bad usage" in p.stderr, p.stderr
 
     # A tool that cannot run partitioned is refused on every rank, with the reason.
-    p = run(MPI + ["-np", "2", SONDE, "analyze", "--mpi", LACKEY, "--tool", "reuse_distance", "--sample-rate", "0.1"],
+    p = run(MPI + ["-np", "2", SONDE, "analyze", "--mpi", LACKEY, "--tool", "reuse_distance", "--sample-size", "1000"],
             code=1)
-    assert "SHARDS sampling (sample_rate, sample_size) does not run partitioned" in p.stderr, p.stderr
+    assert "SHARDS at a fixed size (sample_size) does not run partitioned" in p.stderr, p.stderr
 
     # Ranks started with other options.
     p = subprocess.run(MPI + ["-np", "1", SONDE, "analyze", "--mpi", LACKEY, ":",
