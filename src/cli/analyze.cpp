@@ -496,7 +496,8 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         }
     }
     sonde_analyzer_set_parallel(a, !serial);
-    sonde_analyzer_set_workers(a, jobs);
+    // An --mpi rank shares its node with the others: by default it takes its share of the cores.
+    sonde_analyzer_set_workers(a, jobs != 0 || mpi == nullptr ? jobs : sonde::mpi::threads_per_rank());
     if (mpi != nullptr) {
         st = sonde_analyzer_set_partition(a, mpi->ranks->rank(), mpi->ranks->size());
         if (st != SONDE_STATUS_SUCCESS) return fail("--mpi", st, a);

@@ -52,6 +52,13 @@ public:
 
 // Whether this build has MPI.
 bool available();
+// The threads one rank should use when the command does not say (--jobs): the cores this
+// process may run on, shared with the other ranks of its node. A rank bound to cores of its
+// own (mpirun --bind-to core) has them in its CPU affinity; an unbound rank sees every core of
+// the node and takes its share, the node's cores divided by the ranks on it (which Open MPI's
+// and MPICH's launchers name in the environment). At least 1. Without it, every rank of a
+// node would start a thread per core of the node, and N ranks would run N times too many.
+uint32_t threads_per_rank();
 // Starts MPI for this process (mpirun's rank, or one rank when started without mpirun) and the
 // agreement of the ranks on `hash`, the command line's, in the background. nullptr with *why
 // set when the build has no MPI; MPI failing to start is agreed()'s answer.

@@ -3,7 +3,8 @@
 with 2 and 3 ranks on real traces (the gzip lackey trace as zstd, whose ranks take record
 slices, and as plain text, whose ranks read byte ranges; raw64 addresses; a Sonde trace of two
 shards given twice), the merged JSON of rank 0 equals the one process's for every built-in tool,
-metadata start_time and command aside, and for reuse_distance with SHARDS at a fixed rate. Byte ranges at their edges: a range that starts among
+metadata start_time and command aside, and for reuse_distance with SHARDS at a fixed rate. A
+rank's default threads are its share of the node's cores. Byte ranges at their edges: a range that starts among
 data lines whose instruction line is in the range before, several inputs in one stream, a file
 smaller than the rank count, an empty file. Then the errors: an input that one rank cannot read
 (every rank stops, exit non-zero, the reason named), ranks started with other options, a tool
@@ -12,6 +13,7 @@ import ctypes
 import json
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -125,6 +127,18 @@ with tempfile.TemporaryDirectory() as tmp:
         check_equal(tmp, [tiny, edges, empty, tiny], case, ["--serial", "--format", "lackey"], counts=(3,))
         check_equal(tmp, [tiny], case, ["--format", "lackey"], counts=(3,))
     check_equal(tmp, [empty], ["--tool", "basic_counts,cache_sim,reuse_distance"], ["--format", "lackey"])
+
+    # A rank takes its share of the node's cores when --jobs does not say (ranks unbound here):
+    # never more workers than the cores divided by the ranks; with --jobs, what it says.
+    for n in (2, 3):
+        share = max(1, min(len(os.sched_getaffinity(0)), (os.cpu_count() or 1) // n))
+        for jobs, most in (([], share), (["--jobs", "2"], 2)):
+            p = run(MPI + ["-np", str(n), SONDE, "analyze", "--mpi", *jobs, sonde_trace, sonde_trace,
+                           "--tool", "basic_counts"])
+            got = re.search(r"parallel, (\d+) worker\(s\)", p.stdout)
+            assert got and 1 <= int(got.group(1)) <= most, (n, jobs, share, p.stdout)
+            if jobs:
+                assert int(got.group(1)) == 2, p.stdout
 
     # SHARDS at a fixed rate composes with the slices (PARDA over the sampled lines): the same
     # estimate as one process, bit for bit. At R = 0.01 the scaled distances near the start of a
