@@ -445,6 +445,9 @@ public:
     bool merge_routes(uint32_t from, const void *bytes, size_t size) override {
         if (from >= nranks_ || from == rank_ || got_[from])
             return set_error("routes from an unexpected rank");
+        // This rank's own slice first when it comes next (rank 0's always does): the routes
+        // that follow it are then simulated as they come, not copied to wait.
+        if (!catch_up()) return false;
         got_[from] = true;
         if (from != next_) {
             inbox_[from].assign(static_cast<const char *>(bytes), size);
