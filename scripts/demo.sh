@@ -72,12 +72,15 @@ if [ -f "$data" ]; then
     echo
     echo "== 5b. The same, as two MPI ranks over the plain text: each reads its half of the bytes,"
     echo "       rank 0 merges (the same histogram); cache_sim's ranks split the sets and send each"
-    echo "       reference to the rank that simulates it (the same counts as step 4)"
+    echo "       reference to the rank that simulates it (the same counts as step 4); then SHARDS at"
+    echo "       1% over the two ranks, which gives one process's estimate bit for bit"
     zstd -q -d -f "$data" -o "$tmp/gzip.lackey"
     mpirun --allow-run-as-root --oversubscribe -np 2 \
       "$sonde" analyze --mpi "$tmp/gzip.lackey" --format lackey --tool reuse_distance --line-size 64
     mpirun --allow-run-as-root --oversubscribe -np 2 \
       "$sonde" analyze --mpi "$tmp/gzip.lackey" --format lackey --cache I1:32K:8:64,D1:32K:8:64,LL:1M:16:64
+    mpirun --allow-run-as-root --oversubscribe -np 2 \
+      "$sonde" analyze --mpi "$tmp/gzip.lackey" --format lackey --tool reuse_distance --sample-rate 0.01
   fi
 fi
 
