@@ -320,6 +320,51 @@ static void test_merge_errors(void **state) {
     sonde_analyzer_destroy(other_tool);
 }
 
+/* Corrupted states of reuse_distance (exact and SHARDS at a fixed rate): each of a spread of
+ * byte positions flipped in turn. Every merge answers (success when the bytes still make sense,
+ * else an error naming the state) and rank 0's results come out or are refused; nothing
+ * crashes or reads out of bounds (the suite runs this under AddressSanitizer too). */
+static void test_reuse_distance_corrupt_states(void **state) {
+    (void)state;
+    static const char *const options[] = {NULL, "sample_rate=0.1"};
+    for (size_t o = 0; o < sizeof options / sizeof options[0]; ++o) {
+        sonde_analyzer_t *r1 = make("reuse_distance", options[o], 1, true);
+        assert_int_equal(sonde_analyzer_set_partition(r1, 1, 2), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_run(r1), SONDE_STATUS_SUCCESS);
+        size_t size = 0;
+        char *good = export_bytes(r1, &size);
+        char *bad = malloc(size);
+        assert_non_null(bad);
+        const size_t step = size / 300 + 1;
+        size_t refused = 0, tried = 0;
+        for (size_t at = 8; at < size; at += step) {
+            memcpy(bad, good, size);
+            bad[at] = (char)(bad[at] ^ 0x5A);
+            sonde_analyzer_t *r0 = make("reuse_distance", options[o], 1, true);
+            assert_int_equal(sonde_analyzer_set_partition(r0, 0, 2), SONDE_STATUS_SUCCESS);
+            assert_int_equal(sonde_analyzer_run(r0), SONDE_STATUS_SUCCESS);
+            const sonde_status_t st = sonde_analyzer_merge_state(r0, bad, size);
+            ++tried;
+            if (st != SONDE_STATUS_SUCCESS) {
+                ++refused;
+                assert_true(strlen(sonde_analyzer_error(r0)) > 0);
+            } else {
+                size_t need = 0;
+                const sonde_status_t rs = sonde_analyzer_results_json(r0, NULL, 0, &need);
+                assert_true(rs == SONDE_STATUS_SUCCESS || rs == SONDE_STATUS_ERROR_BUFFER_TOO_SHORT ||
+                            rs == SONDE_STATUS_ERROR_TOOL || rs == SONDE_STATUS_ERROR_OUT_OF_MEMORY);
+            }
+            sonde_analyzer_destroy(r0);
+        }
+        print_message("reuse_distance %s: %zu of %zu corrupted states refused\n",
+                      options[o] ? options[o] : "exact", refused, tried);
+        assert_true(refused > 0);
+        free(bad);
+        free(good);
+        sonde_analyzer_destroy(r1);
+    }
+}
+
 /* ---- tools that cannot run partitioned ---- */
 
 static bool plain_memrefs(void *t, const sonde_memref_t *m, size_t n) {
@@ -395,6 +440,7 @@ int main(void) {
         cmocka_unit_test(test_reuse_distance),
         cmocka_unit_test(test_reuse_distance_refusals),
         cmocka_unit_test(test_reuse_distance_other_sampling),
+        cmocka_unit_test(test_reuse_distance_corrupt_states),
         cmocka_unit_test(test_cache_sim),
         cmocka_unit_test(test_cache_sim_refusals),
         cmocka_unit_test(test_set_partition_errors),
