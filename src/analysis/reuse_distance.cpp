@@ -633,11 +633,20 @@ private:
         writes_.clear();
     }
     bool sampling() const { return opt_.cfg.mode == stackdist::Mode::kFixedRate; }
+    // SHARDS at a fixed rate: the hash key, the threshold and the weight 1/R of a sample.
+    struct Rate {
+        uint64_t key, threshold;
+        double inv;
+    };
+    Rate rate() const {
+        const uint64_t thr = stackdist::fixed_rate_threshold(opt_.cfg.sample_rate);
+        return {stackdist::shards_key(opt_.cfg.seed), thr, stackdist::fixed_rate_scale(thr)};
+    }
     // What a partial state's sampling must match: 0 when exact, else the threshold and seed.
     uint64_t sampling_key() const {
         if (!sampling()) return 0;
-        return stackdist::shards_key(opt_.cfg.seed) ^
-               (stackdist::fixed_rate_threshold(opt_.cfg.sample_rate) + 1);
+        const Rate r = rate();
+        return r.key ^ (r.threshold + 1);
     }
     // SHARDS at a fixed rate over a slice's batch: only sampled lines reach the slice's stack.
     // A distance found inside the slice is final; scaled, it is capped by the access's position
@@ -645,11 +654,10 @@ private:
     // below the latter, the cap cannot bind and the count goes to the slice's histogram; else
     // the access waits in `capped` for the merge, which knows the position in the stream.
     void sample_slice(Slice &sl) {
-        const uint64_t key = stackdist::shards_key(opt_.cfg.seed);
-        const uint64_t thr = stackdist::fixed_rate_threshold(opt_.cfg.sample_rate);
-        const double inv = stackdist::fixed_rate_scale(thr);
+        const Rate r = rate();
+        const double inv = r.inv;
         for (size_t i = 0; i < lines_.size(); ++i) {
-            if (stackdist::shards_hash(lines_[i], key) >= thr) continue;
+            if (stackdist::shards_hash(lines_[i], r.key) >= r.threshold) continue;
             const uint64_t pos = sl.accesses + i + 1;
             ++sl.sampled;
             const uint64_t d = sl.stack->access(lines_[i]);
@@ -706,9 +714,7 @@ private:
         // are scaled here, capped by their position in the stream: `before` accesses precede
         // the slice being merged.
         const bool sampled = sampling();
-        const double inv =
-            sampled ? stackdist::fixed_rate_scale(stackdist::fixed_rate_threshold(opt_.cfg.sample_rate))
-                    : 1.0;
+        const double inv = sampled ? rate().inv : 1.0;
         uint64_t before = 0;
         auto add_scaled = [&](uint64_t d, uint64_t pos, uint8_t w) {
             h.add_unit(d == stackdist::kInfinity ? d : stackdist::shards_scaled(d, inv, before + pos), w);
@@ -723,6 +729,8 @@ private:
         if (!order.empty() && order[0]->index == 0 && order[0]->stack) {
             Slice &first = *order[0];
             base = first.stack.get();
+            h = std::move(first.hist);  // the stream's first counts: taken, not merged
+            first.hist = stackdist::Histogram();
             for (uint8_t w : first.first_writes) h.add_unit(stackdist::kInfinity, w);
             add_slice(first);
             order.erase(order.begin());
@@ -770,7 +778,7 @@ private:
             // As Reuse's fixed-rate mode: integer counts weighed 1/R once.
             h.sampling = true;
             h.scale = inv;
-            h.sample_rate = stackdist::fixed_rate_threshold(opt_.cfg.sample_rate) / 4294967296.0;
+            h.sample_rate = global_->sample_rate();
             h.sample_weight = static_cast<double>(h.sampled) * inv;
         }
         h.set_adjustment();

@@ -150,11 +150,6 @@ double fixed_rate_scale(uint64_t threshold) {
     return kHashRange / static_cast<double>(threshold == 0 ? 1 : threshold);
 }
 
-namespace {
-// Fixed size: the cap is the accesses counted up to the end of the batch.
-uint64_t scaled(uint64_t d, double inv, uint64_t accesses) { return shards_scaled(d, inv, accesses); }
-}  // namespace
-
 void Reuse::add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
     // SHARDS fixed rate: a line is sampled iff its hash is below R * 2^32; a sampled distance d
     // estimates d / R in the full trace, capped by the access's position in the stream (no
@@ -188,7 +183,8 @@ void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::
         const uint64_t d = stack_.access(lines[i]);
         ++h.sampled;
         h.sample_weight += inv;
-        h.add_weight(d == kInfinity ? d : scaled(d, inv, h.accesses), type_of(is_write, i), inv);
+        // Fixed size: the cap is the accesses counted up to the end of the batch.
+        h.add_weight(d == kInfinity ? d : shards_scaled(d, inv, h.accesses), type_of(is_write, i), inv);
         if (d != kInfinity) continue;
         heap_.emplace(hv, lines[i]);
         if (stack_.size() <= cap) continue;
