@@ -34,10 +34,12 @@
 //      (target >= 1.7x), and beside them two floors and the ratio net of each: the launch
 //      (mpirun -np N of `sonde --version`) and the same command over an empty input (the launch
 //      with MPI's start and end); the CPU time of all processes and the load average before and
-//      after. Check: both runs print the same results.
+//      after. One rank takes every core (its default threads); each of 2 ranks takes half of
+//      them; so a second anchor, one rank with --jobs 1, shows how the ranks compare with one
+//      process of one thread each. Check: every run prints the same results.
 // The machine (CPU model, online CPUs) is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
-// SONDE_BENCH_SCALE=mpi runs case 6 alone. SONDE_BENCH_SONDE and SONDE_BENCH_SORT name the
+// SONDE_BENCH_SCALE=mpi runs case 6 alone, SONDE_BENCH_SCALE=shards case 4 alone. SONDE_BENCH_SONDE and SONDE_BENCH_SORT name the
 // `sonde` executable and the instrumented sort program when they are not where the build put
 // them; SONDE_SHARED_DATA the folder of the gzip trace.
 #include <pthread.h>
@@ -535,8 +537,11 @@ double mpirun_once(unsigned ranks, const std::vector<std::string> &args, std::st
 void mpi_case(const char *title, const std::vector<std::string> &analyze,
               const std::vector<std::string> &empty) {
     std::printf("\n%s\n", title);
-    std::string one, two, ignored;
-    std::vector<double> t1, t2, c1, c2, l1, l2, e1, e2;
+    std::string one, two, single, ignored;
+    std::vector<double> t1, t2, c1, c2, l1, l2, e1, e2, s1, cs1;
+    // The same command in one rank of one thread.
+    std::vector<std::string> one_thread = analyze;
+    one_thread.insert(one_thread.begin() + 2, {"--jobs", "1"});
     const double load_before = load_average();
     bool ran = true, same = true;
     for (int r = 0; r < kMpiReps && ran; ++r) {
@@ -545,8 +550,10 @@ void mpi_case(const char *title, const std::vector<std::string> &analyze,
         c1.push_back(c);
         t2.push_back(mpirun_once(2, analyze, &two, &c));
         c2.push_back(c);
-        ran = t1.back() > 0 && t2.back() > 0;
-        same = same && one == two;
+        s1.push_back(mpirun_once(1, one_thread, &single, &c));
+        cs1.push_back(c);
+        ran = t1.back() > 0 && t2.back() > 0 && s1.back() > 0;
+        same = same && one == two && one == single;
         l1.push_back(mpirun_once(1, {sonde_exe(), "--version"}, &ignored, &c));
         l2.push_back(mpirun_once(2, {sonde_exe(), "--version"}, &ignored, &c));
         e1.push_back(mpirun_once(1, empty, &ignored, &c));
@@ -564,10 +571,13 @@ void mpi_case(const char *title, const std::vector<std::string> &analyze,
                 (m1 - f1) / (m2 - f2));
     std::printf("  MPI floor (the same command over an empty input) %.3f s / %.3f s; net of it: %.2fx\n", g1,
                 g2, (m1 - g1) / (m2 - g2));
+    const double m0 = median(s1);
+    std::printf("  1 rank of one thread (--jobs 1) %.3f s: 2 ranks %.2fx it; net of the MPI floor %.2fx\n",
+                m0, m0 / m2, (m0 - g1) / (m2 - g2));
     std::printf(
-        "  CPU of all processes: 1 rank %.3f s, 2 ranks %.3f s (%.2fx the work); load average %.2f, then "
-        "%.2f\n",
-        median(c1), median(c2), median(c2) / median(c1), load_before, load_average());
+        "  CPU of all processes: 1 rank %.3f s (%.3f s with --jobs 1), 2 ranks %.3f s (%.2fx the work); load "
+        "average %.2f, then %.2f\n",
+        median(c1), median(cs1), median(c2), median(c2) / median(c1), load_before, load_average());
 }
 #endif
 
@@ -628,11 +638,13 @@ int main() {
         sonde_finalize();
         return 0;
     }
+    const bool shards_only =
+        getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "shards") == 0;
 
     // 1-3. Producers.
     const uint64_t per_thread = quick ? 2500000 : 10000000;
     // mode 2: one buffer; 1: one buffer with concurrent callbacks; 0: one buffer per thread.
-    for (int mode = 2; mode >= 0; --mode) {
+    for (int mode = 2; mode >= 0 && !shards_only; --mode) {
         header(mode == 2 ? "1. producers, one LOSSLESS buffer, callback reads every record (32-byte records)"
                : mode == 1 ? "1b. the same buffer with CONCURRENT_CALLBACKS (the callback is thread-safe)"
                            : "2. producers, one LOSSLESS buffer per thread, callback reads every record",
@@ -649,9 +661,9 @@ int main() {
             row(n, f, one, fl.rate / floor_one.rate, ok);
         }
     }
-    header("3. DISCARD overloaded (consumer blocked), CPU per record beside case 1's (target <= 1.2x)",
-           "records/s");
-    {
+    if (!shards_only) {
+        header("3. DISCARD overloaded (consumer blocked), CPU per record beside case 1's (target <= 1.2x)",
+               "records/s");
         Figure one{};
         for (unsigned n : counts) {
             bool ok = true, ok1 = true;
@@ -698,6 +710,10 @@ int main() {
     }
     shards.clear();
     shards.shrink_to_fit();
+    if (shards_only) {
+        sonde_finalize();
+        return 0;
+    }
 
     // 5. reuse_distance over a real trace.
     const char *data = getenv("SONDE_SHARED_DATA");

@@ -21,6 +21,7 @@
 #include "analysis/flat_set.h"
 #include "analysis/json_release.h"
 #include "analysis/state_bytes.h"
+#include "analysis/union_set.h"
 #include <sonde/tool.hpp>
 
 namespace sonde::analysis {
@@ -60,6 +61,9 @@ public:
     bool initialize(uint32_t num_shards) override {
         shards_.resize(num_shards);
         total_.reset();  // counts change only between here and the results, and in merge_state
+        all_lines_.clear();
+        all_pcs_.clear();
+        united_ = !partitioned_;
         return true;
     }
     bool add_shards_supported() const override { return true; }
@@ -68,6 +72,7 @@ public:
         return true;
     }
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
+        united_ = false;                // the union is counted at the end (union_count)
         uint32_t current = UINT32_MAX;  // the shard of the run being counted
         Counts *c = nullptr;
         for (size_t i = 0; i < n; ++i) {
@@ -100,11 +105,16 @@ public:
         for (size_t i = 0; i < n; ++i) count(p.counts.get(), m[i]);
         return true;
     }
-    // Folds the piece's counts into its shard's, on the worker that ends the piece (workers may
-    // end pieces of one shard at once: a lock per group of shards; the first piece is moved in).
+    // Adds the piece's lines and instruction addresses to the union over all shards, and folds
+    // its counts into its shard's, on the worker that ends the piece (workers may end pieces of
+    // one shard at once: a lock per group of shards; the first piece is moved in).
     bool parallel_shard_exit(void *sd) override {
         std::unique_ptr<Piece> p(static_cast<Piece *>(sd));
         if (!p->counts) return true;
+        if (united_) {
+            all_lines_.add(p->counts->lines);
+            all_pcs_.add(p->counts->pcs);
+        }
         std::lock_guard<std::mutex> lock(fold_mu_[p->shard % kFoldLocks]);
         std::unique_ptr<Counts> &slot = shards_[p->shard];
         if (!slot) {
@@ -118,7 +128,12 @@ public:
     // Partitioned runs: any part (whole shards or time slices) counts exactly, as every count
     // is a sum and every set a union: the state is each shard's counts and sets.
     bool partition_supported() const override { return true; }
-    uint32_t partition(uint32_t, uint32_t, uint32_t offers) override { return offers; }
+    // Called before initialize: a partitioned run's totals are those of the merged states, so
+    // its workers build no union.
+    uint32_t partition(uint32_t, uint32_t, uint32_t offers) override {
+        partitioned_ = true;
+        return offers;
+    }
     std::string export_state() override {
         StateWriter w;
         w.u64(line_size_);
@@ -146,6 +161,7 @@ public:
     }
     bool merge_state(const void *state, size_t size) override {
         total_.reset();
+        united_ = false;  // the merged keys are not in all_lines_ and all_pcs_
         StateReader r(state, size);
         if (r.u64() != line_size_) return set_error("partial state of another line size");
         if (r.u64() != shards_.size()) return set_error("partial state of another shard count");
@@ -318,27 +334,22 @@ private:
         uint64_t n = 0;
         for (const auto &sp : c.spans) n += sp.second - sp.first + 1;
         if (c.is_total) return n + c.total_lines;
+        if (c.spans.empty()) return c.lines.size();
         c.lines.for_each([&](uint64_t l) { n += !in_spans(c.spans, l); });
         return n;
     }
     static uint64_t unique_pcs(const Counts &c) { return c.is_total ? c.total_pcs : c.pcs.size(); }
 
-    // The part of the hash space a key falls in: the top bits of a hash unrelated to FlatSet's
-    // own (which takes the product's middle bits), so that each part's keys spread over its
-    // table as any keys do.
+    // The part of the hash space a key falls in, of `parts`.
     static unsigned part_of(uint64_t k, unsigned parts) {
-        k ^= k >> 33;
-        k *= 0xFF51AFD7ED558CCDull;
-        k ^= k >> 33;
-        k *= 0xC4CEB9FE1A85EC53ull;
-        k ^= k >> 33;
-        return static_cast<unsigned>((k >> 32) * parts >> 32);
+        return UnionSet::part_of(k) * parts / UnionSet::kParts;
     }
 
     // How many distinct keys the sets hold together (only those outside `spans`), counted on up
     // to one thread per core when they are large: thread p unites the keys of its part of the
     // hash space from every set, so no set of the union is ever built whole. The shards' sets
-    // are read only.
+    // are read only. For serial runs and merged partial states; a parallel run's workers build
+    // the union as they go (UnionSet).
     static uint64_t union_count(const std::vector<const FlatSet *> &sets,
                                 const std::map<uint64_t, uint64_t> &spans) {
         size_t keys = 0;
@@ -491,8 +502,17 @@ private:
             lines.push_back(&c.lines);
             pcs.push_back(&c.pcs);
         }
-        t->total_lines = union_count(lines, t->spans);
-        t->total_pcs = union_count(pcs, {});
+        if (united_) {
+            t->total_lines = 0;
+            if (t->spans.empty())
+                t->total_lines = all_lines_.size();
+            else
+                all_lines_.for_each([&](uint64_t l) { t->total_lines += !in_spans(t->spans, l); });
+            t->total_pcs = all_pcs_.size();
+        } else {
+            t->total_lines = union_count(lines, t->spans);
+            t->total_pcs = union_count(pcs, {});
+        }
         total_ = std::move(t);
         return *total_;
     }
@@ -551,6 +571,12 @@ private:
     // Locks of the shards' counts while workers fold pieces into them (shard % kFoldLocks).
     static constexpr size_t kFoldLocks = 64;
     std::mutex fold_mu_[kFoldLocks];
+    // The lines and instruction addresses of every shard, added by the workers as they end
+    // pieces; whole (united_) while every record was counted by a parallel worker, so that the
+    // totals need no union at the end.
+    UnionSet all_lines_, all_pcs_;
+    bool united_ = true;
+    bool partitioned_ = false;  // partition() was called: the run exports its state
 };
 
 using Factory = std::unique_ptr<sonde::tool> (*)(const std::string &options);

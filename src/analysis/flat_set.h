@@ -41,6 +41,11 @@ public:
             if (k != kEmpty) f(k);
         if (has_empty_key_) f(kEmpty);
     }
+    // Adds keys[0..n), growing the table once for all of them.
+    void insert_range(const uint64_t *keys, size_t n) {
+        while ((size_ + n + 1) * 2 > slots_.size()) grow();
+        for (size_t i = 0; i < n; ++i) insert(keys[i]);
+    }
     void insert_all(const FlatSet &other) {
         // Room for both at once: one growth instead of one per doubling.
         while ((size_ + other.size_ + 1) * 2 > slots_.size()) grow();

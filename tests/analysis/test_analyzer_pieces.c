@@ -37,6 +37,15 @@ static sonde_memref_t *make_shard(size_t n, uint64_t seed) {
         m[i].size = 8;
         m[i].type = x & 1 ? SONDE_MEMREF_READ : SONDE_MEMREF_WRITE;
         m[i].timestamp = 1 + i;
+        /* Some instruction fetches (distinct instruction addresses over the shards) and some
+         * accesses across lines (spans), so that every union basic_counts builds is checked. */
+        if (i % 101 == 0) {
+            m[i].type = i % 202 == 0 ? SONDE_MEMREF_INSTR_TAKEN_JUMP : SONDE_MEMREF_IFETCH;
+            m[i].address = 0x400000 + (x >> 40) % 50000 * 4;
+            m[i].size = 4;
+        } else if (i % 257 == 0) {
+            m[i].size = 200;
+        }
     }
     return m;
 }
@@ -234,6 +243,8 @@ static char *counts_json(const char *path, uint32_t workers) {
 
 static void same_counts(const char *path) {
     char *serial = counts_json(path, 0);
+    /* A 1.2 kind is in the shards: the distinct instruction addresses are printed too. */
+    assert_non_null(strstr(serial, "\"unique_ifetches\":"));
     static const uint32_t workers[] = {1, 2, 3, 4, 8};
     for (size_t i = 0; i < sizeof workers / sizeof workers[0]; ++i) {
         char *j = counts_json(path, workers[i]);

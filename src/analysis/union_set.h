@@ -1,0 +1,85 @@
+// UnionSet: the union of the key sets that parallel workers build (basic_counts' distinct lines
+// and instruction addresses over all shards), kept as kParts FlatSets split by a hash of the key,
+// each behind its own mutex. A worker adds its set when it ends a piece of a shard: it first
+// sorts the keys into their parts without a lock, then inserts part by part, taking whichever
+// part's lock is free first, so workers that end pieces at once work on different parts. The
+// union is thus built on the workers while the run goes on, not by one thread at the end.
+//
+// Threads: add() from any thread at once; size(), for_each() and clear() only when no add() is
+// running (the analyzer's run has returned; the caller orders them).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "analysis/flat_set.h"
+
+namespace sonde::analysis {
+
+class UnionSet {
+public:
+    static constexpr unsigned kParts = 64;
+
+    // The part a key falls in: the top bits of a hash unrelated to FlatSet's own (which takes
+    // the product's middle bits), so that each part's keys spread over its table as any keys do.
+    static unsigned part_of(uint64_t k) {
+        k ^= k >> 33;
+        k *= 0xFF51AFD7ED558CCDull;
+        k ^= k >> 33;
+        k *= 0xC4CEB9FE1A85EC53ull;
+        k ^= k >> 33;
+        return static_cast<unsigned>(k >> 58);  // kParts = 2^6
+    }
+
+    // Adds every key of `set`. Thread-safe; throws std::bad_alloc.
+    void add(const FlatSet &set) {
+        if (set.size() == 0) return;
+        std::array<std::vector<uint64_t>, kParts> buckets;
+        const size_t guess = set.size() / kParts + set.size() / (4 * kParts) + 8;
+        for (auto &b : buckets) b.reserve(guess);
+        set.for_each([&](uint64_t k) { buckets[part_of(k)].push_back(k); });
+        std::array<bool, kParts> pending{};
+        unsigned left = 0;
+        for (unsigned p = 0; p < kParts; ++p) left += pending[p] = !buckets[p].empty();
+        while (left != 0) {
+            bool progressed = false;
+            for (unsigned p = 0; p < kParts; ++p) {
+                if (!pending[p] || !mu_[p].try_lock()) continue;
+                parts_[p].insert_range(buckets[p].data(), buckets[p].size());
+                mu_[p].unlock();
+                pending[p] = false;
+                --left;
+                progressed = true;
+            }
+            if (progressed || left == 0) continue;
+            // Every part left is busy: wait for the first of them rather than spin.
+            unsigned p = 0;
+            while (!pending[p]) ++p;
+            const std::lock_guard<std::mutex> lock(mu_[p]);
+            parts_[p].insert_range(buckets[p].data(), buckets[p].size());
+            pending[p] = false;
+            --left;
+        }
+    }
+    size_t size() const {
+        size_t n = 0;
+        for (const FlatSet &s : parts_) n += s.size();
+        return n;
+    }
+    template <typename F>
+    void for_each(F f) const {
+        for (const FlatSet &s : parts_) s.for_each(f);
+    }
+    void clear() {
+        for (FlatSet &s : parts_) s = FlatSet();
+    }
+
+private:
+    std::array<FlatSet, kParts> parts_;
+    std::array<std::mutex, kParts> mu_;
+};
+
+}  // namespace sonde::analysis
