@@ -84,9 +84,11 @@ void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::si
     // private stack, resolving every access whose previous access lies inside the chunk (that
     // distance is the same globally) and listing the rest - the first access of each of its
     // lines - in order, with each line's recency rank at the end of the chunk. Each chunk in
-    // turn is then merged into the global stack (Stack::merge_*): every thread looks up a share
-    // of the chunk's lines and moves them to their final times, then this thread counts the
-    // first accesses' distances in order. The global stack ends exactly as the serial one would.
+    // turn is then merged into the global stack (Stack::merge_*): a small chunk's lines are
+    // looked up on this thread, which then counts the first accesses' distances in order; a
+    // large one's are looked up, counted and cleared by every thread (merge_parallel), and this
+    // thread adds the distances to the histogram and the new lines to the stack. The global
+    // stack ends exactly as the serial one would.
     const unsigned k = cfg_.workers;
     if (!pool_) pool_ = std::make_unique<Pool>(k - 1);
     // Offsets within a chunk and ranks are 32-bit: very large batches go in pieces.
@@ -129,13 +131,14 @@ void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, s
         const uint64_t *cl = lines + begin[c];
         const std::size_t m = p.firsts.size();
         const uint64_t base = stack_.merge_reserve(m);
-        p.old.resize(m);
-        const unsigned helpers = m >= kMinParallelMerge ? k : 1;
-        pool_->run(helpers, [&](unsigned i) {
-            stack_.merge_probe(cl, p.firsts.data(), p.rank.data(), m * i / helpers, m * (i + 1) / helpers,
-                               base, p.old.data());
-        });
-        stack_.merge_resolve(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), p.old.data(), m, base, &h);
+        if (m >= kMinParallelMerge) {
+            stack_.merge_parallel(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), m, base, *pool_, k, h);
+        } else {
+            p.old.resize(m);
+            stack_.merge_probe(cl, p.firsts.data(), p.rank.data(), 0, m, base, p.old.data());
+            stack_.merge_resolve(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), p.old.data(), m, base,
+                                 &h);
+        }
         h.merge(p.hist);
         p = Part();
     }

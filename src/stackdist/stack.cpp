@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "stackdist/histogram.h"
+#include "stackdist/pool.h"
 
 namespace sonde::stackdist {
 
@@ -396,6 +397,11 @@ void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const 
         h->add_unit(old[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
     }
     live_ = lines_before;
+    merge_insert(lines, firsts, rank, fresh, m, base);
+}
+
+void Stack::merge_insert(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                         const std::vector<std::size_t> &fresh, std::size_t m, uint64_t base) {
     for (std::size_t j : fresh) {
         const uint64_t a = lines[firsts[j]];
         const uint64_t val = (base + rank[j]) << 1;
@@ -424,6 +430,178 @@ void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const 
         fen_add(b * kBlockWords, static_cast<int64_t>(hi - lo));
     }
     now_ = end;
+}
+
+void Stack::merge_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
+                           const uint32_t *rank, std::size_t m, uint64_t base, Pool &pool, unsigned tasks,
+                           Histogram &h) {
+    // merge_resolve's distance of first access j is j plus the lines here more recent than its
+    // old time t[j] once the earlier first accesses' old times are cleared:
+    //     d[j] = j + D(t[j]) - #{i < j : t[i] > t[j]},
+    // with D the distance in the stack as it was (old times are distinct). D is a read-only
+    // query, asked during the probe. The count of earlier, later-timed first accesses is split
+    // two ways: j's range of positions (one per task) and the old times' value buckets (at most
+    // 64, split at quantiles of the times, rounded to whole 512-slot blocks so that each bucket
+    // owns its words and blocks). An earlier access of a higher bucket is counted by j's range
+    // from per-range bucket counts; one of the same bucket by the bucket's task, which sweeps
+    // its times in position order through a bitmap of its time range with a Fenwick tree of
+    // 512-slot blocks (as the stack's own), then clears them here and tallies them per block. This thread then updates the block counts (once per block), counts
+    // the distances into h in order, inserts the new lines and sets the new times.
+    const unsigned k = std::max(1u, tasks);
+    const unsigned nb = std::min(k, 64u);
+    constexpr uint64_t kBlockSlots = 64 * kBlockWords;
+    std::vector<uint64_t> t(m), d0(m), d(m, kInfinity);
+    std::vector<uint8_t> fresh_at(m, 0);  // line absent here, or line kEmpty
+    auto from = [&](unsigned i) { return m * i / k; };
+
+    // 1. Probe: each line moves to its new time; its old time and distance D are kept.
+    pool.run(k, [&](unsigned i) {
+        with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
+            constexpr std::size_t kAhead = 12;
+            const std::size_t lo = from(i), hi = from(i + 1);
+            for (std::size_t j = lo; j < hi; ++j) {
+                if (j + kAhead < hi) prefetch(lines[firsts[j + kAhead]]);
+                const uint64_t a = lines[firsts[j]];
+                uint64_t tj = kInfinity;
+                if (a == kEmpty) {
+                    if (has_max_key_) tj = max_key_val_ >> 1;
+                    fresh_at[j] = 1;
+                } else if (Slot *sl = find(a)) {
+                    tj = sl->val >> 1;
+                    sl->val = (base + rank[j]) << 1;
+                } else {
+                    fresh_at[j] = 1;
+                }
+                t[j] = tj;
+                d0[j] = tj == kInfinity ? 0 : distance_of<decltype(hw)::value>(tj);
+            }
+        });
+    });
+
+    // 2. The buckets' boundaries, from a sample of the old times.
+    std::vector<uint64_t> split;
+    {
+        std::vector<uint64_t> sample;
+        const std::size_t stride = std::max<std::size_t>(1, m / (std::size_t{nb} * 32));
+        for (std::size_t j = 0; j < m; j += stride)
+            if (t[j] != kInfinity) sample.push_back(t[j]);
+        std::sort(sample.begin(), sample.end());
+        for (unsigned v = 1; v < nb && !sample.empty(); ++v)
+            split.push_back(sample[sample.size() * v / nb] / kBlockSlots * kBlockSlots);
+    }
+    const unsigned buckets = static_cast<unsigned>(split.size()) + 1;
+    auto bucket_of = [&](uint64_t x) {
+        return static_cast<unsigned>(std::upper_bound(split.begin(), split.end(), x) - split.begin());
+    };
+
+    // 3. Each range: its finite old times' buckets, counted per bucket.
+    std::vector<uint8_t> vb(m);
+    std::vector<uint32_t> count(std::size_t{k} * buckets, 0);
+    pool.run(k, [&](unsigned i) {
+        uint32_t *c = &count[std::size_t{i} * buckets];
+        for (std::size_t j = from(i); j < from(i + 1); ++j) {
+            if (t[j] == kInfinity) continue;
+            const unsigned v = bucket_of(t[j]);
+            vb[j] = static_cast<uint8_t>(v);
+            ++c[v];
+        }
+    });
+    // before[i][v]: finite old times of bucket v in the ranges before i; at[i][v]: where range
+    // i's times of bucket v go in the bucket-ordered arrays (buckets in turn, each in position
+    // order).
+    std::vector<uint32_t> before(count.size()), at(count.size());
+    std::vector<std::size_t> start(buckets + 1, 0);
+    for (unsigned v = 0; v < buckets; ++v) {
+        uint32_t sum = 0;
+        for (unsigned i = 0; i < k; ++i) {
+            before[std::size_t{i} * buckets + v] = sum;
+            sum += count[std::size_t{i} * buckets + v];
+        }
+        start[v + 1] = start[v] + sum;
+    }
+    for (unsigned i = 0; i < k; ++i)
+        for (unsigned v = 0; v < buckets; ++v)
+            at[std::size_t{i} * buckets + v] =
+                static_cast<uint32_t>(start[v] + before[std::size_t{i} * buckets + v]);
+
+    // 4. Each range: the earlier first accesses in higher buckets, and its times scattered to
+    // their buckets.
+    const std::size_t finite = start[buckets];
+    std::vector<uint64_t> bt(finite);
+    std::vector<uint32_t> bj(finite), higher(m, 0);
+    pool.run(k, [&](unsigned i) {
+        std::vector<uint32_t> running(before.begin() + std::size_t{i} * buckets,
+                                      before.begin() + std::size_t{i + 1} * buckets);
+        std::vector<uint32_t> pos(at.begin() + std::size_t{i} * buckets,
+                                  at.begin() + std::size_t{i + 1} * buckets);
+        for (std::size_t j = from(i); j < from(i + 1); ++j) {
+            if (t[j] == kInfinity) continue;
+            const unsigned v = vb[j];
+            uint32_t above = 0;
+            for (unsigned u = v + 1; u < buckets; ++u) above += running[u];
+            higher[j] = above;
+            ++running[v];
+            bt[pos[v]] = t[j];
+            bj[pos[v]] = static_cast<uint32_t>(j);
+            ++pos[v];
+        }
+    });
+
+    // 5. Each bucket: the earlier first accesses of the same bucket with later times, the
+    // distances, and its old times cleared and tallied per block (ascending).
+    std::vector<std::vector<std::pair<uint64_t, uint32_t>>> cleared(buckets);
+    pool.run(buckets, [&](unsigned v) {
+        const std::size_t lo = start[v], n = start[v + 1] - lo;
+        if (n == 0) return;
+        const uint64_t first_block = (v == 0 ? 0 : split[v - 1]) / kBlockSlots;
+        uint64_t blocks = 0;  // the bucket's blocks: up to its largest time's
+        for (std::size_t q = lo; q < lo + n; ++q)
+            blocks = std::max(blocks, bt[q] / kBlockSlots + 1 - first_block);
+        std::vector<uint64_t> bits(blocks * kBlockWords, 0);
+        std::vector<uint32_t> fen(blocks + 1, 0);  // 1-based, counts per block
+        const uint64_t origin = first_block * kBlockSlots;
+        with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
+            constexpr bool kHw = decltype(hw)::value;
+            for (std::size_t q = 0; q < n; ++q) {
+                const uint64_t x = bt[lo + q] - origin, w = x >> 6, b = w / kBlockWords;
+                // Earlier ones of this bucket with times <= x: this block's words, the blocks before.
+                uint64_t not_later = popcount<kHw>(bits[w] & mask_le(x & 63));
+                for (uint64_t i = b * kBlockWords; i < w; ++i) not_later += popcount<kHw>(bits[i]);
+                for (uint64_t i = b; i > 0; i &= i - 1) not_later += fen[i];
+                bits[w] |= 1ull << (x & 63);
+                for (uint64_t i = b + 1; i <= blocks; i += i & (~i + 1)) ++fen[i];
+                const std::size_t j = bj[lo + q];
+                d[j] = j + d0[j] - higher[j] - (q - not_later);
+            }
+        });
+        // Clear the bucket's old times in the stack, block by block (its bitmap holds them).
+        std::vector<std::pair<uint64_t, uint32_t>> &tally = cleared[v];
+        for (uint64_t b = 0; b < blocks; ++b) {
+            uint32_t in_block = 0;
+            for (uint64_t i = b * kBlockWords; i < (b + 1) * kBlockWords; ++i) {
+                if (bits[i] == 0) continue;
+                words_[origin / 64 + i] &= ~bits[i];
+                in_block += static_cast<uint32_t>(popcount<false>(bits[i]));
+            }
+            if (in_block != 0) tally.emplace_back(first_block + b, in_block);
+        }
+    });
+
+    // 6. This thread: block counts, the histogram, the new lines and times.
+    for (const auto &tally : cleared)
+        for (const auto &bc : tally) fen_add(bc.first * kBlockWords, -static_cast<int64_t>(bc.second));
+    constexpr std::size_t kAhead = 16;
+    for (std::size_t j = 0; j < m; ++j) {
+        if (j + kAhead < m) h.prefetch(d[j + kAhead]);
+        h.add_unit(d[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
+    }
+    std::size_t new_lines = 0;
+    for (uint8_t f : fresh_at) new_lines += f;
+    std::vector<std::size_t> fresh;
+    fresh.reserve(new_lines);
+    for (std::size_t j = 0; j < m; ++j)
+        if (fresh_at[j] != 0) fresh.push_back(j);
+    merge_insert(lines, firsts, rank, fresh, m, base);
 }
 
 void Stack::merge_last(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts, std::size_t m,

@@ -27,6 +27,7 @@ namespace sonde::stackdist {
 inline constexpr uint64_t kInfinity = UINT64_MAX;
 
 struct Histogram;
+class Pool;
 
 class Stack {
 public:
@@ -71,6 +72,13 @@ public:
                      std::size_t to, uint64_t base, uint64_t *old);
     void merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
                        const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram *h);
+    // merge_probe() and merge_resolve() in one, for a large chunk, with the work spread over
+    // `tasks` tasks of `pool` (see merge_parallel in stack.cpp): the same distances into h,
+    // and the same stack at the end. This thread only counts the histogram, inserts the new
+    // lines and sets the new times.
+    void merge_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
+                        const uint32_t *rank, std::size_t m, uint64_t base, Pool &pool, unsigned tasks,
+                        Histogram &h);
     // The last chunk of a stream (no chunk is merged after it): counts its first accesses'
     // distances into h as the three steps above would, without making room for its lines or
     // adding them (no recency ranks needed). The stack ends as it was. Cost per line: a probe
@@ -123,6 +131,10 @@ private:
     void set_now();                 // set now_, advance now_
     void clear_time(uint64_t t);
     void compact(uint64_t room = 0);  // renumber live times 0..live-1; keep room free slots
+    // The end of a merge: inserts the lines absent before (`fresh`, ascending; line kEmpty
+    // among them whenever it is in the chunk), sets times base .. base + m - 1, now_ after them.
+    void merge_insert(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                      const std::vector<std::size_t> &fresh, std::size_t m, uint64_t base);
     template <bool kHw>
     void compact_impl(uint64_t room);
     template <bool kHw>

@@ -351,6 +351,66 @@ static void test_parallel_equals_serial(void **state) {
     free(w);
 }
 
+/* The parallel merge of a large chunk (its old times split in value buckets, at most 64, and its
+ * positions in ranges, one per worker) equals the serial answer for worker counts of 8 and 70
+ * (more ranges than buckets), on a trace where most of a chunk's lines are new or long
+ * unused: 70% of accesses over 4 Ki hot lines, 30% over 2 Mi cold ones, line UINT64_MAX now
+ * and then; two batches, so the second merges against a large stack. */
+static void test_parallel_merge_many_workers(void **state) {
+    (void)state;
+    enum { N = 4600000 };
+    uint64_t *tr = malloc(N * sizeof *tr);
+    uint8_t *w = malloc(N);
+    assert_non_null(tr);
+    assert_non_null(w);
+    uint64_t rs = 4242;
+    for (int i = 0; i < N; ++i) {
+        const uint64_t r = rng_next(&rs);
+        tr[i] = r % 1000 == 0 ? UINT64_MAX : r % 10 < 7 ? (r >> 20) % 4096 : 1000000 + (r >> 24) % (2u << 20);
+        w[i] = (uint8_t)(r >> 63);
+    }
+    sonde_stackdist_t *serial = make_sd(NULL);
+    sonde_histogram_t *hs = make_hist();
+    assert_int_equal(sonde_stackdist_batch(serial, tr, w, N / 2, hs), OK);
+    assert_int_equal(sonde_stackdist_batch(serial, tr + N / 2, w + N / 2, N - N / 2, hs), OK);
+    static const uint32_t counts[] = {8, 70};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; ++c) {
+        sonde_stackdist_options_t o = opts_default();
+        o.workers = counts[c];
+        sonde_stackdist_t *par = make_sd(&o);
+        sonde_histogram_t *hp = make_hist();
+        /* A batch is calculated in parallel only when each worker gets 64 Ki accesses: 70
+         * workers take the whole trace in one. */
+        if (counts[c] * 65536u <= N / 2) {
+            assert_int_equal(sonde_stackdist_batch(par, tr, w, N / 2, hp), OK);
+            assert_int_equal(sonde_stackdist_batch(par, tr + N / 2, w + N / 2, N - N / 2, hp), OK);
+        } else {
+            assert_true(counts[c] * 65536u <= N);
+            assert_int_equal(sonde_stackdist_batch(par, tr, w, N, hp), OK);
+        }
+        assert_same_hist(hs, hp);
+        uint64_t a = 0, b = 0, d1 = 0, d2 = 0;
+        assert_int_equal(sonde_stackdist_size(serial, &a), OK);
+        assert_int_equal(sonde_stackdist_size(par, &b), OK);
+        assert_int_equal(a, b);
+        /* The stacks agree line by line on a sample of hot and cold lines. */
+        for (uint64_t line = 0; line < 4096; line += 7) {
+            assert_int_equal(sonde_stackdist_calc(serial, line, false, &d1, NULL), OK);
+            assert_int_equal(sonde_stackdist_calc(par, line, false, &d2, NULL), OK);
+            assert_int_equal(d1, d2);
+            assert_int_equal(sonde_stackdist_calc(serial, 1000000 + line * 511, false, &d1, NULL), OK);
+            assert_int_equal(sonde_stackdist_calc(par, 1000000 + line * 511, false, &d2, NULL), OK);
+            assert_int_equal(d1, d2);
+        }
+        sonde_histogram_destroy(hp);
+        sonde_stackdist_destroy(par);
+    }
+    sonde_histogram_destroy(hs);
+    sonde_stackdist_destroy(serial);
+    free(tr);
+    free(w);
+}
+
 /* Line of the universe used below: 0 stands for UINT64_MAX, the line the table cannot hold. */
 static uint64_t universe_line(uint64_t k) { return k == 0 ? UINT64_MAX : k; }
 
@@ -651,6 +711,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_batch_equals_calls),
         cmocka_unit_test(test_parallel_equals_serial),
         cmocka_unit_test(test_parallel_state_and_marks),
+        cmocka_unit_test(test_parallel_merge_many_workers),
         cmocka_unit_test(test_shards_seeds_independent),
         cmocka_unit_test(test_shards_synthetic),
         cmocka_unit_test(test_bad_arguments),
