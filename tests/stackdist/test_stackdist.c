@@ -305,6 +305,14 @@ static void assert_same_hist(const sonde_histogram_t *x, const sonde_histogram_t
     free(by);
 }
 
+/* Both calculators hold the same number of lines. */
+static void assert_same_size(sonde_stackdist_t *x, sonde_stackdist_t *y) {
+    uint64_t a = 0, b = 0;
+    assert_int_equal(sonde_stackdist_size(x, &a), OK);
+    assert_int_equal(sonde_stackdist_size(y, &b), OK);
+    assert_int_equal(a, b);
+}
+
 /* Parallel exact mode equals serial on several traces and worker counts, across batches. */
 static void test_parallel_equals_serial(void **state) {
     (void)state;
@@ -337,10 +345,7 @@ static void test_parallel_equals_serial(void **state) {
             assert_int_equal(sonde_stackdist_batch(par, tr, w, N / 2, hp), OK);
             assert_int_equal(sonde_stackdist_batch(par, tr + N / 2, w + N / 2, N - N / 2, hp), OK);
             assert_same_hist(hs, hp);
-            uint64_t a = 0, b = 0;
-            assert_int_equal(sonde_stackdist_size(serial, &a), OK);
-            assert_int_equal(sonde_stackdist_size(par, &b), OK);
-            assert_int_equal(a, b);
+            assert_same_size(serial, par);
             sonde_histogram_destroy(hp);
             sonde_stackdist_destroy(par);
         }
@@ -389,26 +394,24 @@ static void test_parallel_merge_many_workers(void **state) {
             assert_int_equal(sonde_stackdist_batch(par, tr, w, N, hp), OK);
         }
         assert_same_hist(hs, hp);
-        uint64_t a = 0, b = 0, d1 = 0, d2 = 0;
-        assert_int_equal(sonde_stackdist_size(serial, &a), OK);
-        assert_int_equal(sonde_stackdist_size(par, &b), OK);
-        assert_int_equal(a, b);
+        assert_same_size(serial, par);
         /* The stacks agree line by line on a sample of hot and cold lines. */
         for (uint64_t line = 0; line < 4096; line += 7) {
-            assert_int_equal(sonde_stackdist_calc(serial, line, false, &d1, NULL), OK);
-            assert_int_equal(sonde_stackdist_calc(par, line, false, &d2, NULL), OK);
-            assert_int_equal(d1, d2);
-            assert_int_equal(sonde_stackdist_calc(serial, 1000000 + line * 511, false, &d1, NULL), OK);
-            assert_int_equal(sonde_stackdist_calc(par, 1000000 + line * 511, false, &d2, NULL), OK);
-            assert_int_equal(d1, d2);
+            uint64_t d1 = 0, d2 = 0;
+            const uint64_t both[2] = {line, 1000000 + line * 511};
+            for (int k = 0; k < 2; ++k) {
+                assert_int_equal(sonde_stackdist_calc(serial, both[k], false, &d1, NULL), OK);
+                assert_int_equal(sonde_stackdist_calc(par, both[k], false, &d2, NULL), OK);
+                assert_int_equal(d1, d2);
+            }
         }
         sonde_histogram_destroy(hp);
         sonde_stackdist_destroy(par);
     }
-    sonde_histogram_destroy(hs);
-    sonde_stackdist_destroy(serial);
     free(tr);
     free(w);
+    sonde_histogram_destroy(hs);
+    sonde_stackdist_destroy(serial);
 }
 
 /* Line of the universe used below: 0 stands for UINT64_MAX, the line the table cannot hold. */
