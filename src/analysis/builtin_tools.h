@@ -20,7 +20,7 @@ std::unique_ptr<sonde::tool> make_cache_sim(const std::string &options);
 std::unique_ptr<sonde::tool> make_cache_sim_drcachesim(const std::string &options);
 
 // reuse_distance (reuse_distance.cpp): options "line_size=N,sample_rate=R | sample_size=S,
-// jobs=N,per_shard=1" (all optional; exact, line size 64 by default; model=gem5), or
+// jobs=N,merge_jobs=N,per_shard=1" (all optional; exact, line size 64 by default; model=gem5), or
 // "model=drcachesim[,line_size=N,distance_threshold=N,report_top=N]" for DynamoRIO
 // drcachesim's reuse_distance tool (reuse_distance_drcachesim.cpp).
 std::unique_ptr<sonde::tool> make_reuse_distance(const std::string &options);

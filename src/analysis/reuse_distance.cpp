@@ -40,6 +40,7 @@
 #include "analysis/state_bytes.h"
 #include "analysis/tool_options.h"
 #include <sonde/tool.hpp>
+#include "stackdist/pool.h"
 #include "stackdist/reuse.h"
 
 namespace sonde::analysis {
@@ -53,6 +54,7 @@ using stackdist::ReuseResult;
 struct Options {
     uint64_t line_size = 64;
     ReuseConfig cfg;
+    unsigned merge_jobs = 0;  // threads of the slices' merge in a partitioned run; 0: cfg.workers
     bool per_shard = false;
     bool seed_given = false;
 };
@@ -68,7 +70,7 @@ Options parse(const std::string &text) {
                             value.find_first_not_of(key == "sample_rate" ? "0123456789.eE-+"
                                                                          : "0123456789") == std::string::npos;
         const bool numeric = key == "line_size" || key == "sample_rate" || key == "sample_size" ||
-                             key == "jobs" || key == "seed";
+                             key == "jobs" || key == "seed" || key == "merge_jobs";
         if (numeric && !number) throw std::invalid_argument("bad value for '" + key + "': " + value);
         try {
             if (key == "line_size") {
@@ -91,6 +93,10 @@ Options parse(const std::string &text) {
                 const unsigned long jobs = std::stoul(value);
                 if (jobs == 0 || jobs > 1024) throw std::invalid_argument("jobs must be 1..1024");
                 o.cfg.workers = static_cast<unsigned>(jobs);
+            } else if (key == "merge_jobs") {
+                const unsigned long jobs = std::stoul(value);
+                if (jobs == 0 || jobs > 1024) throw std::invalid_argument("merge_jobs must be 1..1024");
+                o.merge_jobs = static_cast<unsigned>(jobs);
             } else if (key == "per_shard") {
                 o.per_shard = value == "1" || value == "true";
             } else {
@@ -739,6 +745,14 @@ private:
         stackdist::Stack &stack = *base;
         std::vector<uint32_t> identity;
         std::vector<uint64_t> old;
+        // A slice of many first accesses merges on `threads` threads (merge_jobs, else jobs).
+        const unsigned threads = std::max(1u, opt_.merge_jobs != 0 ? opt_.merge_jobs : opt_.cfg.workers);
+        std::unique_ptr<stackdist::Pool> pool;
+        auto parallel = [&](size_t m) {
+            if (threads < 2 || m < stackdist::kMinParallelMerge) return false;
+            if (!pool) pool = std::make_unique<stackdist::Pool>(threads - 1);
+            return true;
+        };
         for (size_t k = 0; k < order.size(); ++k) {
             Slice *sl = order[k];
             const size_t m = sl->first_lines.size();
@@ -750,7 +764,13 @@ private:
             if (k + 1 == order.size()) {
                 // The stream's last slice: nothing is merged after it, so it needs no room in
                 // the stack and no recency ranks.
-                if (sampled) {
+                if (parallel(m)) {
+                    stack.merge_last_parallel(sl->first_lines.data(), sl->first_writes.data(),
+                                              identity.data(), m, *pool, threads, sampled ? nullptr : &h,
+                                              sampled ? &old : nullptr);
+                    for (size_t j = 0; sampled && j < m; ++j)
+                        add_scaled(old[j], sl->first_pos[j], sl->first_writes[j]);
+                } else if (sampled) {
                     stack.merge_last(sl->first_lines.data(), sl->first_writes.data(), identity.data(), m,
                                      nullptr, &old);
                     for (size_t j = 0; j < m; ++j) add_scaled(old[j], sl->first_pos[j], sl->first_writes[j]);
@@ -763,12 +783,18 @@ private:
                     throw std::runtime_error("slice " + std::to_string(sl->index) +
                                              " came without recency ranks, as the stream's last, but slice " +
                                              std::to_string(order[k + 1]->index) + " follows it");
-                old.assign(m, 0);
                 const uint64_t base = stack.merge_reserve(m);
-                stack.merge_probe(sl->first_lines.data(), identity.data(), sl->rank.data(), 0, m, base,
-                                  old.data());
-                stack.merge_resolve(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
-                                    sl->rank.data(), old.data(), m, base, sampled ? nullptr : &h);
+                if (parallel(m)) {
+                    stack.merge_parallel(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
+                                         sl->rank.data(), m, base, *pool, threads, sampled ? nullptr : &h,
+                                         sampled ? &old : nullptr);
+                } else {
+                    old.assign(m, 0);
+                    stack.merge_probe(sl->first_lines.data(), identity.data(), sl->rank.data(), 0, m, base,
+                                      old.data());
+                    stack.merge_resolve(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
+                                        sl->rank.data(), old.data(), m, base, sampled ? nullptr : &h);
+                }
                 for (size_t j = 0; sampled && j < m; ++j)
                     add_scaled(old[j], sl->first_pos[j], sl->first_writes[j]);
             }

@@ -68,7 +68,8 @@ Options parse(const std::string &text) {
             o.report_top = v;
         } else if (key == "distance_limit") {
             o.limit = v;
-        } else if (key == "sample_rate" || key == "sample_size" || key == "jobs" || key == "per_shard") {
+        } else if (key == "sample_rate" || key == "sample_size" || key == "jobs" || key == "merge_jobs" ||
+                   key == "per_shard") {
             throw std::invalid_argument("'" + key +
                                         "' is an option of the gem5 model, not of model=drcachesim");
         } else {

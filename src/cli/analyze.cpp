@@ -460,8 +460,12 @@ int analyze(int argc, char **argv, Mpi *mpi) {
                 if (jobs > 1 && reuse_model == "gem5") options += ",jobs=" + std::to_string(jobs);
                 if (per_shard) options += ",per_shard=1";
             }
-            st = sonde_analyzer_add_tool(a, t.c_str(), options.c_str());
+            // The metadata names the options the command gave; a rank's thread count for the
+            // merge at rank 0 is the machine's, not the command's, and changes no result.
             analyzer_options.push_back(options);
+            if (t == "reuse_distance" && mpi != nullptr && reuse_model == "gem5")
+                options += ",merge_jobs=" + std::to_string(sonde::mpi::merge_threads());
+            st = sonde_analyzer_add_tool(a, t.c_str(), options.c_str());
         }
         if (st == SONDE_STATUS_ERROR_OUT_OF_MEMORY) return fail(("tool " + t).c_str(), st, a);
         if (st != SONDE_STATUS_SUCCESS) {

@@ -59,6 +59,10 @@ bool available();
 // and MPICH's launchers name in the environment). At least 1. Without it, every rank of a
 // node would start a thread per core of the node, and N ranks would run N times too many.
 uint32_t threads_per_rank();
+// The threads rank 0 may use to merge the ranks' partial results (reuse_distance's slices):
+// every core of this process's CPU affinity, not a share, because the merge runs once the other
+// ranks have finished their parts and wait.
+uint32_t merge_threads();
 // Starts MPI for this process (mpirun's rank, or one rank when started without mpirun) and the
 // agreement of the ranks on `hash`, the command line's, in the background. nullptr with *why
 // set when the build has no MPI; MPI failing to start is agreed()'s answer.

@@ -24,17 +24,25 @@ uint32_t local_ranks() {
     return 1;
 }
 
+// The node's online CPUs.
+uint32_t online_cpus() {
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? static_cast<uint32_t>(online) : 1;
+}
+
 }  // namespace
 
-uint32_t threads_per_rank() {
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    const uint32_t total = online > 0 ? static_cast<uint32_t>(online) : 1;
-    uint32_t mine = total;
+uint32_t merge_threads() {
+    const uint32_t total = online_cpus();
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        mine = static_cast<uint32_t>(CPU_COUNT(&set));
-    return std::max<uint32_t>(1, std::min(mine, total / local_ranks()));
+        return std::max<uint32_t>(1, std::min(total, static_cast<uint32_t>(CPU_COUNT(&set))));
+    return total;
+}
+
+uint32_t threads_per_rank() {
+    return std::max<uint32_t>(1, std::min(merge_threads(), online_cpus() / local_ranks()));
 }
 
 }  // namespace sonde::mpi

@@ -12,8 +12,6 @@ namespace {
 constexpr double kHashRange = 4294967296.0;  // 2^32
 // Below this many accesses per worker the threads cost more than they save.
 constexpr std::size_t kMinParallelChunk = 1 << 16;
-// Below this many lines to merge, waking the workers costs more than their share of lookups.
-constexpr std::size_t kMinParallelMerge = 1 << 14;
 
 inline unsigned type_of(const uint8_t *is_write, std::size_t i) {
     return is_write != nullptr && is_write[i] != 0 ? 1u : 0u;
@@ -132,7 +130,7 @@ void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, s
         const std::size_t m = p.firsts.size();
         const uint64_t base = stack_.merge_reserve(m);
         if (m >= kMinParallelMerge) {
-            stack_.merge_parallel(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), m, base, *pool_, k, h);
+            stack_.merge_parallel(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), m, base, *pool_, k, &h);
         } else {
             p.old.resize(m);
             stack_.merge_probe(cl, p.firsts.data(), p.rank.data(), 0, m, base, p.old.data());

@@ -3,6 +3,7 @@
 #include "stackdist/stack.h"
 
 #include <algorithm>
+#include <memory>
 #include <type_traits>
 
 #include "stackdist/histogram.h"
@@ -432,29 +433,10 @@ void Stack::merge_insert(const uint64_t *lines, const uint32_t *firsts, const ui
     now_ = end;
 }
 
-void Stack::merge_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
-                           const uint32_t *rank, std::size_t m, uint64_t base, Pool &pool, unsigned tasks,
-                           Histogram &h) {
-    // merge_resolve's distance of first access j is j plus the lines here more recent than its
-    // old time t[j] once the earlier first accesses' old times are cleared:
-    //     d[j] = j + D(t[j]) - #{i < j : t[i] > t[j]},
-    // with D the distance in the stack as it was (old times are distinct). D is a read-only
-    // query, asked during the probe. The count of earlier, later-timed first accesses is split
-    // two ways: j's range of positions (one per task) and the old times' value buckets (at most
-    // 64, split at quantiles of the times, rounded to whole 512-slot blocks so that each bucket
-    // owns its words and blocks). An earlier access of a higher bucket is counted by j's range
-    // from per-range bucket counts; one of the same bucket by the bucket's task, which sweeps
-    // its times in position order through a bitmap of its time range with a Fenwick tree of
-    // 512-slot blocks (as the stack's own), then clears them here and tallies them per block. This thread then updates the block counts (once per block), counts
-    // the distances into h in order, inserts the new lines and sets the new times.
-    const unsigned k = std::max(1u, tasks);
-    const unsigned nb = std::min(k, 64u);
-    constexpr uint64_t kBlockSlots = 64 * kBlockWords;
-    std::vector<uint64_t> t(m), d0(m), d(m, kInfinity);
-    std::vector<uint8_t> fresh_at(m, 0);  // line absent here, or line kEmpty
+void Stack::lookup_parallel(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                            std::size_t m, uint64_t base, Pool &pool, unsigned k, uint64_t *t, uint64_t *d0,
+                            uint8_t *fresh_at) {
     auto from = [&](unsigned i) { return m * i / k; };
-
-    // 1. Probe: each line moves to its new time; its old time and distance D are kept.
     pool.run(k, [&](unsigned i) {
         with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
             constexpr std::size_t kAhead = 12;
@@ -463,22 +445,91 @@ void Stack::merge_parallel(const uint64_t *lines, const uint8_t *is_write, const
                 if (j + kAhead < hi) prefetch(lines[firsts[j + kAhead]]);
                 const uint64_t a = lines[firsts[j]];
                 uint64_t tj = kInfinity;
+                bool here = false;
                 if (a == kEmpty) {
                     if (has_max_key_) tj = max_key_val_ >> 1;
-                    fresh_at[j] = 1;
                 } else if (Slot *sl = find(a)) {
                     tj = sl->val >> 1;
-                    sl->val = (base + rank[j]) << 1;
-                } else {
-                    fresh_at[j] = 1;
+                    here = true;
+                    if (rank != nullptr) sl->val = (base + rank[j]) << 1;
                 }
+                if (fresh_at != nullptr) fresh_at[j] = here ? 0 : 1;
                 t[j] = tj;
                 d0[j] = tj == kInfinity ? 0 : distance_of<decltype(hw)::value>(tj);
             }
         });
     });
+}
 
-    // 2. The buckets' boundaries, from a sample of the old times.
+void Stack::merge_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
+                           const uint32_t *rank, std::size_t m, uint64_t base, Pool &pool, unsigned tasks,
+                           Histogram *h, std::vector<uint64_t> *distances) {
+    // The probe and the rank queries on every task, the distances by resolve_parallel (which
+    // clears the old times); this thread then counts the distances into h in order, inserts the
+    // new lines and sets the new times.
+    const unsigned k = std::max(1u, tasks);
+    // Not initialised: each task's range is first written (and its pages faulted in) by it.
+    std::unique_ptr<uint64_t[]> t(new uint64_t[m]), d0(new uint64_t[m]);
+    uint64_t *const d = d0.get();                         // each distance replaces its D (resolve_parallel)
+    std::unique_ptr<uint8_t[]> fresh_at(new uint8_t[m]);  // 1: line absent here, or line kEmpty
+    lookup_parallel(lines, firsts, rank, m, base, pool, k, t.get(), d0.get(), fresh_at.get());
+    resolve_parallel(t.get(), d0.get(), d, m, pool, k, true);
+    count_distances(d, m, is_write, firsts, h);
+    std::size_t new_lines = 0;
+    for (std::size_t j = 0; j < m; ++j) new_lines += fresh_at[j];
+    std::vector<std::size_t> fresh;
+    fresh.reserve(new_lines);
+    for (std::size_t j = 0; j < m; ++j)
+        if (fresh_at[j] != 0) fresh.push_back(j);
+    merge_insert(lines, firsts, rank, fresh, m, base);
+    if (distances != nullptr) distances->assign(d, d + m);
+}
+
+void Stack::merge_last_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
+                                std::size_t m, Pool &pool, unsigned tasks, Histogram *h,
+                                std::vector<uint64_t> *distances) {
+    // As merge_parallel without moving, clearing or inserting anything: the stack is only read.
+    const unsigned k = std::max(1u, tasks);
+    std::unique_ptr<uint64_t[]> t(new uint64_t[m]), d0(new uint64_t[m]);
+    uint64_t *const d = d0.get();
+    lookup_parallel(lines, firsts, nullptr, m, 0, pool, k, t.get(), d0.get(), nullptr);
+    resolve_parallel(t.get(), d0.get(), d, m, pool, k, false);
+    count_distances(d, m, is_write, firsts, h);
+    if (distances != nullptr) distances->assign(d, d + m);
+}
+
+void Stack::count_distances(const uint64_t *d, std::size_t m, const uint8_t *is_write, const uint32_t *firsts,
+                            Histogram *h) {
+    constexpr std::size_t kAhead = 16;
+    for (std::size_t j = 0; h != nullptr && j < m; ++j) {
+        if (j + kAhead < m) h->prefetch(d[j + kAhead]);
+        h->add_unit(d[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
+    }
+}
+
+void Stack::resolve_parallel(const uint64_t *t, const uint64_t *d0, uint64_t *d, std::size_t m, Pool &pool,
+                             unsigned tasks, bool clear) {
+    // merge_resolve's distance of first access j is j plus the lines here more recent than its
+    // old time t[j] once the earlier first accesses' old times are cleared:
+    //     d[j] = j + D(t[j]) - #{i < j : t[i] > t[j]},
+    // with D the distance in the stack as it was (d0; old times are distinct). The count of
+    // earlier, later-timed first accesses is split two ways: j's range of positions (one per
+    // task) and the old times' value buckets (at most 64, split at quantiles of a sample of the
+    // times, rounded to whole 512-slot blocks so that each bucket owns its words and blocks).
+    //   1. Each range sweeps its positions: an earlier access of the same range in a higher
+    //      bucket is counted there (per-bucket running counts), and each finite time goes to
+    //      its (range, bucket) list, in position order.
+    //   2. Each bucket takes its lists in range order, adds the earlier ranges' accesses of
+    //      higher buckets (a constant per range), and counts the earlier ones of its own with
+    //      later times by sweeping a bitmap of its time range with a Fenwick tree of 512-slot
+    //      blocks (as the stack's own). With `clear`, it then clears its old times' bits, and
+    //      this thread updates the block counts once per block.
+    const unsigned k = std::max(1u, tasks);
+    const unsigned nb = std::min(k, 64u);
+    constexpr uint64_t kBlockSlots = 64 * kBlockWords;
+    auto from = [&](unsigned i) { return m * i / k; };
+
+    // The buckets' boundaries, from a sample of the old times.
     std::vector<uint64_t> split;
     {
         std::vector<uint64_t> sample;
@@ -490,118 +541,90 @@ void Stack::merge_parallel(const uint64_t *lines, const uint8_t *is_write, const
             split.push_back(sample[sample.size() * v / nb] / kBlockSlots * kBlockSlots);
     }
     const unsigned buckets = static_cast<unsigned>(split.size()) + 1;
-    auto bucket_of = [&](uint64_t x) {
-        return static_cast<unsigned>(std::upper_bound(split.begin(), split.end(), x) - split.begin());
+
+    // 1. Each range.
+    struct Entry {
+        uint32_t j;       // position (its time is t[j])
+        uint32_t higher;  // earlier positions of the same range in higher buckets
     };
-
-    // 3. Each range: its finite old times' buckets, counted per bucket.
-    std::vector<uint8_t> vb(m);
-    std::vector<uint32_t> count(std::size_t{k} * buckets, 0);
+    std::vector<std::vector<Entry>> lists(std::size_t{k} * buckets);  // [range * buckets + bucket]
     pool.run(k, [&](unsigned i) {
-        uint32_t *c = &count[std::size_t{i} * buckets];
-        for (std::size_t j = from(i); j < from(i + 1); ++j) {
-            if (t[j] == kInfinity) continue;
-            const unsigned v = bucket_of(t[j]);
-            vb[j] = static_cast<uint8_t>(v);
-            ++c[v];
-        }
-    });
-    // before[i][v]: finite old times of bucket v in the ranges before i; at[i][v]: where range
-    // i's times of bucket v go in the bucket-ordered arrays (buckets in turn, each in position
-    // order).
-    std::vector<uint32_t> before(count.size()), at(count.size());
-    std::vector<std::size_t> start(buckets + 1, 0);
-    for (unsigned v = 0; v < buckets; ++v) {
-        uint32_t sum = 0;
-        for (unsigned i = 0; i < k; ++i) {
-            before[std::size_t{i} * buckets + v] = sum;
-            sum += count[std::size_t{i} * buckets + v];
-        }
-        start[v + 1] = start[v] + sum;
-    }
-    for (unsigned i = 0; i < k; ++i)
-        for (unsigned v = 0; v < buckets; ++v)
-            at[std::size_t{i} * buckets + v] =
-                static_cast<uint32_t>(start[v] + before[std::size_t{i} * buckets + v]);
-
-    // 4. Each range: the earlier first accesses in higher buckets, and its times scattered to
-    // their buckets.
-    const std::size_t finite = start[buckets];
-    std::vector<uint64_t> bt(finite);
-    std::vector<uint32_t> bj(finite), higher(m, 0);
-    pool.run(k, [&](unsigned i) {
-        std::vector<uint32_t> running(before.begin() + std::size_t{i} * buckets,
-                                      before.begin() + std::size_t{i + 1} * buckets);
-        std::vector<uint32_t> pos(at.begin() + std::size_t{i} * buckets,
-                                  at.begin() + std::size_t{i + 1} * buckets);
-        for (std::size_t j = from(i); j < from(i + 1); ++j) {
-            if (t[j] == kInfinity) continue;
-            const unsigned v = vb[j];
+        std::vector<uint32_t> running(buckets, 0);
+        std::vector<Entry> *mine = &lists[std::size_t{i} * buckets];
+        const std::size_t lo = from(i), hi = from(i + 1);
+        for (auto *l = mine; l != mine + buckets; ++l) l->reserve((hi - lo) / buckets + 16);
+        for (std::size_t j = lo; j < hi; ++j) {
+            const uint64_t x = t[j];
+            if (x == kInfinity) {
+                d[j] = kInfinity;
+                continue;
+            }
+            unsigned v = 0;
+            while (v < split.size() && split[v] <= x) ++v;
             uint32_t above = 0;
             for (unsigned u = v + 1; u < buckets; ++u) above += running[u];
-            higher[j] = above;
             ++running[v];
-            bt[pos[v]] = t[j];
-            bj[pos[v]] = static_cast<uint32_t>(j);
-            ++pos[v];
+            mine[v].push_back(Entry{static_cast<uint32_t>(j), above});
         }
     });
+    // before[i * buckets + v]: the accesses of ranges before i in buckets above v.
+    std::vector<uint32_t> before(std::size_t{k} * buckets, 0);
+    for (unsigned i = 1; i < k; ++i)
+        for (unsigned v = 0; v < buckets; ++v) {
+            uint32_t above = 0;
+            for (unsigned u = v + 1; u < buckets; ++u)
+                above += static_cast<uint32_t>(lists[std::size_t{i - 1} * buckets + u].size());
+            before[std::size_t{i} * buckets + v] = before[std::size_t{i - 1} * buckets + v] + above;
+        }
 
-    // 5. Each bucket: the earlier first accesses of the same bucket with later times, the
-    // distances, and its old times cleared and tallied per block (ascending).
+    // 2. Each bucket.
     std::vector<std::vector<std::pair<uint64_t, uint32_t>>> cleared(buckets);
     pool.run(buckets, [&](unsigned v) {
-        const std::size_t lo = start[v], n = start[v + 1] - lo;
-        if (n == 0) return;
+        uint64_t top = 0;
+        bool any = false;
+        for (unsigned i = 0; i < k; ++i)
+            for (const Entry &e : lists[std::size_t{i} * buckets + v]) {
+                top = std::max(top, t[e.j]);
+                any = true;
+            }
+        if (!any) return;
         const uint64_t first_block = (v == 0 ? 0 : split[v - 1]) / kBlockSlots;
-        uint64_t blocks = 0;  // the bucket's blocks: up to its largest time's
-        for (std::size_t q = lo; q < lo + n; ++q)
-            blocks = std::max(blocks, bt[q] / kBlockSlots + 1 - first_block);
+        const uint64_t origin = first_block * kBlockSlots, blocks = top / kBlockSlots + 1 - first_block;
         std::vector<uint64_t> bits(blocks * kBlockWords, 0);
         std::vector<uint32_t> fen(blocks + 1, 0);  // 1-based, counts per block
-        const uint64_t origin = first_block * kBlockSlots;
         with_popcount([&](auto hw) SONDE_STACK_LAMBDA {
             constexpr bool kHw = decltype(hw)::value;
-            for (std::size_t q = 0; q < n; ++q) {
-                const uint64_t x = bt[lo + q] - origin, w = x >> 6, b = w / kBlockWords;
-                // Earlier ones of this bucket with times <= x: this block's words, the blocks before.
-                uint64_t not_later = popcount<kHw>(bits[w] & mask_le(x & 63));
-                for (uint64_t i = b * kBlockWords; i < w; ++i) not_later += popcount<kHw>(bits[i]);
-                for (uint64_t i = b; i > 0; i &= i - 1) not_later += fen[i];
-                bits[w] |= 1ull << (x & 63);
-                for (uint64_t i = b + 1; i <= blocks; i += i & (~i + 1)) ++fen[i];
-                const std::size_t j = bj[lo + q];
-                d[j] = j + d0[j] - higher[j] - (q - not_later);
+            uint64_t q = 0;  // entries of this bucket so far
+            for (unsigned i = 0; i < k; ++i) {
+                const uint32_t cross = before[std::size_t{i} * buckets + v];
+                for (const Entry &e : lists[std::size_t{i} * buckets + v]) {
+                    const uint64_t x = t[e.j] - origin, w = x >> 6, b = w / kBlockWords;
+                    // Earlier entries with times <= x: this block's words, the blocks before.
+                    uint64_t not_later = popcount<kHw>(bits[w] & mask_le(x & 63));
+                    for (uint64_t r = b * kBlockWords; r < w; ++r) not_later += popcount<kHw>(bits[r]);
+                    for (uint64_t r = b; r > 0; r &= r - 1) not_later += fen[r];
+                    bits[w] |= 1ull << (x & 63);
+                    for (uint64_t r = b + 1; r <= blocks; r += r & (~r + 1)) ++fen[r];
+                    d[e.j] = e.j + d0[e.j] - cross - e.higher - (q - not_later);
+                    ++q;
+                }
             }
         });
+        if (!clear) return;
         // Clear the bucket's old times in the stack, block by block (its bitmap holds them).
         std::vector<std::pair<uint64_t, uint32_t>> &tally = cleared[v];
         for (uint64_t b = 0; b < blocks; ++b) {
             uint32_t in_block = 0;
-            for (uint64_t i = b * kBlockWords; i < (b + 1) * kBlockWords; ++i) {
-                if (bits[i] == 0) continue;
-                words_[origin / 64 + i] &= ~bits[i];
-                in_block += static_cast<uint32_t>(popcount<false>(bits[i]));
+            for (uint64_t r = b * kBlockWords; r < (b + 1) * kBlockWords; ++r) {
+                if (bits[r] == 0) continue;
+                words_[origin / 64 + r] &= ~bits[r];
+                in_block += static_cast<uint32_t>(popcount<false>(bits[r]));
             }
             if (in_block != 0) tally.emplace_back(first_block + b, in_block);
         }
     });
-
-    // 6. This thread: block counts, the histogram, the new lines and times.
     for (const auto &tally : cleared)
         for (const auto &bc : tally) fen_add(bc.first * kBlockWords, -static_cast<int64_t>(bc.second));
-    constexpr std::size_t kAhead = 16;
-    for (std::size_t j = 0; j < m; ++j) {
-        if (j + kAhead < m) h.prefetch(d[j + kAhead]);
-        h.add_unit(d[j], is_write != nullptr && is_write[firsts[j]] != 0 ? 1u : 0u);
-    }
-    std::size_t new_lines = 0;
-    for (uint8_t f : fresh_at) new_lines += f;
-    std::vector<std::size_t> fresh;
-    fresh.reserve(new_lines);
-    for (std::size_t j = 0; j < m; ++j)
-        if (fresh_at[j] != 0) fresh.push_back(j);
-    merge_insert(lines, firsts, rank, fresh, m, base);
 }
 
 void Stack::merge_last(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts, std::size_t m,

@@ -73,12 +73,17 @@ public:
     void merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
                        const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram *h);
     // merge_probe() and merge_resolve() in one, for a large chunk, with the work spread over
-    // `tasks` tasks of `pool` (see merge_parallel in stack.cpp): the same distances into h,
-    // and the same stack at the end. This thread only counts the histogram, inserts the new
-    // lines and sets the new times.
+    // `tasks` tasks of `pool` (see resolve_parallel in stack.cpp): the same distances (into h
+    // when not null; into *distances when given) and the same stack at the end. This thread
+    // only counts the histogram, inserts the new lines and sets the new times.
     void merge_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
                         const uint32_t *rank, std::size_t m, uint64_t base, Pool &pool, unsigned tasks,
-                        Histogram &h);
+                        Histogram *h, std::vector<uint64_t> *distances = nullptr);
+    // merge_last() with the lookups and the distances spread over `tasks` tasks of `pool`: the
+    // same answers; the stack is only read.
+    void merge_last_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
+                             std::size_t m, Pool &pool, unsigned tasks, Histogram *h,
+                             std::vector<uint64_t> *distances = nullptr);
     // The last chunk of a stream (no chunk is merged after it): counts its first accesses'
     // distances into h as the three steps above would, without making room for its lines or
     // adding them (no recency ranks needed). The stack ends as it was. Cost per line: a probe
@@ -133,6 +138,20 @@ private:
     void compact(uint64_t room = 0);  // renumber live times 0..live-1; keep room free slots
     // The end of a merge: inserts the lines absent before (`fresh`, ascending; line kEmpty
     // among them whenever it is in the chunk), sets times base .. base + m - 1, now_ after them.
+    // Step 1 of the parallel merges, on k tasks of pool: for first access j, its line's old time
+    // t[j] (kInfinity: absent), its distance d0[j] in the stack as it is (0 when absent), and,
+    // with rank (merge_parallel), the line moved to time base + rank[j] and fresh_at[j] = 1 when
+    // the line is new here or is line kEmpty. The time structures are only read.
+    void lookup_parallel(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank, std::size_t m,
+                         uint64_t base, Pool &pool, unsigned k, uint64_t *t, uint64_t *d0, uint8_t *fresh_at);
+    // The distances of the m first accesses whose old times are t (kInfinity: none) and whose
+    // distances in the stack before the merge are d0, into d (which may be d0); with `clear`, the old times are
+    // cleared from the time structures (merge_parallel's core, on `tasks` tasks of `pool`).
+    void resolve_parallel(const uint64_t *t, const uint64_t *d0, uint64_t *d, std::size_t m, Pool &pool,
+                          unsigned tasks, bool clear);
+    // Counts distance d[j] of first access j (its write flag at is_write[firsts[j]]) into h (may be null).
+    static void count_distances(const uint64_t *d, std::size_t m, const uint8_t *is_write,
+                                const uint32_t *firsts, Histogram *h);
     void merge_insert(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
                       const std::vector<std::size_t> &fresh, std::size_t m, uint64_t base);
     template <bool kHw>

@@ -654,6 +654,13 @@ static void test_bad_arguments(void **state) {
                      SONDE_STATUS_ERROR_INVALID_ARGUMENT);
     assert_int_equal(sonde_analyzer_add_tool(a, "basic_counts", "colour=red"),
                      SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+    const char *bad_reuse[] = {"merge_jobs=0", "merge_jobs=1025", "merge_jobs=-1", "merge_jobs=2x",
+                               "model=drcachesim,merge_jobs=2"};
+    for (size_t i = 0; i < sizeof bad_reuse / sizeof bad_reuse[0]; ++i) {
+        assert_int_equal(sonde_analyzer_add_tool(a, "reuse_distance", bad_reuse[i]),
+                         SONDE_STATUS_ERROR_INVALID_ARGUMENT);
+        assert_non_null(strstr(sonde_analyzer_error(a), "merge_jobs"));
+    }
     const char *bad_caches[] = {"D1:32K:8",     "D1:32K:8:48",      "D1:32K:0:64",
                                 "D1:33K:8:64",  "D1:32K:8:64:plru", "D1:xK:8:64",
                                 "D1:-32K:8:64", ":32K:8:64",        "D1:32K:8:64,"};

@@ -19,6 +19,9 @@
 enum { kShards = 3, kPerShard = 20000 };
 
 static sonde_memref_t g_refs[kShards][kPerShard];
+/* The shards make() reads: g_refs, or one large stream (test_reuse_distance_parallel_merge). */
+static const sonde_memref_t *g_input[kShards];
+static size_t g_input_len = kPerShard;
 
 /* Deterministic records: data accesses over a few hot and many cold lines (some straddling two
  * lines), instruction fetches, and a marker now and then; timestamps interleave the shards. */
@@ -58,7 +61,8 @@ static sonde_analyzer_t *make(const char *tool, const char *options, int shards,
     assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_add_tool(a, tool, options), SONDE_STATUS_SUCCESS);
     for (int s = 0; s < shards; ++s)
-        assert_int_equal(sonde_analyzer_add_memory_shard(a, g_refs[s], kPerShard, NULL),
+        assert_int_equal(sonde_analyzer_add_memory_shard(a, g_input[s] != NULL ? g_input[s] : g_refs[s],
+                                                         g_input_len, NULL),
                          SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_set_parallel(a, parallel), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_set_workers(a, 2), SONDE_STATUS_SUCCESS);
@@ -136,6 +140,37 @@ static void test_reuse_distance(void **state) {
 }
 
 /* A state of another sampling rate or seed is refused, and rank 0 keeps what it had. */
+/* Slices with many first accesses are merged at rank 0 on several threads (merge_jobs):
+ * the same histogram as one analyzer, exact and SHARDS, for the last slice (read only) and
+ * the ones before it (merged into the stack). One stream of 240 Ki accesses over 2^17 cold
+ * lines and 64 hot ones, so that every slice has more than 16 Ki first accesses. */
+static void test_reuse_distance_parallel_merge(void **state) {
+    (void)state;
+    enum { kBig = 240 * 1024 };
+    sonde_memref_t *big = calloc(kBig, sizeof *big);
+    assert_non_null(big);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < kBig; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        big[i].timestamp = 1 + i;
+        big[i].type = (x >> 62) == 0 ? SONDE_MEMREF_WRITE : SONDE_MEMREF_READ;
+        big[i].address = 0x10000000 + ((x & 3) == 0 ? (x >> 20) % 64 : (x >> 20) % (1u << 17)) * 64;
+        big[i].size = 8;
+    }
+    g_input[0] = big;
+    g_input_len = kBig;
+    for (uint32_t n = 2; n <= 3; ++n) {
+        check_equal("reuse_distance", "merge_jobs=3", 1, true, n);
+        check_equal("reuse_distance", "jobs=2,merge_jobs=2", 1, true, n);
+        check_equal("reuse_distance", "sample_rate=0.5,seed=7,merge_jobs=2", 1, true, n);
+    }
+    g_input[0] = NULL;
+    g_input_len = kPerShard;
+    free(big);
+}
+
 static void test_reuse_distance_other_sampling(void **state) {
     (void)state;
     static const char *const other[] = {NULL, "sample_rate=0.2", "sample_rate=0.1,seed=9"};
@@ -438,6 +473,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic_counts),
         cmocka_unit_test(test_reuse_distance),
+        cmocka_unit_test(test_reuse_distance_parallel_merge),
         cmocka_unit_test(test_reuse_distance_refusals),
         cmocka_unit_test(test_reuse_distance_other_sampling),
         cmocka_unit_test(test_reuse_distance_corrupt_states),
