@@ -27,8 +27,11 @@
  *    started, and at a normal exit those loaded since (dl_iterate_phdr; path, lowest mapped
  *    address, span), so that `sonde record --memory` can name the pcs afterwards. A trace cut by SIGKILL keeps every chunk written before (readers recover it
  *    by scanning).
- *  - live: the consumer copies each batch into the ring as a message of the stream instead
- *    (sink_write), a thread's first access announces its shard before the thread reads its
+ *  - live: each batch goes into the ring as a message of the stream instead (sink_write): from
+ *    the consumer when a trace file is written too, otherwise straight from the thread whose
+ *    array is full (no copy into the buffer, no hand-over to a delivery thread; a full ring
+ *    then blocks that thread, as it would block the consumer and, behind it, the buffer), a
+ *    thread's first access announces its shard before the thread reads its
  *    first timestamp (so that the analyzer knows every shard that may still deliver an earlier
  *    timestamp than the batches it has read: the ordering argument is in src/trace/live.h), and
  *    the stop sends an END message. A full ring blocks the sender: the program waits for the
@@ -199,6 +202,8 @@ typedef struct live_header {
 static int g_live_fd = -1;    /* the socket (SONDE_MEMTRACE_LIVE), -1 when none */
 static unsigned char *g_ring; /* the shared file's mapping */
 static pthread_mutex_t g_tx_mu = PTHREAD_MUTEX_INITIALIZER; /* one whole message at a time */
+static int g_live_direct; /* live only (no trace file): threads send their own batches */
+static __thread int t_sending __attribute__((tls_model("initial-exec"))); /* in live_send */
 
 #define RING_U64(off) ((uint64_t *)(void *)(g_ring + (off)))
 #define RING_U32(off) ((uint32_t *)(void *)(g_ring + (off)))
@@ -258,8 +263,10 @@ MT_HIDDEN static int live_send(uint32_t kind, uint32_t shard, uint32_t count, ui
                                const void *payload, size_t bytes) {
     const live_header h = {kind, shard, count, flags};
     pthread_mutex_lock(&g_tx_mu);
+    t_sending = 1;
     int err = ring_put(&h, sizeof h);
     if (err == 0 && bytes != 0) err = ring_put(payload, bytes);
+    t_sending = 0;
     pthread_mutex_unlock(&g_tx_mu);
     return err;
 }
@@ -362,7 +369,9 @@ MT_HIDDEN static void put_skipped(stage *s) {
 /* Emits the staged records as one batch of the calling thread and starts a new one (owner
  * thread). */
 MT_HIDDEN static void emit_stage(stage *s) {
-    if (s->n != 0) {
+    if (s->n != 0 && g_live_direct) {
+        sink_write(s->shard, s->refs, s->n);
+    } else if (s->n != 0) {
         s->head.shard = s->shard;
         s->head.count = s->n;
         sonde_emit(g_buffer, kBatchKind, &s->head,
@@ -620,7 +629,9 @@ MT_HIDDEN static void stop_recording(int crashing);
 
 MT_HIDDEN static void on_fatal_signal(int sig, siginfo_t *info, void *uc) {
     const int saved_errno = errno;
-    if (__atomic_exchange_n(&g_crashed, 1, __ATOMIC_ACQ_REL) == 0 && g_recording) stop_recording(1);
+    /* A thread that crashed while sending holds g_tx_mu: the stream cannot be finished. */
+    if (__atomic_exchange_n(&g_crashed, 1, __ATOMIC_ACQ_REL) == 0 && g_recording && !t_sending)
+        stop_recording(1);
     const struct sigaction *old = &g_old_actions[sig];
     sigaction(sig, old, NULL);
     errno = saved_errno;
@@ -756,6 +767,7 @@ MT_HIDDEN void sonde_memtrace_start(void) {
         return;
     }
     g_pid = getpid();
+    g_live_direct = g_writer == NULL && g_live_fd >= 0;
     add_modules();
     g_recording = 1;
     install_crash_handlers();
