@@ -27,6 +27,7 @@
 // kind; the totals are those of the run without it.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -160,9 +161,11 @@ std::vector<LevelConfig> parse_config(const std::string &text) {
 
 // One cache. A set is `ways` tags (block numbers) after one word that holds how many ways are
 // in use (low half) and the FIFO replacement position (high half): every block number is a
-// valid tag, up to 2^64 - 1 with 1-byte lines. Sets live in pages of about 8 KiB, allocated
-// zeroed (empty) on their first access and found through a map with the 64 last pages cached;
-// a cache that fits in one page is that one page.
+// valid tag, up to 2^64 - 1 with 1-byte lines. A cache of up to kFlatWords words of sets (8 MiB:
+// every cache of a real hierarchy) is one array, zeroed by the kernel page by page as its sets
+// are first touched (calloc), indexed directly. Larger ones keep their sets in pages of about
+// 8 KiB, allocated zeroed (empty) on their first access and found through a map with the 64
+// last pages cached, so that memory follows the sets touched.
 class Cache {
 public:
     explicit Cache(const LevelConfig &c)
@@ -171,6 +174,10 @@ public:
         page_sets_ = 1;
         while (page_sets_ < sets_ && page_sets_ * 2 * stride_ <= kPageWords) page_sets_ *= 2;
         while ((uint64_t(1) << page_bits_) < page_sets_) ++page_bits_;
+        if (sets_ * stride_ <= kFlatWords) {
+            flat_.reset(static_cast<uint64_t *>(std::calloc(sets_ * stride_, sizeof(uint64_t))));
+            if (!flat_) throw std::bad_alloc();
+        }
     }
     // One access of `size` bytes at `a` (size 0 counts as 1 byte); true on a miss. Hot path: no
     // allocation on hits.
@@ -227,9 +234,11 @@ private:
     }
 
     static constexpr uint64_t kPageWords = 1024;
+    static constexpr uint64_t kFlatWords = uint64_t{1} << 20;
     static constexpr size_t kRecent = 64;  // direct-mapped cache of pages
 
-    uint64_t *set_words(uint64_t set) {
+    __attribute__((always_inline)) uint64_t *set_words(uint64_t set) {
+        if (flat_) return flat_.get() + set * stride_;
         const uint64_t page = set >> page_bits_;
         Recent &r = recent_[page & (kRecent - 1)];
         if (r.words == nullptr || r.page != page) {
@@ -241,11 +250,15 @@ private:
         return r.words + (set & (page_sets_ - 1)) * stride_;
     }
 
-    bool ref_is_miss(uint64_t block) {
+    // The most recent way's hit inline; the rest (a hit further down, a miss) out of line.
+    __attribute__((always_inline)) bool ref_is_miss(uint64_t block) {
         uint64_t *w = set_words(block & (sets_ - 1));
+        if (static_cast<uint32_t>(w[0]) != 0 && w[1] == block) return false;
+        return ref_is_miss_below(w, block);
+    }
+    __attribute__((noinline)) bool ref_is_miss_below(uint64_t *w, uint64_t block) {
         uint64_t *t = w + 1;
         uint32_t valid = static_cast<uint32_t>(w[0]);
-        if (valid != 0 && t[0] == block) return false;
         for (uint32_t i = 1; i < valid; ++i) {
             if (t[i] != block) continue;
             if (policy_ == Policy::lru) {
@@ -295,6 +308,10 @@ private:
         uint64_t page = 0;
         uint64_t *words = nullptr;
     };
+    struct Free {
+        void operator()(uint64_t *p) const { std::free(p); }
+    };
+    std::unique_ptr<uint64_t, Free> flat_;  // the sets of a cache of up to kFlatWords words
     std::unordered_map<uint64_t, std::unique_ptr<uint64_t[]>> pages_;
     Recent recent_[kRecent];
     uint64_t rng_ = 0x9E3779B97F4A7C15ull;
