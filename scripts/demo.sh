@@ -151,6 +151,8 @@ if command -v clang >/dev/null; then
   show 24 "$sonde" annotate "$tmp/fill_sum.trace" --limit 2
   echo "== 11b. The same program analysed as it runs, without a trace file (sonde analyze --live)"
   "$sonde" analyze --live --tool basic_counts,cache_sim -- "$tmp/fill_sum"
+  echo "== 11b'. The same program per function and source line as it runs (sonde annotate --live)"
+  show 12 "$sonde" annotate --live --limit 2 -- "$tmp/fill_sum"
   echo "== 11c. The same references sampled at the source (SHARDS, 1 line in 100): reuse distances"
   clang -O1 -fsanitize-coverage=trace-pc-guard,trace-loads,trace-stores -fno-sanitize-link-runtime \
     -o "$tmp/mixed_reuse" tests/memtrace/mixed_reuse.c \

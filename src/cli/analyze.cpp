@@ -207,12 +207,7 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         "that is not instrumented.",
         kCommand};
     // --live takes the program after "--": what comes before it are the options.
-    int split = argc;
-    for (int i = 1; i < argc && split == argc; ++i)
-        if (std::strcmp(argv[i], "--") == 0) split = i;
-    bool live_asked = false;
-    for (int i = 1; i < split; ++i) live_asked = live_asked || std::strcmp(argv[i], "--live") == 0;
-    if (!live_asked) split = argc;
+    const int split = cli::live_split(argc, argv);
     cli::set_usage(app,
                    "sonde analyze [OPTIONS] INPUT... | sonde analyze --live [OPTIONS] -- PROGRAM [ARGS...]");
     std::vector<std::string> inputs;

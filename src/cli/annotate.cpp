@@ -16,12 +16,15 @@
 // else runs on the main thread.
 #include "cli/annotate.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <unordered_map>
@@ -34,6 +37,8 @@
 #include <sonde/trace.h>
 #include <sonde/trace_events.h>
 
+#include "cli/instrumented.h"
+#include "cli/launch.h"
 #include "cli/metadata.h"
 #include "cli/options.h"
 #include "cli/progress.h"
@@ -120,27 +125,35 @@ public:
             naming_ = Naming::kTables;
             return;
         }
-        const std::vector<cli::TraceModule> modules = cli::trace_modules(reader);
+        if (load_modules(
+                cli::trace_modules(reader), pcs, notes,
+                "the trace holds no function or line table: its pcs were named from the files of its "
+                "modules as they are now"))
+            return;
+        naming_ = Naming::kRawPc;
+        notes->push_back(
+            "the trace has no function or line table (not recorded by `sonde record --memory`, or "
+            "recorded before they were stored): accesses are shown by raw pc");
+    }
+    // Functions and lines from the files of `modules` (a live run's, or a trace's module table);
+    // false when none is named. `how` is the note that says so (nullptr: none).
+    bool load_modules(const std::vector<cli::TraceModule> &modules, const std::vector<uint64_t> &pcs,
+                      std::vector<std::string> *notes, const char *how) {
         if (!modules.empty()) {
             cli::Symbolized named = cli::symbolize(modules, pcs);
             for (const std::string &n : named.notes) notes->push_back(n);
             if (!named.functions.empty() || !named.lines.empty()) {
-                notes->push_back(
-                    "the trace holds no function or line table: its pcs were named from the files of its "
-                    "modules as they are now");
+                if (how != nullptr) notes->push_back(how);
                 for (cli::NamedFunction &f : named.functions)
                     functions_.push_back(
                         Function{f.address, f.size, std::move(f.full_name), std::move(f.file), f.line});
                 for (cli::NamedLine &l : named.lines)
                     lines_.push_back(Line{l.address, l.size, std::move(l.file), l.line});
                 naming_ = Naming::kModuleFiles;
-                return;
+                return true;
             }
         }
-        naming_ = Naming::kRawPc;
-        notes->push_back(
-            "the trace has no function or line table (not recorded by `sonde record --memory`, or "
-            "recorded before they were stored): accesses are shown by raw pc");
+        return false;
     }
     Naming naming() const { return naming_; }
 
@@ -201,6 +214,7 @@ struct Options {
     std::string input, format = "auto", cache, json_path, source_dir, sort = "misses";
     size_t limit = 10;
     uint32_t line_size = 64;
+    char **program = nullptr;  // --live: the program and its arguments (NULL-terminated)
 };
 
 int fail(const std::string &what) {
@@ -338,9 +352,10 @@ std::string json_text(const Annotation &a, const Options &o, const std::string &
     options["sort"] = o.sort;
     options["limit"] = o.limit;
     options["source_dir"] = o.source_dir;
+    options["live"] = o.program != nullptr;
     nlohmann::ordered_json j;
     j["sonde_version"] = cli::version_number();
-    j["metadata"] = cli::metadata("annotate", {o.input}, options, start_time);
+    j["metadata"] = cli::metadata("annotate", {a.input}, options, start_time);
     nlohmann::ordered_json functions = nlohmann::ordered_json::array();
     for (const FunctionRow &f : a.functions) {
         nlohmann::ordered_json fj;
@@ -391,19 +406,74 @@ std::vector<std::string> level_names(const std::string &cache) {
     return names;
 }
 
+// The module table a live program's runtime wrote to `path` (lines "ADDRESS SIZE PATH", see
+// src/memtrace/memtrace.c); lines it cannot read are left out.
+std::vector<cli::TraceModule> read_module_file(const std::string &path) {
+    std::vector<cli::TraceModule> modules;
+    FILE *f = std::fopen(path.c_str(), "r");
+    if (f == nullptr) return modules;
+    char line[8192];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+        unsigned long long address = 0, size = 0;
+        int used = 0;
+        if (std::sscanf(line, "%llx %llx %n", &address, &size, &used) != 2) continue;
+        std::string file(line + used);
+        while (!file.empty() && (file.back() == '\n' || file.back() == '\r')) file.pop_back();
+        cli::TraceModule m;
+        m.index = static_cast<uint32_t>(modules.size());
+        m.path = file;
+        m.name = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
+        m.address = address;
+        m.size = size;
+        modules.push_back(std::move(m));
+    }
+    std::fclose(f);
+    return modules;
+}
+
+// A temporary file that is removed with this object ("" when none could be made).
+struct TempFile {
+    std::string path;
+    TempFile() {
+        const char *dir = std::getenv("TMPDIR");
+        std::string pattern =
+            std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/sonde-modules-XXXXXX";
+        const int fd = mkstemp(&pattern[0]);
+        if (fd < 0) return;
+        close(fd);
+        path = pattern;
+    }
+    ~TempFile() {
+        if (!path.empty()) unlink(path.c_str());
+    }
+    TempFile(const TempFile &) = delete;
+    TempFile &operator=(const TempFile &) = delete;
+};
+
+// The run over FILE, or with --live over the program as it runs (o.program): the analyzer's
+// serial run with both tools, then the naming and the output. A live run's program is started
+// with the live stream (SONDE_MEMTRACE_LIVE, as `sonde analyze --live` does) and a file for its
+// module table (SONDE_MEMTRACE_MODULES), whose modules' files name the pcs; its exit status
+// is the command's, as for `sonde analyze --live`.
 int run(const Options &o, const std::string &start_time) {
     char error[1024];
+    const bool live = o.program != nullptr;
     sonde_trace_reader_t *reader = nullptr;
     const std::string &path = o.input;
-    sonde_status_t st = sonde_trace_reader_open(path.c_str(), cli::trace_format_value(o.format), error,
-                                                sizeof error, &reader);
-    if (st != SONDE_STATUS_SUCCESS) return fail(error);
+    sonde_status_t st = SONDE_STATUS_SUCCESS;
+    if (!live) {
+        st = sonde_trace_reader_open(path.c_str(), cli::trace_format_value(o.format), error, sizeof error,
+                                     &reader);
+        if (st != SONDE_STATUS_SUCCESS) return fail(error);
+    }
     struct ReaderGuard {
         sonde_trace_reader_t *r;
-        ~ReaderGuard() { sonde_trace_reader_close(r); }
+        ~ReaderGuard() {
+            if (r != nullptr) sonde_trace_reader_close(r);
+        }
     } guard{reader};
     uint32_t format = 0;
-    sonde_trace_reader_format(reader, &format);
+    if (reader != nullptr) sonde_trace_reader_format(reader, &format);
     sonde_analyzer_t *an = nullptr;
     if ((st = sonde_analyzer_create(&an)) != SONDE_STATUS_SUCCESS) return fail(sonde_status_string(st));
     std::unique_ptr<sonde_analyzer_t, sonde_status_t (*)(sonde_analyzer_t *)> analyzer(
@@ -423,21 +493,61 @@ int run(const Options &o, const std::string &start_time) {
     const sonde_tool_ops_t ops = reuse_ops();
     if ((st = sonde_analyzer_add_tool_ops(an, &ops, &reuse)) != SONDE_STATUS_SUCCESS)
         return fail(sonde_analyzer_error(an));
-    if ((st = sonde_analyzer_add_input(an, path.c_str(), format)) != SONDE_STATUS_SUCCESS)
-        return fail(sonde_analyzer_error(an));
-    bool complete = true;
-    const char *warnings = "";
-    sonde_analyzer_input_warnings(an, 0, &complete, &warnings);
-    if (*warnings != '\0') std::fprintf(stderr, "%s: warning: %s\n", kCommand, warnings);
     sonde_analyzer_set_parallel(an, false);
-    {
+    auto run_tools = [an, &reuse] {
         cli::ProgressLine line(kCommand, [an, &reuse] {
             cli::ProgressSample s;
             sonde_analyzer_progress(an, &s.done, &s.total);
             s.records = reuse.records.load(std::memory_order_relaxed);
             return s;
         });
-        st = sonde_analyzer_run(an);
+        return sonde_analyzer_run(an);
+    };
+    bool complete = true;
+    const char *warnings = "";
+    int program_status = 0;
+    TempFile module_file;
+    if (!live) {
+        if ((st = sonde_analyzer_add_input(an, path.c_str(), format)) != SONDE_STATUS_SUCCESS)
+            return fail(sonde_analyzer_error(an));
+        sonde_analyzer_input_warnings(an, 0, &complete, &warnings);
+        if (*warnings != '\0') std::fprintf(stderr, "%s: warning: %s\n", kCommand, warnings);
+        st = run_tools();
+    } else {
+        if (module_file.path.empty())
+            return fail(std::string("cannot make a temporary file: ") + std::strerror(errno));
+        int fds[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+            return fail(std::string("socketpair: ") + std::strerror(errno));
+        if ((st = sonde_analyzer_add_live_input(an, fds[0], o.program[0])) != SONDE_STATUS_SUCCESS) {
+            close(fds[0]);
+            close(fds[1]);
+            return fail(sonde_analyzer_error(an));
+        }
+        cli::Environment env = cli::memtrace_sampling(false, 1, 0, 64);
+        env.emplace_back("SONDE_MEMTRACE_LIVE", std::to_string(fds[1]));
+        env.emplace_back("SONDE_MEMTRACE_MODULES", module_file.path);
+        std::string why;
+        const pid_t pid = cli::start_program(o.program, env, {fds[1]}, &why);
+        close(fds[1]);  // the program's end: EOF comes when the program (and only it) is gone
+        if (pid < 0) {
+            close(fds[0]);
+            std::fprintf(stderr, "%s: %s\n", kCommand, why.c_str());
+            return 127;
+        }
+        {
+            const cli::IgnoreInterrupts interrupts;
+            st = run_tools();
+            close(fds[0]);  // after a failed run the program goes on unanalysed
+            program_status = cli::wait_program(pid);
+        }
+        if (st != SONDE_STATUS_SUCCESS) {
+            const int rc = fail(std::string(sonde_analyzer_error(an)) + " (" + sonde_status_name(st) + ")");
+            cli::program_exit_status(kCommand, o.program[0], program_status, "");
+            return rc;
+        }
+        sonde_analyzer_input_warnings(an, 0, &complete, &warnings);
+        if (*warnings != '\0') std::fprintf(stderr, "%s: warning: %s\n", kCommand, warnings);
     }
     if (st != SONDE_STATUS_SUCCESS)
         return fail(std::string(sonde_analyzer_error(an)) + " (" + sonde_status_name(st) + ")");
@@ -449,7 +559,7 @@ int run(const Options &o, const std::string &start_time) {
     text.resize(need - 1);
 
     Annotation a;
-    a.input = o.input;
+    a.input = live ? o.program[0] : o.input;
     try {
         const nlohmann::json results = nlohmann::json::parse(text);
         const nlohmann::json &cache = results.at("cache_sim");
@@ -469,13 +579,21 @@ int run(const Options &o, const std::string &start_time) {
         std::vector<uint64_t> pcs;
         for (const nlohmann::json &row : cache.at("per_pc")) pcs.push_back(row.at("pc").get<uint64_t>());
         Names names;
-        names.load(reader, pcs, &a.notes);
+        if (!live) {
+            names.load(reader, pcs, &a.notes);
+        } else if (!names.load_modules(read_module_file(module_file.path), pcs, &a.notes, nullptr)) {
+            a.notes.push_back(
+                "the program's modules could not be read (a program that ended before its runtime started, "
+                "or files without symbols): accesses are shown by raw pc");
+        }
         a.naming = names.naming();
         if (reuse.sampled)
             a.notes.push_back(
                 "the trace was sampled at the source (--sample-rate): the counts are of the recorded "
                 "references only, and reuse distances are among the sampled lines");
-        if (!complete) a.notes.push_back("the trace is incomplete: the counts are of the chunks recovered");
+        if (!complete)
+            a.notes.push_back(live ? "the stream is incomplete: the counts are of the references that arrived"
+                                   : "the trace is incomplete: the counts are of the chunks recovered");
         aggregate(cache, reuse, names, &a);
     } catch (const nlohmann::json::exception &e) {
         return fail(std::string("cache_sim's results cannot be read: ") + e.what());
@@ -493,6 +611,9 @@ int run(const Options &o, const std::string &start_time) {
         if (f == nullptr || std::fputs(json.c_str(), f) < 0 || std::fclose(f) != 0)
             return fail("cannot write " + o.json_path);
     }
+    if (live)
+        return cli::program_exit_status(kCommand, o.program[0], program_status,
+                                        "; the counts above cover the references made before it");
     return cli::kExitOk;
 }
 
@@ -545,16 +666,25 @@ int sonde_cli_annotate(int argc, char **argv) {
         "on the function and line of its pc (reads Dr, writes Dw, fetches Ir, and each level's misses\n"
         "of each), with the gem5-model reuse distances of each function's data accesses. Functions\n"
         "and lines come from the tables sonde record --memory stores in the trace, else from the\n"
-        "files of its modules, else accesses are shown by raw pc.\n"
-        "Exit status: 0 success, 1 the input cannot be read or the run fails, 2 bad usage.",
+        "files of its modules, else accesses are shown by raw pc. With --live -- PROGRAM ARGS, the\n"
+        "program (built as for sonde record --memory) is annotated as it runs, without a trace file,\n"
+        "its pcs named from the files of its modules.\n"
+        "Exit status: 0 success, 1 the input cannot be read or the run fails, 2 bad usage. With\n"
+        "--live: the program's exit status (128 + N when signal N ended it), 127 when it cannot be\n"
+        "started, 1 when the analysis fails, 2 on bad usage or a program that is not instrumented.",
         kCommand};
     Options o;
     cli::add_version(app);
+    // --live takes the program after "--": what comes before it are the options.
+    const int split = cli::live_split(argc, argv);
+    bool live = false;
     app.add_option("FILE", o.input,
                    "The trace: a Sonde trace from sonde record --memory (or any input sonde analyze reads: "
-                   "lackey text, raw64, a drmemtrace directory, annotated by raw pc)")
-        ->required()
+                   "lackey text, raw64, a drmemtrace directory, annotated by raw pc); not with --live")
         ->check(cli::input_path(false));
+    app.add_flag("--live", live,
+                 "Annotate the program given after -- as it runs (sonde analyze --live's stream): no trace "
+                 "file");
     cli::add_format_option(app, &o.format, "Input format: auto, sonde, lackey, raw64, drmemtrace")
         ->capture_default_str();
     app.add_option("--cache", o.cache,
@@ -577,9 +707,21 @@ int sonde_cli_annotate(int argc, char **argv) {
     app.add_option("--line-size", o.line_size, "Line size of the reuse distances (default 64)")
         ->check(cli::power_of_two(1, 1u << 20));
     const std::string start_time = cli::utc_now();
-    const int parsed = cli::parse(app, argc, argv);
+    const int parsed = cli::parse(app, split, argv);
     if (parsed >= 0) return parsed;
     o.limit = static_cast<size_t>(limit);
+    if (live) {
+        if (!o.input.empty())
+            return cli::usage_error(kCommand, "--live takes the program after --, not FILE");
+        if (split + 1 >= argc)
+            return cli::usage_error(kCommand, "--live: no program given (put it after --)");
+        if (app.count("--format") > 0) return cli::usage_error(kCommand, "--format: not with --live");
+        const std::string why = memtrace_refusal(argv[split + 1], false);
+        if (!why.empty()) return cli::usage_error(kCommand, "--live: " + why);
+        o.program = argv + split + 1;
+    } else if (o.input.empty()) {
+        return cli::usage_error(kCommand, "FILE is required (or --live -- PROGRAM ARGS)");
+    }
     if (!o.cache.empty()) {
         const std::string why = cli::check_cache_levels(o.cache);
         if (!why.empty()) return cli::usage_error(kCommand, "--cache: " + why);
@@ -590,9 +732,9 @@ int sonde_cli_annotate(int argc, char **argv) {
                                               "cache level's name");
     // The trace is opened twice (its tables, then the analyzer's run): a pipe or a FIFO cannot be.
     struct stat st {};
-    if (stat(o.input.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    if (!live && stat(o.input.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
         return cli::usage_error(kCommand, "FILE: " + o.input + " is not a regular file (it is read twice)");
-    if (!o.json_path.empty() && cli::same_file(o.input, o.json_path))
+    if (!live && !o.json_path.empty() && cli::same_file(o.input, o.json_path))
         return cli::usage_error(kCommand, "--json: " + o.json_path + " is the input");
     return run(o, start_time);
 }

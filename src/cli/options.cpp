@@ -146,6 +146,15 @@ void add_version(CLI::App &app) {
     app.set_version_flag("--version", version_string(), "Print the version and exit");
 }
 
+int live_split(int argc, char **argv) {
+    int split = argc;
+    for (int i = 1; i < argc && split == argc; ++i)
+        if (std::strcmp(argv[i], "--") == 0) split = i;
+    for (int i = 1; i < split; ++i)
+        if (std::strcmp(argv[i], "--live") == 0) return split;
+    return argc;
+}
+
 int parse(CLI::App &app, int argc, char **argv) {
     try {
         app.parse(argc, argv);

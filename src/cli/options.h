@@ -48,6 +48,9 @@ void set_usage(CLI::App &app, const std::string &usage);
 // Parses argv with CLI11. Returns -1 when the command should go on, else the exit status:
 // kExitOk after --help or --version, kExitUsage after a usage error (message on stderr).
 int parse(CLI::App &app, int argc, char **argv);
+// Where the options end for a command that takes a program after "--" with --live: the index of
+// that "--" when --live comes before it, else argc (no program: every argument is an option).
+int live_split(int argc, char **argv);
 
 // Prints "sonde COMMAND: MESSAGE" and the --help hint on stderr; returns kExitUsage.
 int usage_error(const std::string &command, const std::string &message);

@@ -10,7 +10,9 @@
  * With SONDE_MEMTRACE_LIVE naming a Unix socket (what `sonde analyze --live` sets), the same
  * batches go as a live stream (docs/trace-format.md, "The live stream") through a shared-memory
  * ring handed over on that socket, which the analyzer on its other end reads as the program
- * runs; with both variables set, to both (the trace of the run that was analysed live).
+ * runs; with both variables set, to both (the trace of the run that was analysed live). With
+ * SONDE_MEMTRACE_MODULES naming a file (what `sonde annotate --live` sets), the module table
+ * (below) is also appended there as text, one module a line, before the stream's END.
  *
  * How references travel:
  *  - each thread stages memrefs {address, size, type, pc = the call site, shard, timestamp} in
@@ -200,6 +202,7 @@ typedef struct live_header {
 } live_header;
 
 static int g_live_fd = -1;    /* the socket (SONDE_MEMTRACE_LIVE), -1 when none */
+static int g_modules_fd = -1; /* SONDE_MEMTRACE_MODULES, opened to append; -1 when none */
 static unsigned char *g_ring; /* the shared file's mapping */
 static pthread_mutex_t g_tx_mu = PTHREAD_MUTEX_INITIALIZER; /* one whole message at a time */
 static int g_live_direct; /* live only (no trace file): threads send their own batches */
@@ -589,6 +592,8 @@ MT_HIDDEN static int add_module(struct dl_phdr_info *info, size_t size, void *da
         if (start + ph->p_memsz > hi) hi = start + ph->p_memsz;
     }
     if (hi == 0 || g_modules >= kMaxModules) return 0;
+    /* The module file's lines are "ADDRESS SIZE PATH" (hexadecimal; PATH empty when the loader
+     * gives none); a path with a newline is left out. */
     for (uint32_t i = 0; i < g_modules; ++i)
         if (g_module_base[i] == lo) return 0;
     char exe[4096];
@@ -607,12 +612,17 @@ MT_HIDDEN static int add_module(struct dl_phdr_info *info, size_t size, void *da
     m.name = slash != NULL ? slash + 1 : path;
     m.address = lo;
     m.size = hi - lo;
-    if (sonde_trace_writer_add_module(g_writer, &m) == SONDE_STATUS_SUCCESS) g_module_base[g_modules++] = lo;
+    int given = g_writer != NULL && sonde_trace_writer_add_module(g_writer, &m) == SONDE_STATUS_SUCCESS;
+    if (g_modules_fd >= 0 && strchr(m.path, '\n') == NULL)
+        given = dprintf(g_modules_fd, "%llx %llx %s\n", (unsigned long long)lo, (unsigned long long)(hi - lo),
+                        m.path) > 0 ||
+                given;
+    if (given) g_module_base[g_modules++] = lo;
     return 0;
 }
 
 MT_HIDDEN static void add_modules(void) {
-    if (g_writer == NULL) return; /* a live run has no trace to name */
+    if (g_writer == NULL && g_modules_fd < 0) return; /* a live run has no trace to name */
     int calls = 0;
     dl_iterate_phdr(add_module, &calls);
 }
@@ -669,6 +679,8 @@ MT_HIDDEN static void live_fork_child(void) {
     __atomic_store_n(&g_blocks_active, 0, __ATOMIC_RELEASE);
     if (g_live_fd >= 0) close(g_live_fd);
     g_live_fd = -1;
+    if (g_modules_fd >= 0) close(g_modules_fd);
+    g_modules_fd = -1;
     g_recording = 0;
 }
 
@@ -689,6 +701,14 @@ MT_HIDDEN static int read_live(void) {
     g_live_fd = (int)fd;
     /* The program's own children (exec'd or forked) must not write into the stream. */
     fcntl(g_live_fd, F_SETFD, FD_CLOEXEC);
+    const char *modules = secure_getenv("SONDE_MEMTRACE_MODULES");
+    if (modules != NULL && *modules != '\0') {
+        g_modules_fd = open(modules, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (g_modules_fd < 0)
+            fprintf(stderr, "sonde: cannot write the module table to %s: %s; pcs stay unnamed\n", modules,
+                    strerror(errno));
+    }
+    unsetenv("SONDE_MEMTRACE_MODULES");
     pthread_atfork(NULL, NULL, live_fork_child);
     return 1;
 }

@@ -12,7 +12,10 @@ built with clang -O1 -g and its sanitizer coverage:
    (sum's first access of each line comes back after the 65,535 others);
 3. the program deleted, the trace annotates the same; the source moved, --source-dir finds it;
 4. a trace recorded by setting SONDE_MEMTRACE by hand has a module table and no names: annotate
-   names the pcs from the program's file (the same answers), and by raw pc once it is deleted.
+   names the pcs from the program's file (the same answers), and by raw pc once it is deleted;
+5. `sonde annotate --live -- PROGRAM` gives the recorded trace's functions and lines, named
+   from the program's file, with the program's exit status; --live with FILE, without a
+   program, with --format, or with a program that is not instrumented, is refused (exit 2).
 Skipped (77) when clang is missing."""
 import json
 import os
@@ -144,6 +147,32 @@ def main():
         check("annotate: sum's load" in r.stdout, "--source-dir finds it")
         shutil.move(moved, os.path.join(tmp, "src"))
         os.rename(saved, prog)
+
+        # 5. Live: the same functions and lines, named from the program's file, without a trace.
+        out = os.path.join(tmp, "live.json")
+        r = run([sonde, "annotate", "--live", "--json", out, "--", prog])
+        check(r.returncode == 0, "annotate --live runs: " + r.stderr.strip())
+        if r.returncode == 0:
+            with open(out) as f:
+                jl = json.load(f)
+            check(jl["naming"] == "module_files", "live: named from the program's file: " + jl["naming"])
+            check_fill_sum(jl, src, "live")
+            def placed(rows):  # a run's load address is its own (ASLR)
+                return [{k: v for k, v in row.items() if k != "address"} for row in rows]
+            check(placed(jl["functions"]) == placed(j["functions"]) and placed(jl["lines"]) == placed(j["lines"]),
+                  "live: the recorded trace's functions and lines")
+            check(jl["metadata"]["options"]["live"] is True, "live: said in the metadata")
+            check("annotate: sum's load" in r.stdout, "live: the text shows the source")
+        own = run([prog, "crash"]).returncode
+        own = own if own >= 0 else 128 - own
+        r = run([sonde, "annotate", "--live", "--", prog, "crash"])
+        check(own != 0 and r.returncode == own, "live: the program's status %d is the command's: %d" % (own, r.returncode))
+        for args, why in ((["--live", trace, "--", prog], "not FILE"), (["--live"], "no program"),
+                          (["--live", "--format", "sonde", "--", prog], "--format"),
+                          (["--live", "--", "/bin/true"], "-fsanitize-coverage")):
+            r = run([sonde, "annotate"] + args)
+            check(r.returncode == 2 and why in r.stderr, "annotate %s: refused (%d): %s" % (" ".join(args), r.returncode,
+                                                                                         r.stderr.strip()))
 
         # 4. SONDE_MEMTRACE by hand: a module table, no names.
         hand = os.path.join(tmp, "hand.sonde")
