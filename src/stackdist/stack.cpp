@@ -560,7 +560,11 @@ void Stack::resolve_parallel(const uint64_t *t, const uint64_t *d0, uint64_t *d,
                 continue;
             }
             unsigned v = 0;
-            while (v < split.size() && split[v] <= x) ++v;
+            if (split.size() <= 8) {
+                while (v < split.size() && split[v] <= x) ++v;
+            } else {
+                v = static_cast<unsigned>(std::upper_bound(split.begin(), split.end(), x) - split.begin());
+            }
             uint32_t above = 0;
             for (unsigned u = v + 1; u < buckets; ++u) above += running[u];
             ++running[v];
