@@ -47,9 +47,11 @@ public:
         while (left != 0) {
             bool progressed = false;
             for (unsigned p = 0; p < kParts; ++p) {
-                if (!pending[p] || !mu_[p].try_lock()) continue;
+                if (!pending[p]) continue;
+                // Released however insert_range ends (it throws std::bad_alloc when the part cannot grow).
+                const std::unique_lock<std::mutex> lock(mu_[p], std::try_to_lock);
+                if (!lock.owns_lock()) continue;
                 parts_[p].insert_range(buckets[p].data(), buckets[p].size());
-                mu_[p].unlock();
                 pending[p] = false;
                 --left;
                 progressed = true;
