@@ -748,11 +748,9 @@ private:
         // A slice of many first accesses merges on `threads` threads (merge_jobs, else jobs).
         const unsigned threads = std::max(1u, opt_.merge_jobs != 0 ? opt_.merge_jobs : opt_.cfg.workers);
         std::unique_ptr<stackdist::Pool> pool;
-        auto parallel = [&](size_t m) {
-            if (threads < 2 || m < stackdist::kMinParallelMerge) return false;
-            if (!pool) pool = std::make_unique<stackdist::Pool>(threads - 1);
-            return true;
-        };
+        if (threads > 1 && !order.empty()) pool = std::make_unique<stackdist::Pool>(threads - 1);
+        std::vector<uint64_t> *const distances = sampled ? &old : nullptr;
+        stackdist::Histogram *const counted = sampled ? nullptr : &h;
         for (size_t k = 0; k < order.size(); ++k) {
             Slice *sl = order[k];
             const size_t m = sl->first_lines.size();
@@ -764,19 +762,8 @@ private:
             if (k + 1 == order.size()) {
                 // The stream's last slice: nothing is merged after it, so it needs no room in
                 // the stack and no recency ranks.
-                if (parallel(m)) {
-                    stack.merge_last_parallel(sl->first_lines.data(), sl->first_writes.data(),
-                                              identity.data(), m, *pool, threads, sampled ? nullptr : &h,
-                                              sampled ? &old : nullptr);
-                    for (size_t j = 0; sampled && j < m; ++j)
-                        add_scaled(old[j], sl->first_pos[j], sl->first_writes[j]);
-                } else if (sampled) {
-                    stack.merge_last(sl->first_lines.data(), sl->first_writes.data(), identity.data(), m,
-                                     nullptr, &old);
-                    for (size_t j = 0; j < m; ++j) add_scaled(old[j], sl->first_pos[j], sl->first_writes[j]);
-                } else {
-                    stack.merge_last(sl->first_lines.data(), sl->first_writes.data(), identity.data(), m, &h);
-                }
+                stack.merge_last_parallel(sl->first_lines.data(), sl->first_writes.data(), identity.data(), m,
+                                          pool.get(), threads, counted, distances);
             } else {
                 rank_slice(*sl);
                 if (!sl->ranked)
@@ -784,20 +771,11 @@ private:
                                              " came without recency ranks, as the stream's last, but slice " +
                                              std::to_string(order[k + 1]->index) + " follows it");
                 const uint64_t base = stack.merge_reserve(m);
-                if (parallel(m)) {
-                    stack.merge_parallel(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
-                                         sl->rank.data(), m, base, *pool, threads, sampled ? nullptr : &h,
-                                         sampled ? &old : nullptr);
-                } else {
-                    old.assign(m, 0);
-                    stack.merge_probe(sl->first_lines.data(), identity.data(), sl->rank.data(), 0, m, base,
-                                      old.data());
-                    stack.merge_resolve(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
-                                        sl->rank.data(), old.data(), m, base, sampled ? nullptr : &h);
-                }
-                for (size_t j = 0; sampled && j < m; ++j)
-                    add_scaled(old[j], sl->first_pos[j], sl->first_writes[j]);
+                stack.merge_parallel(sl->first_lines.data(), sl->first_writes.data(), identity.data(),
+                                     sl->rank.data(), m, base, pool.get(), threads, counted, distances);
             }
+            for (size_t j = 0; sampled && j < m; ++j)
+                add_scaled(old[j], sl->first_pos[j], sl->first_writes[j]);
             add_slice(*sl);
         }
         if (sampled) {

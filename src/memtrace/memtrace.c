@@ -613,16 +613,16 @@ MT_HIDDEN static int add_module(struct dl_phdr_info *info, size_t size, void *da
     m.address = lo;
     m.size = hi - lo;
     int given = g_writer != NULL && sonde_trace_writer_add_module(g_writer, &m) == SONDE_STATUS_SUCCESS;
-    if (g_modules_fd >= 0 && strchr(m.path, '\n') == NULL)
-        given = dprintf(g_modules_fd, "%llx %llx %s\n", (unsigned long long)lo, (unsigned long long)(hi - lo),
-                        m.path) > 0 ||
-                given;
+    if (g_modules_fd >= 0 && strchr(m.path, '\n') == NULL &&
+        dprintf(g_modules_fd, "%llx %llx %s\n", (unsigned long long)lo, (unsigned long long)(hi - lo),
+                m.path) > 0)
+        given = 1;
     if (given) g_module_base[g_modules++] = lo;
     return 0;
 }
 
 MT_HIDDEN static void add_modules(void) {
-    if (g_writer == NULL && g_modules_fd < 0) return; /* a live run has no trace to name */
+    if (g_writer == NULL && g_modules_fd < 0) return; /* no trace and no module file to name them in */
     int calls = 0;
     dl_iterate_phdr(add_module, &calls);
 }

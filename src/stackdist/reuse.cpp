@@ -101,7 +101,6 @@ void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, s
     struct Part {
         Histogram hist;
         std::vector<uint32_t> firsts, rank;
-        std::vector<uint64_t> old;
     };
     std::vector<Part> parts(k);
     std::vector<std::size_t> begin(k + 1);
@@ -129,14 +128,8 @@ void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, s
         const uint64_t *cl = lines + begin[c];
         const std::size_t m = p.firsts.size();
         const uint64_t base = stack_.merge_reserve(m);
-        if (m >= kMinParallelMerge) {
-            stack_.merge_parallel(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), m, base, *pool_, k, &h);
-        } else {
-            p.old.resize(m);
-            stack_.merge_probe(cl, p.firsts.data(), p.rank.data(), 0, m, base, p.old.data());
-            stack_.merge_resolve(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), p.old.data(), m, base,
-                                 &h);
-        }
+        stack_.merge_parallel(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), m, base, pool_.get(), k,
+                              &h);
         h.merge(p.hist);
         p = Part();
     }

@@ -24,10 +24,6 @@
 
 namespace sonde::stackdist {
 
-// Below this many first accesses in a chunk or slice, a merge runs on the calling thread:
-// waking the workers costs more than their share of the work.
-inline constexpr std::size_t kMinParallelMerge = 1 << 14;
-
 enum class Mode { kExact, kFixedRate, kFixedSize };
 
 struct ReuseConfig {

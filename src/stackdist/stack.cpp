@@ -462,18 +462,27 @@ void Stack::lookup_parallel(const uint64_t *lines, const uint32_t *firsts, const
 }
 
 void Stack::merge_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
-                           const uint32_t *rank, std::size_t m, uint64_t base, Pool &pool, unsigned tasks,
+                           const uint32_t *rank, std::size_t m, uint64_t base, Pool *pool, unsigned tasks,
                            Histogram *h, std::vector<uint64_t> *distances) {
+    if (pool == nullptr || tasks < 2 || m < kMinParallelMerge) {
+        // merge_resolve leaves the distances where merge_probe put the old times.
+        std::vector<uint64_t> local;
+        std::vector<uint64_t> &old = distances != nullptr ? *distances : local;
+        old.resize(m);
+        merge_probe(lines, firsts, rank, 0, m, base, old.data());
+        merge_resolve(lines, is_write, firsts, rank, old.data(), m, base, h);
+        return;
+    }
     // The probe and the rank queries on every task, the distances by resolve_parallel (which
     // clears the old times); this thread then counts the distances into h in order, inserts the
     // new lines and sets the new times.
-    const unsigned k = std::max(1u, tasks);
+    const unsigned k = tasks;
     // Not initialised: each task's range is first written (and its pages faulted in) by it.
     std::unique_ptr<uint64_t[]> t(new uint64_t[m]), d0(new uint64_t[m]);
     uint64_t *const d = d0.get();                         // each distance replaces its D (resolve_parallel)
     std::unique_ptr<uint8_t[]> fresh_at(new uint8_t[m]);  // 1: line absent here, or line kEmpty
-    lookup_parallel(lines, firsts, rank, m, base, pool, k, t.get(), d0.get(), fresh_at.get());
-    resolve_parallel(t.get(), d0.get(), d, m, pool, k, true);
+    lookup_parallel(lines, firsts, rank, m, base, *pool, k, t.get(), d0.get(), fresh_at.get());
+    resolve_parallel(t.get(), d0.get(), d, m, *pool, k, true);
     count_distances(d, m, is_write, firsts, h);
     std::size_t new_lines = 0;
     for (std::size_t j = 0; j < m; ++j) new_lines += fresh_at[j];
@@ -486,14 +495,18 @@ void Stack::merge_parallel(const uint64_t *lines, const uint8_t *is_write, const
 }
 
 void Stack::merge_last_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
-                                std::size_t m, Pool &pool, unsigned tasks, Histogram *h,
+                                std::size_t m, Pool *pool, unsigned tasks, Histogram *h,
                                 std::vector<uint64_t> *distances) {
+    if (pool == nullptr || tasks < 2 || m < kMinParallelMerge) {
+        merge_last(lines, is_write, firsts, m, h, distances);
+        return;
+    }
     // As merge_parallel without moving, clearing or inserting anything: the stack is only read.
-    const unsigned k = std::max(1u, tasks);
+    const unsigned k = tasks;
     std::unique_ptr<uint64_t[]> t(new uint64_t[m]), d0(new uint64_t[m]);
     uint64_t *const d = d0.get();
-    lookup_parallel(lines, firsts, nullptr, m, 0, pool, k, t.get(), d0.get(), nullptr);
-    resolve_parallel(t.get(), d0.get(), d, m, pool, k, false);
+    lookup_parallel(lines, firsts, nullptr, m, 0, *pool, k, t.get(), d0.get(), nullptr);
+    resolve_parallel(t.get(), d0.get(), d, m, *pool, k, false);
     count_distances(d, m, is_write, firsts, h);
     if (distances != nullptr) distances->assign(d, d + m);
 }

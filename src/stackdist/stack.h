@@ -25,6 +25,9 @@
 namespace sonde::stackdist {
 
 inline constexpr uint64_t kInfinity = UINT64_MAX;
+// Below this many first accesses in a chunk or slice, a merge runs on the calling thread:
+// waking the workers costs more than their share of the work.
+inline constexpr std::size_t kMinParallelMerge = 1 << 14;
 
 struct Histogram;
 class Pool;
@@ -72,17 +75,19 @@ public:
                      std::size_t to, uint64_t base, uint64_t *old);
     void merge_resolve(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
                        const uint32_t *rank, uint64_t *old, std::size_t m, uint64_t base, Histogram *h);
-    // merge_probe() and merge_resolve() in one, for a large chunk, with the work spread over
-    // `tasks` tasks of `pool` (see resolve_parallel in stack.cpp): the same distances (into h
-    // when not null; into *distances when given) and the same stack at the end. This thread
-    // only counts the histogram, inserts the new lines and sets the new times.
+    // merge_probe() and merge_resolve() in one (after merge_reserve): the distances into h when
+    // not null, into *distances when given, the stack as the two steps leave it. A chunk of
+    // kMinParallelMerge first accesses or more, given a pool and tasks > 1, is merged by
+    // `tasks` tasks of `pool` (see resolve_parallel in stack.cpp), this thread only counting
+    // the histogram, inserting the new lines and setting the new times; any other on this
+    // thread alone.
     void merge_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
-                        const uint32_t *rank, std::size_t m, uint64_t base, Pool &pool, unsigned tasks,
+                        const uint32_t *rank, std::size_t m, uint64_t base, Pool *pool, unsigned tasks,
                         Histogram *h, std::vector<uint64_t> *distances = nullptr);
-    // merge_last() with the lookups and the distances spread over `tasks` tasks of `pool`: the
-    // same answers; the stack is only read.
+    // merge_last(), with the lookups and the distances spread over `tasks` tasks of `pool` under
+    // the same conditions: the same answers; the stack is only read.
     void merge_last_parallel(const uint64_t *lines, const uint8_t *is_write, const uint32_t *firsts,
-                             std::size_t m, Pool &pool, unsigned tasks, Histogram *h,
+                             std::size_t m, Pool *pool, unsigned tasks, Histogram *h,
                              std::vector<uint64_t> *distances = nullptr);
     // The last chunk of a stream (no chunk is merged after it): counts its first accesses'
     // distances into h as the three steps above would, without making room for its lines or
