@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/json_release.h"
+#include "analysis/json_text.h"
 #include "analysis/memref_view.h"
 #include "core/abi_struct.h"
 #include <sonde/tool.hpp>
@@ -1098,16 +1099,20 @@ std::string indent_json(const std::string &s, int depth) {
 // again, so that their keys are sorted too. The text is kept until the state changes
 // (merge_state), so that asking for its size and then for the text builds it once: a large
 // histogram's JSON costs as much as a parallel calculation of it.
-sonde_status_t Analyzer::results_json(std::string *out) {
+sonde_status_t Analyzer::results_json(const JsonPieces **out) {
     if (!succeeded) {
         error = "no successful run";
         return SONDE_STATUS_ERROR_PHASE_FAILURE;
     }
     if (results_valid_) {
-        *out = results_text_;
+        *out = &results_text_;
         return SONDE_STATUS_SUCCESS;
     }
-    std::vector<std::pair<std::string, std::string>> members;  // name, value as printed
+    std::vector<std::pair<std::string, JsonPieces>> members;  // name, value as printed
+    auto member = [&members](const std::string &name, std::string &&text) {
+        members.emplace_back(name, JsonPieces());
+        members.back().second.adopt(std::move(text));
+    };
     auto printed = [](const nlohmann::json &j) {
         // A member's value is indented one level inside the outer object.
         const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -1119,8 +1124,23 @@ sonde_status_t Analyzer::results_json(std::string *out) {
         }
         return indented;
     };
+    const unsigned threads = workers != 0 ? workers : std::max(1u, std::thread::hardware_concurrency());
     for (const auto &t : tools_) {
         std::string text;
+        if (auto *direct = dynamic_cast<JsonText *>(t->builtin)) {
+            // Written as text, already indented, its large arrays on the workers' threads.
+            JsonPieces pieces;
+            try {
+                direct->results_json_text(&pieces, 1, threads);
+            } catch (const std::bad_alloc &) {
+                throw;
+            } catch (const std::exception &e) {
+                error = t->name + ": " + e.what();
+                return SONDE_STATUS_ERROR_TOOL;
+            }
+            members.emplace_back(t->name, std::move(pieces));
+            continue;
+        }
         if (t->builtin != nullptr) {
             try {
                 text = t->builtin->results_json();
@@ -1135,7 +1155,7 @@ sonde_status_t Analyzer::results_json(std::string *out) {
                 error = t->name + ": results_json is not a JSON object";
                 return SONDE_STATUS_ERROR_TOOL;
             }
-            members.emplace_back(t->name, indent_json(text, 1));
+            member(t->name, indent_json(text, 1));
             continue;
         }
         if (t->ops.results_json == nullptr) continue;
@@ -1151,7 +1171,7 @@ sonde_status_t Analyzer::results_json(std::string *out) {
             error = t->name + ": results_json is not a JSON object";
             return SONDE_STATUS_ERROR_TOOL;
         }
-        members.emplace_back(t->name, printed(j));
+        member(t->name, printed(j));
     }
     // What the readers found, when there are file inputs: every warning, and per input whether
     // it was complete.
@@ -1175,23 +1195,24 @@ sonde_status_t Analyzer::results_json(std::string *out) {
             }
             inputs.push_back(std::move(one));  // room reserved: cannot fail
         }
-        members.emplace_back("inputs", printed(inputs));
-        members.emplace_back("warnings", printed(warnings));
+        member("inputs", printed(inputs));
+        member("warnings", printed(warnings));
     }
     std::stable_sort(members.begin(), members.end(),
                      [](const auto &a, const auto &b) { return a.first < b.first; });
-    std::string text = "{";
+    JsonPieces text;
+    text.text() += '{';
     for (size_t i = 0; i < members.size(); ++i) {
-        text += i == 0 ? "\n  " : ",\n  ";
-        text +=
+        text.text() += i == 0 ? "\n  " : ",\n  ";
+        text.text() +=
             nlohmann::json(members[i].first).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        text += ": ";
-        text += members[i].second;
+        text.text() += ": ";
+        text.append(std::move(members[i].second));
     }
-    text += members.empty() ? "}" : "\n}";
+    text.text() += members.empty() ? "}" : "\n}";
     results_text_ = std::move(text);
     results_valid_ = true;
-    *out = results_text_;
+    *out = &results_text_;
     return SONDE_STATUS_SUCCESS;
 }
 

@@ -32,6 +32,7 @@
 
 #include <sonde/analysis.h>
 
+#include "analysis/json_text.h"
 #include "core/plugin.h"
 #include "trace/live.h"
 #include "trace/source.h"
@@ -105,7 +106,9 @@ public:
     // Bytes of the file inputs consumed so far and in all (0: unknown); any thread, during run().
     void progress(uint64_t *done, uint64_t *total) const;
     sonde_status_t print_results(void *stream);
-    sonde_status_t results_json(std::string *out);
+    // The results JSON, in pieces (json_text.h), kept by the analyzer until its state changes
+    // (*out points to them).
+    sonde_status_t results_json(const JsonPieces **out);
     // Partitioned runs (partition.cpp): this process is rank `rank` of `nranks`; after a
     // successful run, export_state() gives its state and merge_state() adds another rank's.
     sonde_status_t set_partition(uint32_t rank, uint32_t nranks);
@@ -156,7 +159,7 @@ private:
     std::vector<Piece> pieces(const std::vector<size_t> &order, uint32_t nworkers, bool fixed) const;
     bool piecewise_ = false;  // this run's tools all take shards in pieces
     // results_json()'s text, valid until the tools' state changes (merge_state()).
-    std::string results_text_;
+    JsonPieces results_text_;
     bool results_valid_ = false;
     sonde_status_t adopt(std::unique_ptr<Tool> tool);
 

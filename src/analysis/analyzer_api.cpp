@@ -150,15 +150,20 @@ SONDE_API sonde_status_t sonde_analyzer_results_json(sonde_analyzer_t *analyzer,
     if (analyzer == nullptr || actual_size == nullptr || (buffer == nullptr && size != 0))
         return SONDE_STATUS_ERROR_NULL_POINTER;
     return sonde::guarded([&]() -> sonde_status_t {
-        std::string text;
+        const sonde::analysis::JsonPieces *text = nullptr;
         const sonde_status_t st = analyzer->impl.results_json(&text);
         if (st != SONDE_STATUS_SUCCESS) return st;
-        *actual_size = text.size() + 1;
-        if (size < text.size() + 1) {
+        const size_t n = text->size();
+        *actual_size = n + 1;
+        if (size < n + 1) {
             if (size > 0) buffer[0] = '\0';
             return SONDE_STATUS_ERROR_BUFFER_TOO_SHORT;
         }
-        std::memcpy(buffer, text.c_str(), text.size() + 1);
+        for (const std::string &piece : text->pieces()) {
+            std::memcpy(buffer, piece.data(), piece.size());
+            buffer += piece.size();
+        }
+        *buffer = '\0';
         return SONDE_STATUS_SUCCESS;
     });
 }

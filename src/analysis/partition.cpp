@@ -351,6 +351,7 @@ sonde_status_t Analyzer::export_state(const std::string **out) {
 
 sonde_status_t Analyzer::merge_state(const void *state, size_t size) {
     results_valid_ = false;
+    results_text_.clear();
     if (!succeeded || nranks_ == 0) {
         error = nranks_ == 0 ? "not a partitioned run (sonde_analyzer_set_partition)" : "no successful run";
         return SONDE_STATUS_ERROR_PHASE_FAILURE;

@@ -32,11 +32,8 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "analysis/json_release.h"
-
 #include "analysis/builtin_tools.h"
+#include "analysis/json_text.h"
 #include "analysis/state_bytes.h"
 #include "analysis/tool_options.h"
 #include <sonde/tool.hpp>
@@ -191,7 +188,7 @@ private:
     std::thread thread_;
 };
 
-class ReuseDistanceTool final : public sonde::tool, public PartitionHooks {
+class ReuseDistanceTool final : public sonde::tool, public PartitionHooks, public JsonText {
 public:
     explicit ReuseDistanceTool(const std::string &options)
         : opt_(parse(options)), global_(std::make_unique<Reuse>(opt_.cfg)) {
@@ -443,7 +440,7 @@ public:
     bool print_results(void *stream) override {
         finish();
         FILE *f = static_cast<FILE *>(stream);
-        const ReuseResult r = result();
+        const ReuseResult &r = result();
         std::fprintf(f, "reuse_distance: line size %llu, %llu accesses, %llu cold (infinite)%s\n",
                      static_cast<unsigned long long>(opt_.line_size),
                      static_cast<unsigned long long>(r.accesses), static_cast<unsigned long long>(r.infinite),
@@ -461,28 +458,63 @@ public:
         }
         return true;
     }
-    // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
+    // The same text as the analyzer prints (results_json_text), in one string.
     std::string results_json() override {
+        JsonPieces pieces;
+        results_json_text(&pieces, 0, std::max(1u, opt_.cfg.workers));
+        std::string text;
+        text.reserve(pieces.size());
+        for (const std::string &p : pieces.pieces()) text += p;
+        return text;
+    }
+
+    // results_json()'s document as text (json_text.h), its arrays formatted on `threads`.
+    void results_json_text(JsonPieces *out, int depth, unsigned threads) override {
         finish();
-        nlohmann::json j = nlohmann::json::object();
-        const JsonRelease release_j(j);
-        put_result(j, result());
-        j["line_size"] = opt_.line_size;
-        if (opt_.per_shard) {
-            nlohmann::json per;
-            const JsonRelease release_per(per);
-            json_array_reserve(per, shards_.size());
-            ReuseConfig serial = opt_.cfg;
-            serial.workers = 1;
-            for (auto &s : shards_) {
-                nlohmann::json one = nlohmann::json::object();
-                const JsonRelease release_one(one);
-                put_result(one, s ? s->reuse.result() : Reuse(serial).result());
-                per.push_back(std::move(one));  // room reserved: cannot fail
+        auto members = [&](const ReuseResult &r, int d, bool line_size) {
+            json_key(out->text(), d, "accesses", true);
+            json_append(out->text(), r.accesses);
+            json_key(out->text(), d, "histogram", false);
+            json_pairs(*out, d, r.histogram, threads);
+            json_key(out->text(), d, "infinite", false);
+            json_append(out->text(), r.infinite);
+            if (line_size) {
+                json_key(out->text(), d, "line_size", false);
+                json_append(out->text(), opt_.line_size);
             }
-            j["shards"] = std::move(per);
+            json_key(out->text(), d, "mrc", false);
+            json_pairs(*out, d, r.mrc, threads);
+            if (r.sampled) {
+                json_key(out->text(), d, "sample_rate", false);
+                json_append(out->text(), r.sample_rate);
+            }
+        };
+        // out->text() each time: a large array leaves its pieces, and a new text, behind it.
+        out->text() += '{';
+        members(result(), depth + 1, true);
+        if (opt_.per_shard) {
+            json_key(out->text(), depth + 1, "shards", false);
+            if (shards_.empty()) {
+                out->text() += "[]";
+            } else {
+                out->text() += '[';
+                ReuseConfig serial = opt_.cfg;
+                serial.workers = 1;
+                for (size_t i = 0; i < shards_.size(); ++i) {
+                    if (i != 0) out->text() += ',';
+                    json_newline(out->text(), depth + 2);
+                    out->text() += '{';
+                    const std::unique_ptr<Shard> &sh = shards_[i];
+                    members(sh ? sh->reuse.result() : Reuse(serial).result(), depth + 3, false);
+                    json_newline(out->text(), depth + 2);
+                    out->text() += '}';
+                }
+                json_newline(out->text(), depth + 1);
+                out->text() += ']';
+            }
         }
-        return j.dump();
+        json_newline(out->text(), depth);
+        out->text() += '}';
     }
 
 private:
@@ -624,6 +656,7 @@ private:
             writes_.clear();
             return;
         }
+        if (!lines_.empty() || pending_skipped_ != 0) resolved_.reset();
         if (opt_.cfg.workers > 1) {
             if (lines_.empty()) return;
             if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(*global_, kParallelRoom);
@@ -699,10 +732,14 @@ private:
         if (sl.index != 0) sl.stack.reset();
     }
     // The partitioned run's histogram: every slice in stream order, merged into one stack.
-    ReuseResult result() {
+    // Kept until the state changes (the text and the JSON ask for it in turn: a histogram of
+    // millions of distances is read once).
+    const ReuseResult &result() {
         if (!partitioned_) {
+            if (resolved_) return *resolved_;
             if (pipeline_) pipeline_->drain();  // global_ is the calculator thread's until then
-            return global_->result();
+            resolved_ = std::make_unique<ReuseResult>(global_->result());
+            return *resolved_;
         }
         flush();
         close_slice();
@@ -809,28 +846,6 @@ private:
         }
         return std::to_string(bytes) + " " + unit[u];
     }
-    // Fills the object `j` (released by the caller) in place: the pair arrays are built inside
-    // it, in reserved room, so that no temporary container is destroyed (json_release.h).
-    static void put_result(nlohmann::json &j, const ReuseResult &r) {
-        j["accesses"] = r.accesses;
-        j["infinite"] = r.infinite;
-        put_pairs(j["histogram"], r.histogram.begin(), r.histogram.end(), r.histogram.size());
-        put_pairs(j["mrc"], r.mrc.begin(), r.mrc.end(), r.mrc.size());
-        if (r.sampled) j["sample_rate"] = r.sample_rate;
-    }
-    // out = [[first, second], ...]
-    template <typename It>
-    static void put_pairs(nlohmann::json &out, It begin, It end, size_t n) {
-        json_array_reserve(out, n);
-        for (It it = begin; it != end; ++it) {
-            out.push_back(nlohmann::json::array());  // room reserved: cannot fail
-            nlohmann::json &pair = out.back();
-            json_array_reserve(pair, 2);
-            pair.push_back(it->first);
-            pair.push_back(it->second);
-        }
-    }
-
     Options opt_;
     std::unique_ptr<Reuse> global_;  // replaced once, before any access, by a trace sampled at the source
     bool data_seen_ = false;

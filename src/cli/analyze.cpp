@@ -670,10 +670,10 @@ int report(sonde_analyzer_t *a, const std::vector<std::string> &inputs, std::vec
     if (!json_path.empty()) {
         size_t need = 0;
         sonde_analyzer_results_json(a, nullptr, 0, &need);
-        std::string text(need, '\0');
-        st = sonde_analyzer_results_json(a, &text[0], text.size(), &need);
+        // Not zeroed first: a large histogram's text is hundreds of megabytes.
+        std::unique_ptr<char[]> text(new char[need]);
+        st = sonde_analyzer_results_json(a, text.get(), need, &need);
         if (st != SONDE_STATUS_SUCCESS) return fail("results", st, a);
-        text.resize(need - 1);
         nlohmann::ordered_json options;
         options["format"] = format;
         nlohmann::ordered_json tool_list = nlohmann::ordered_json::array();
@@ -695,9 +695,9 @@ int report(sonde_analyzer_t *a, const std::vector<std::string> &inputs, std::vec
                                                           : nlohmann::ordered_json(nullptr);
             block["live"] = std::move(program);
         }
-        text = cli::with_metadata(block, text);
         FILE *f = std::fopen(json_path.c_str(), "w");
-        if (f == nullptr || std::fprintf(f, "%s\n", text.c_str()) < 0 || std::fclose(f) != 0) {
+        const bool written = f != nullptr && cli::write_with_metadata(f, block, text.get(), need - 1);
+        if (f == nullptr || std::fclose(f) != 0 || !written) {
             std::fprintf(stderr, "sonde analyze: cannot write %s\n", json_path.c_str());
             sonde_analyzer_destroy(a);
             return 1;

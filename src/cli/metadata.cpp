@@ -27,7 +27,13 @@ nlohmann::ordered_json metadata(const std::string &command, const std::vector<st
     return m;
 }
 
-std::string with_metadata(const nlohmann::ordered_json &block, const std::string &results) {
+namespace {
+
+// The text before the results' members ("{", the block, and ",\n  " unless the results are
+// empty) and where those members start in `results` (size when they are empty: then the text
+// ends with "\n}").
+std::string metadata_head(const nlohmann::ordered_json &block, const char *results, size_t size,
+                          size_t *body) {
     std::string meta = block.dump(2);
     // Indent the block one level, as a member of the outer object.
     std::string indented;
@@ -35,11 +41,32 @@ std::string with_metadata(const nlohmann::ordered_json &block, const std::string
         indented += c;
         if (c == '\n') indented += "  ";
     }
-    size_t body = 1;  // after '{'
-    while (body < results.size() && (results[body] == ' ' || results[body] == '\n')) ++body;
+    size_t at = 1;  // after '{'
+    while (at < size && (results[at] == ' ' || results[at] == '\n')) ++at;
     std::string out = "{\n  \"metadata\": " + indented;
-    if (body < results.size() && results[body] == '}') return out + "\n}";
-    return out + ",\n  " + results.substr(body);
+    if (at < size && results[at] == '}') {
+        *body = size;
+        return out + "\n}";
+    }
+    *body = at;
+    return out + ",\n  ";
+}
+
+}  // namespace
+
+std::string with_metadata(const nlohmann::ordered_json &block, const std::string &results) {
+    size_t body = 0;
+    std::string out = metadata_head(block, results.data(), results.size(), &body);
+    out.append(results, body, std::string::npos);
+    return out;
+}
+
+bool write_with_metadata(std::FILE *f, const nlohmann::ordered_json &block, const char *results,
+                         size_t size) {
+    size_t body = 0;
+    const std::string head = metadata_head(block, results, size, &body);
+    return std::fwrite(head.data(), 1, head.size(), f) == head.size() &&
+           std::fwrite(results + body, 1, size - body, f) == size - body && std::fputc('\n', f) != EOF;
 }
 
 }  // namespace sonde::cli

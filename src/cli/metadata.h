@@ -6,6 +6,7 @@
 // sonde.analyze() writes the same block for the same arguments (bindings/python).
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,9 @@ nlohmann::ordered_json metadata(const std::string &command, const std::vector<st
 // `results` (a JSON object's text, as the analyzer writes it) with "metadata": `block` as its
 // first member; the rest of the text is kept byte for byte. `results` must start with '{'.
 std::string with_metadata(const nlohmann::ordered_json &block, const std::string &results);
+
+// The same text written to `f` followed by a newline, without copying `results` (`size` bytes,
+// which may be hundreds of megabytes); false when a write fails.
+bool write_with_metadata(std::FILE *f, const nlohmann::ordered_json &block, const char *results, size_t size);
 
 }  // namespace sonde::cli

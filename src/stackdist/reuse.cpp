@@ -190,17 +190,49 @@ void Reuse::add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::
     }
 }
 
+// One pass over the distances for both the histogram and the MRC (a histogram of millions of
+// distinct distances is read once, into vectors reserved to their final size). Every count and
+// ratio is computed by the same expressions as Histogram::count_at and Histogram::mrc, so the
+// doubles are those bit for bit.
 ReuseResult Reuse::result_of(const Histogram &h) {
     ReuseResult r;
     r.accesses = h.accesses;
     r.infinite = round_count(h.total_infinite());
-    for (uint64_t d = 0; d < h.num_distances(); ++d) {
-        const uint64_t c = round_count(h.count_at(d));
-        if (c != 0) r.histogram.emplace_back(d, c);
-    }
-    r.mrc = h.mrc();
     r.sampled = h.sampling;
     r.sample_rate = h.sample_rate;
+    const uint64_t n = h.num_distances();
+    const uint32_t *u0 = h.units[0].data(), *u1 = h.units[1].data();
+    const double *w0 = h.weights[0].data(), *w1 = h.weights[1].data();
+    const uint64_t nu = h.units[0].size(), nw = h.weights[0].size();
+    auto count = [&](uint64_t d) {
+        const double reads = (static_cast<double>(d < nu ? u0[d] : 0u) + (d < nw ? w0[d] : 0.0)) * h.scale +
+                             (d == 0 ? h.adjust : 0.0);
+        const double writes = (static_cast<double>(d < nu ? u1[d] : 0u) + (d < nw ? w1[d] : 0.0)) * h.scale;
+        return reads + writes;
+    };
+    uint64_t rounded = 0, positive = 0;
+    for (uint64_t d = 0; d < n; ++d) {
+        const double c = count(d);
+        rounded += round_count(c) != 0;
+        positive += c > 0;
+    }
+    r.histogram.reserve(rounded);
+    const double t = h.total();
+    if (t <= 0) {
+        for (uint64_t d = 0; d < n; ++d)
+            if (const uint64_t c = round_count(count(d))) r.histogram.emplace_back(d, c);
+        return r;
+    }
+    r.mrc.reserve(positive + 1);
+    r.mrc.emplace_back(0, 1.0);
+    double hits = 0;
+    for (uint64_t d = 0; d < n; ++d) {
+        const double c = count(d);
+        if (const uint64_t rc = round_count(c)) r.histogram.emplace_back(d, rc);
+        if (c <= 0) continue;
+        hits += c;
+        r.mrc.emplace_back(d + 1, std::min(1.0, std::max(0.0, 1.0 - hits / t)));
+    }
     return r;
 }
 

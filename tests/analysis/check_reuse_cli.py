@@ -2,7 +2,9 @@
 """reuse_distance through `sonde analyze`: on the gzip lackey trace at 64-byte lines the JSON
 histogram is exactly gem5's (tests/data/gzip-gpl3.l64.hist); the parallel exact mode
 (--jobs) gives the same; SHARDS sampling reports its rate and stays close to the exact MRC;
---per-shard adds the shards list; bad options are usage or tool errors.
+--per-shard adds the shards list; bad options are usage or tool errors. A histogram of over
+200,000 distinct distances is written a pair a line, the same text for 1 job and for 2 (whose
+arrays are formatted in pieces on two threads), and equal to the text document's values.
 Usage: check_reuse_cli.py SONDE_EXE"""
 import json
 import os
@@ -90,6 +92,38 @@ if shards and exact:
     err = sum(abs(sm[x] - ex[x]) for x in sizes) / len(sizes)
     print("SHARDS R=0.1 mean absolute MRC error on gzip: %.4f (documented bound 0.01)" % err)
     expect(err <= 0.01, "SHARDS error %.4f above the documented bound" % err)
+
+# A large histogram (about 1 M accesses over 300,000 lines): its arrays are written as text, in
+# pieces when several jobs run; the reuse_distance member's text must not depend on --jobs.
+with tempfile.TemporaryDirectory() as tmp:
+    raw = os.path.join(tmp, "big.raw64")
+    x, words = 12345, []
+    for i in range(1 << 20):
+        x = (x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        words.append(0x10000000 + ((x >> 33) % 300000) * 64)
+    with open(raw, "wb") as f:
+        f.write(b"".join(w.to_bytes(8, "little") for w in words))
+    texts = []
+    for jobs in ("1", "2"):
+        out = os.path.join(tmp, "big%s.json" % jobs)
+        r = subprocess.run([exe, "analyze", raw, "--format", "raw64", "--tool", "reuse_distance", "--jobs", jobs,
+                            "--json", out], capture_output=True, text=True)
+        expect(r.returncode == 0, "large histogram, --jobs %s: %s" % (jobs, r.stdout + r.stderr))
+        texts.append(open(out).read() if r.returncode == 0 else "")
+    if texts[0] and texts[1]:
+        member = [t[t.index('"reuse_distance": {'):] for t in texts]
+        expect(member[0] == member[1], "the reuse_distance JSON text is the same for 1 and 2 jobs")
+        big = json.loads(texts[0])["reuse_distance"]
+        expect(big["accesses"] == 1 << 20, "large histogram: accesses")
+        expect(len(big["histogram"]) > 200000, "large histogram: %d distinct distances" % len(big["histogram"]))
+        expect(sum(c for _, c in big["histogram"]) + big["infinite"] == 1 << 20, "large histogram: counts sum")
+        expect(len(big["mrc"]) == len(big["histogram"]) + 1, "large histogram: an MRC point per distance")
+        lines = member[0].split("\n")
+        start = lines.index('    "histogram": [')
+        body = lines[start + 1:start + 1 + len(big["histogram"])]
+        expect(all(l.startswith("      [") and (l.endswith("],") or l.endswith("]")) and l.count(", ") == 1
+                   for l in body), "a histogram pair a line")
+        expect(lines[start + 1 + len(big["histogram"])] == "    ],", "the histogram array closes on its own line")
 
 rc, text, _ = run("--sample-rate", "0.1", "--sample-size", "100")
 expect(rc == 2, "rate and size together are a usage error")
