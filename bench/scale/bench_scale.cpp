@@ -27,6 +27,9 @@
 //      `sonde analyze` command on the file end to end. Where clang built bench/scale/sort.c,
 //      5d-5f do the same on a 20 M-reference trace recorded from it with `sonde record
 //      --memory`. Check: the JSON (histogram) and the calculator's bins are the same for every N.
+//  5g. the results' tail: `sonde analyze --tool reuse_distance --jobs N` on case 6's raw64
+//      trace (about 1.9 M distinct distances), without and with `--json /dev/stdout`, and the
+//      difference (the JSON's own cost; its arrays are formatted on the run's workers).
 //   6. sonde analyze --mpi, 2 ranks against 1 (mpirun -np 2 and -np 1, the same command, taken
 //      in turns; only when the build has MPI): reuse_distance on a 20 M-access raw64 trace and
 //      cache_sim on a 10 M-reference lackey trace, both made here (deterministic) in TMPDIR,
@@ -39,7 +42,8 @@
 //      process of one thread each. Check: every run prints the same results.
 // The machine (CPU model, online CPUs) is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
-// SONDE_BENCH_SCALE=mpi runs case 6 alone, SONDE_BENCH_SCALE=shards case 4 alone. SONDE_BENCH_SONDE and SONDE_BENCH_SORT name the
+// SONDE_BENCH_SCALE=mpi runs case 6 alone, SONDE_BENCH_SCALE=shards case 4 alone,
+// SONDE_BENCH_SCALE=json case 5g alone. SONDE_BENCH_SONDE and SONDE_BENCH_SORT name the
 // `sonde` executable and the instrumented sort program when they are not where the build put
 // them; SONDE_SHARED_DATA the folder of the gzip trace.
 #include <pthread.h>
@@ -355,8 +359,7 @@ std::vector<uint64_t> histogram_bins(sonde_histogram_t *h) {
     return out;
 }
 
-#ifdef SONDE_BENCH_MPIRUN
-// Case 6's inputs: `n` line addresses, 70% over 64 Ki hot lines and 30% over 4 Mi cold ones.
+// Case 5g's and 6's inputs: `n` line addresses, 70% over 64 Ki hot lines and 30% over 4 Mi cold ones.
 std::vector<uint64_t> mpi_addresses(size_t n) {
     std::vector<uint64_t> a(n);
     uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -378,6 +381,7 @@ bool write_raw64(const std::string &path, size_t n) {
     return std::fclose(f) == 0 && ok;
 }
 
+#ifdef SONDE_BENCH_MPIRUN
 // Lackey text: an instruction fetch before every data access, reads, writes and modifies.
 bool write_lackey(const std::string &path, size_t n) {
     const std::vector<uint64_t> a = mpi_addresses(n);
@@ -502,6 +506,47 @@ void sort_cases(const std::vector<unsigned> &counts, bool quick) {
     std::remove(trace.c_str());
 }
 #endif
+
+// 5g: the results' tail. `sonde analyze` of a 20 M-access raw64 trace whose histogram holds
+// about 1.9 M distinct distances (case 6's input), --jobs N, without and with `--json
+// /dev/stdout`: the JSON's cost on top of the run (its text is formatted on the run's workers).
+void json_tail_case(const std::vector<unsigned> &counts, bool quick) {
+    const char *tmp = getenv("TMPDIR");
+    const std::string raw = std::string(tmp != nullptr ? tmp : "/tmp") + "/sonde-bench-scale-wide-" +
+                            std::to_string(getpid()) + ".raw64";
+    if (!write_raw64(raw, quick ? 5000000 : 20000000)) {
+        std::printf("\n5g. cannot write %s; skipped\n", raw.c_str());
+        return;
+    }
+    std::printf(
+        "\n5g. sonde analyze --format raw64 --tool reuse_distance --jobs N on %s M accesses of about %s M "
+        "distinct distances: the run, and the run with --json /dev/stdout (medians of %d)\n",
+        quick ? "5" : "20", quick ? "0.8" : "1.9", kReps);
+    std::printf("  %4s %10s %12s %10s %8s\n", "N", "run s", "with JSON s", "JSON s", "JSON MB");
+    for (unsigned n : counts) {
+        std::vector<double> plain, json;
+        size_t bytes = 0;
+        bool ran = true;
+        for (int r = 0; r < kReps; ++r) {
+            std::vector<std::string> cmd = {sonde_exe(),      "analyze", raw,
+                                            "--format",       "raw64",   "--tool",
+                                            "reuse_distance", "--jobs",  std::to_string(n)};
+            auto t0 = Clock::now();
+            ran = sonde_bench::run_child(cmd).ran && ran;
+            plain.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+            cmd.insert(cmd.end(), {"--json", "/dev/stdout"});
+            t0 = Clock::now();
+            const sonde_bench::ChildOutput child = sonde_bench::run_child(cmd);
+            json.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+            ran = ran && child.ran;
+            bytes = child.out.size();
+        }
+        const double p = median(plain), j = median(json);
+        std::printf("  %4u %10.3f %12.3f %10.3f %8.1f%s\n", n, p, j, j - p, bytes / 1e6,
+                    ran ? "" : "   FAILED");
+    }
+    std::remove(raw.c_str());
+}
 
 double children_cpu_seconds() {
     rusage ru{};
@@ -640,6 +685,11 @@ int main() {
     }
     const bool shards_only =
         getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "shards") == 0;
+    if (getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "json") == 0) {
+        json_tail_case(counts, false);  // case 5g alone
+        sonde_finalize();
+        return 0;
+    }
 
     // 1-3. Producers.
     const uint64_t per_thread = quick ? 2500000 : 10000000;
@@ -757,6 +807,7 @@ int main() {
 #ifdef SONDE_BENCH_SORT
     sort_cases(counts, quick);
 #endif
+    json_tail_case(counts, quick);
     mpi_cases(quick);
     sonde_finalize();
     return 0;

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -276,13 +277,18 @@ public:
                         w.u64(static_cast<uint64_t>(sl.hist.weights[k][d] / 4294967296.0));
                     }
             }
-            w.u64(sl.first_lines.size());
+            const size_t m = sl.first_lines.size();
+            w.u64(m);
             w.u8(sl.ranked ? 1 : 0);  // the stream's last slice goes without
-            for (size_t j = 0; j < sl.first_lines.size(); ++j) {
-                w.u64(sl.first_lines[j]);
-                w.u8(sl.first_writes[j]);
-                if (sl.ranked) w.u32(sl.rank[j]);
-                if (sampling()) w.u64(sl.first_pos[j]);
+            // Line, write flag, [rank], [position]: written in place, millions of them.
+            const bool pos = sampling();
+            const size_t per = 9 + (sl.ranked ? 4 : 0) + (pos ? 8 : 0);
+            char *at = w.extend(m * per);
+            for (size_t j = 0; j < m; ++j, at += per) {
+                std::memcpy(at, &sl.first_lines[j], 8);
+                at[8] = static_cast<char>(sl.first_writes[j]);
+                if (sl.ranked) std::memcpy(at + 9, &sl.rank[j], 4);
+                if (pos) std::memcpy(at + (sl.ranked ? 13 : 9), &sl.first_pos[j], 8);
             }
             w.u64(sl.capped.size());
             for (const Capped &c : sl.capped) {
@@ -333,16 +339,20 @@ public:
             sl->first_writes.resize(m);
             sl->rank.resize(sl->ranked ? m : 0);
             sl->first_pos.resize(sampled ? m : 0);
-            for (uint64_t j = 0; j < m; ++j) {
-                sl->first_lines[j] = r.u64();
-                sl->first_writes[j] = r.u8() != 0;
+            // The first accesses' records, read in place: line, write flag, [rank], [position].
+            const size_t per = 9 + (sl->ranked ? 4 : 0) + (sampled ? 8 : 0);
+            if (m > r.left() / per) throw std::invalid_argument("truncated state");
+            const unsigned char *at = r.take(m * per);
+            for (uint64_t j = 0; j < m; ++j, at += per) {
+                std::memcpy(&sl->first_lines[j], at, 8);
+                sl->first_writes[j] = at[8] != 0;
                 if (sl->ranked) {
-                    sl->rank[j] = r.u32();
+                    std::memcpy(&sl->rank[j], at + 9, 4);
                     if (sl->rank[j] >= m)
                         return set_error("partial state has a recency rank beyond its lines");
                 }
                 if (sampled) {
-                    sl->first_pos[j] = r.u64();
+                    std::memcpy(&sl->first_pos[j], at + (sl->ranked ? 13 : 9), 8);
                     if (sl->first_pos[j] == 0 || sl->first_pos[j] > sl->accesses)
                         return set_error("partial state has a first access beyond its accesses");
                 }

@@ -5,6 +5,7 @@
 // merge_state fails with that message and never reads past the end. Both are used by one thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -22,6 +23,13 @@ public:
     void bytes(const std::string &b) {
         u64(b.size());
         out += b;
+    }
+    // `n` more bytes for the caller to write in place (valid until the next append).
+    char *extend(size_t n) {
+        const size_t at = out.size();
+        if (out.capacity() < at + n) out.reserve(std::max(at + n, 2 * out.capacity()));
+        out.resize(at + n);
+        return &out[at];
     }
     std::string out;
 };
