@@ -115,6 +115,7 @@ void json_pairs(JsonPieces &pieces, int depth, const std::vector<std::pair<A, B>
     // Each pair is written into a small buffer, appended to the text when the buffer is nearly
     // full.
     auto piece = [&](std::string &text, size_t from, size_t to) {
+        if (from >= to) return;
         const size_t outer = static_cast<size_t>(depth + 1) * 2;
         const size_t most = outer + 2 * 64 + 8;  // one pair's text at most
         char buffer[1 << 14];

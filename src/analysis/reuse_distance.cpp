@@ -259,13 +259,16 @@ public:
             w.u64(sl.accesses);
             w.u64(sl.sampled);
             for (unsigned k = 0; k < 2; ++k) {
+                const auto &units = sl.hist.units[k];
                 uint64_t nonzero = 0;
-                for (uint32_t c : sl.hist.units[k]) nonzero += c != 0;
+                for (uint32_t c : units) nonzero += c != 0;
                 w.u64(nonzero);
-                for (size_t d = 0; d < sl.hist.units[k].size(); ++d)
-                    if (sl.hist.units[k][d] != 0) {
-                        w.u64(d);
-                        w.u32(sl.hist.units[k][d]);
+                char *at = w.extend(nonzero * 12);  // distance, count: in place
+                for (uint64_t d = 0; d < units.size(); ++d)
+                    if (units[d] != 0) {
+                        std::memcpy(at, &d, 8);
+                        std::memcpy(at + 8, &units[d], 4);
+                        at += 12;
                     }
                 // Counts past 2^32 (a wrapped unit counter) live in the weights.
                 uint64_t wrapped = 0;
@@ -315,9 +318,12 @@ public:
                 return set_error("partial state has more sampled accesses than accesses");
             for (unsigned k = 0; k < 2; ++k) {
                 const uint64_t units = r.count(12);
-                for (uint64_t u = 0; u < units; ++u) {
-                    const uint64_t d = r.u64();
-                    const uint32_t c = r.u32();
+                const unsigned char *at = r.take(units * 12);
+                for (uint64_t u = 0; u < units; ++u, at += 12) {
+                    uint64_t d;
+                    uint32_t c;
+                    std::memcpy(&d, at, 8);
+                    std::memcpy(&c, at + 8, 4);
                     if (d > sl->accesses)
                         return set_error("partial state has a distance beyond its accesses");
                     if (d >= sl->hist.units[k].size()) sl->hist.grow_units(d);

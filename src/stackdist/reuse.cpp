@@ -210,14 +210,31 @@ ReuseResult Reuse::result_of(const Histogram &h) {
         const double writes = (static_cast<double>(d < nu ? u1[d] : 0u) + (d < nw ? w1[d] : 0.0)) * h.scale;
         return reads + writes;
     };
-    uint64_t rounded = 0, positive = 0;
-    for (uint64_t d = 0; d < n; ++d) {
-        const double c = count(d);
-        rounded += round_count(c) != 0;
-        positive += c > 0;
-    }
-    r.histogram.reserve(rounded);
     const double t = h.total();
+    if (nw == 0 && h.scale == 1.0 && h.adjust == 0.0) {
+        // Exact counts (no SHARDS weight, no wrapped counter): integers, whose doubles are the
+        // ones above.
+        uint64_t distinct = 0;
+        for (uint64_t d = 0; d < nu; ++d) distinct += (static_cast<uint64_t>(u0[d]) + u1[d]) != 0;
+        r.histogram.reserve(distinct);
+        if (t > 0) {
+            r.mrc.reserve(distinct + 1);
+            r.mrc.emplace_back(0, 1.0);
+        }
+        double hits = 0;
+        for (uint64_t d = 0; d < nu; ++d) {
+            const uint64_t c = static_cast<uint64_t>(u0[d]) + u1[d];
+            if (c == 0) continue;
+            r.histogram.emplace_back(d, c);
+            if (t <= 0) continue;
+            hits += static_cast<double>(c);
+            r.mrc.emplace_back(d + 1, std::min(1.0, std::max(0.0, 1.0 - hits / t)));
+        }
+        return r;
+    }
+    uint64_t positive = 0;  // a rounded count is at least 1: at most this many
+    for (uint64_t d = 0; d < n; ++d) positive += count(d) > 0;
+    r.histogram.reserve(positive);
     if (t <= 0) {
         for (uint64_t d = 0; d < n; ++d)
             if (const uint64_t c = round_count(count(d))) r.histogram.emplace_back(d, c);
