@@ -1094,11 +1094,14 @@ std::string indent_json(const std::string &s, int depth) {
 }  // namespace
 
 // The results JSON: one member per tool (sorted by name), then "inputs" and "warnings", printed
-// as nlohmann's dump(2) prints the whole object. A built-in tool's text (compact, keys sorted) is
+// as nlohmann's dump(2) prints the whole object. A built-in tool that writes its own text
+// (JsonText, json_text.h: reuse_distance, whose histogram may hold millions of pairs) hands it
+// over in pieces, already laid out; another built-in tool's text (compact, keys sorted) is
 // checked and re-indented in one pass (indent_json); other tools' text is parsed and printed
-// again, so that their keys are sorted too. The text is kept until the state changes
-// (merge_state), so that asking for its size and then for the text builds it once: a large
-// histogram's JSON costs as much as a parallel calculation of it.
+// again, so that their keys are sorted too. The text is kept, in pieces, until the state changes
+// (merge_state), so that asking for its size and then for the text builds it once, and is copied
+// once, into the caller's buffer: a large histogram's JSON costs as much as a parallel
+// calculation of it.
 sonde_status_t Analyzer::results_json(const JsonPieces **out) {
     if (!succeeded) {
         error = "no successful run";

@@ -484,7 +484,8 @@ public:
         return text;
     }
 
-    // results_json()'s document as text (json_text.h), its arrays formatted on `threads`.
+    // The results as JSON text (json_text.h): accesses, histogram, infinite, line_size, mrc,
+    // sample_rate when sampled, shards with --per-shard; the arrays formatted on `threads`.
     void results_json_text(JsonPieces *out, int depth, unsigned threads) override {
         finish();
         auto members = [&](const ReuseResult &r, int d, bool line_size) {
