@@ -141,8 +141,6 @@ private:
     void set_now();                 // set now_, advance now_
     void clear_time(uint64_t t);
     void compact(uint64_t room = 0);  // renumber live times 0..live-1; keep room free slots
-    // The end of a merge: inserts the lines absent before (`fresh`, ascending; line kEmpty
-    // among them whenever it is in the chunk), sets times base .. base + m - 1, now_ after them.
     // Step 1 of the parallel merges, on k tasks of pool: for first access j, its line's old time
     // t[j] (kInfinity: absent), its distance d0[j] in the stack as it is (0 when absent), and,
     // with rank (merge_parallel), the line moved to time base + rank[j] and fresh_at[j] = 1 when
@@ -150,13 +148,17 @@ private:
     void lookup_parallel(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank, std::size_t m,
                          uint64_t base, Pool &pool, unsigned k, uint64_t *t, uint64_t *d0, uint8_t *fresh_at);
     // The distances of the m first accesses whose old times are t (kInfinity: none) and whose
-    // distances in the stack before the merge are d0, into d (which may be d0); with `clear`, the old times are
-    // cleared from the time structures (merge_parallel's core, on `tasks` tasks of `pool`).
+    // distances in the stack before the merge are d0, into d (which may be d0); with `clear`,
+    // the old times are cleared from the time structures (merge_parallel's core, on `tasks`
+    // tasks of `pool`).
     void resolve_parallel(const uint64_t *t, const uint64_t *d0, uint64_t *d, std::size_t m, Pool &pool,
                           unsigned tasks, bool clear);
-    // Counts distance d[j] of first access j (its write flag at is_write[firsts[j]]) into h (may be null).
+    // Counts distance d[j] of first access j (its write flag at is_write[firsts[j]]) into h
+    // (may be null).
     static void count_distances(const uint64_t *d, std::size_t m, const uint8_t *is_write,
                                 const uint32_t *firsts, Histogram *h);
+    // The end of a merge: inserts the lines absent before (`fresh`, ascending; line kEmpty
+    // among them whenever it is in the chunk), sets times base .. base + m - 1, now_ after them.
     void merge_insert(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
                       const std::vector<std::size_t> &fresh, std::size_t m, uint64_t base);
     template <bool kHw>
