@@ -92,7 +92,7 @@ SONDE_API const sonde_api_t *sonde_get_client_api(void);
  * hand-instrumented code may call it directly. Hot path: no lock, no allocation after the
  * method's first call; about 5 ns when no client wants the method. Does nothing before
  * ::sonde_initialize.
- * @param function Entry address of the function entered.
+ * @param function Entry address of the function entered (NULL is no function: ignored).
  * @param call_site Return address in its caller (may be NULL).
  * @since 1.1
  */
@@ -102,7 +102,7 @@ SONDE_API void sonde_method_enter(const void *function, const void *call_site);
  * @brief Reports that the calling thread returns from `function`. Leaves that skip frames
  * (longjmp) are repaired by unwinding the shadow stack to `function`. Same costs as
  * ::sonde_method_enter.
- * @param function Entry address of the function returning.
+ * @param function Entry address of the function returning (NULL is ignored).
  * @param call_site Return address in its caller (may be NULL).
  * @since 1.1
  */

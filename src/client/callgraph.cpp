@@ -38,12 +38,7 @@ void grow_table(Registry &r) {
     MethodTable *old = g_table.load(std::memory_order_relaxed);
     const uint64_t cap = old == nullptr ? 4096 : (old->mask + 1) * 2;
     auto t = std::make_unique<MethodTable>(cap);
-    for (Method *m : r.methods)
-        for (uint64_t i = MethodTable::hash(m->fn) & t->mask;; i = (i + 1) & t->mask)
-            if (t->slots[i].load(std::memory_order_relaxed) == nullptr) {
-                t->slots[i].store(m, std::memory_order_relaxed);
-                break;
-            }
+    for (Method *m : r.methods) t->insert(m);
     g_table.store(t.get(), std::memory_order_release);
     r.all_tables.push_back(std::move(t));
 }
@@ -69,6 +64,7 @@ void deliver_new_method(ThreadState *t, Method *m) {
 
 // Slow path of a method's first call (on any thread): symbolise, ask the filters, insert.
 __attribute__((noinline)) Method *insert_method(ThreadState *t, uint64_t fn) {
+    if (fn == 0) return nullptr;  // no function sits at 0 (and 0 marks an empty slot)
     ++t->in_hook;
     Method *m = nullptr;
     try {
@@ -91,13 +87,11 @@ __attribute__((noinline)) Method *insert_method(ThreadState *t, uint64_t fn) {
                 sink->method(sink->ctx, nm);
             // NEW_METHOD before the method is in the table: no thread can enter it before.
             deliver_new_method(t, nm);
-            if (tab == nullptr || (r.methods.size() * 2 > tab->mask + 1)) grow_table(r);
-            tab = g_table.load(std::memory_order_relaxed);
-            for (uint64_t i = MethodTable::hash(fn) & tab->mask;; i = (i + 1) & tab->mask)
-                if (tab->slots[i].load(std::memory_order_relaxed) == nullptr) {
-                    tab->slots[i].store(nm, std::memory_order_release);
-                    break;
-                }
+            // A new table is filled with every method, this one included.
+            if (tab == nullptr || (r.methods.size() * 2 > tab->mask + 1))
+                grow_table(r);
+            else
+                tab->insert(nm);
             m = nm;
         }
     } catch (...) {
@@ -192,6 +186,7 @@ __attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, Threa
 __attribute__((noinline)) void leave_slow(ThreadState *t, uint64_t fn, const void *call_site, uint32_t d) {
     // The top of the shadow stack is not `fn`: frames were skipped (longjmp, an exception
     // through code without exit hooks) or the stack is deeper than recorded.
+    if (fn == 0) return;  // no method, as its enter was none: the frames stay
     const Method *m = nullptr;
     uint32_t at = d - 1;
     if (d <= kStackCapacity) {
@@ -223,8 +218,11 @@ __attribute__((noinline)) void leave_slow(ThreadState *t, uint64_t fn, const voi
 
 }  // namespace
 
-MethodTable::MethodTable(uint64_t capacity) : mask(capacity - 1), slots(new std::atomic<Method *>[capacity]) {
-    for (uint64_t i = 0; i < capacity; ++i) slots[i].store(nullptr, std::memory_order_relaxed);
+MethodTable::MethodTable(uint64_t capacity) : mask(capacity - 1), slots(new MethodSlot[capacity]) {
+    for (uint64_t i = 0; i < capacity; ++i) {
+        slots[i].fn.store(0, std::memory_order_relaxed);
+        slots[i].method.store(nullptr, std::memory_order_relaxed);
+    }
 }
 
 sonde_filter_element_t method_element(const Method *m) {

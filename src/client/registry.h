@@ -128,16 +128,34 @@ struct Method {
 // Open-addressing table from function address to Method*. Readers probe without a lock; the
 // writer (Registry::mu held) inserts, and when half full publishes a twice larger copy. Old
 // tables are kept (a reader may still probe one; it then misses and takes the slow path).
+// A slot holds the function's address beside its Method, so that a probe compares within the
+// table, without loading the Method (a scattered heap object) of every slot it passes. The
+// writer stores the Method, then the address (release): a reader that sees the address
+// (acquire) sees the Method and its fields.
+struct MethodSlot {
+    std::atomic<uint64_t> fn;  // 0: empty (no function sits at address 0)
+    std::atomic<Method *> method;
+};
 struct MethodTable {
     uint64_t mask = 0;
-    std::unique_ptr<std::atomic<Method *>[]> slots;
-    explicit MethodTable(uint64_t capacity);
+    std::unique_ptr<MethodSlot[]> slots;
+    explicit MethodTable(uint64_t capacity);  // a power of two
     static uint64_t hash(uint64_t fn) { return (fn * 0x9E3779B97F4A7C15ull) >> 20; }
     Method *find(uint64_t fn) const {
         for (uint64_t i = hash(fn) & mask;; i = (i + 1) & mask) {
-            Method *m = slots[i].load(std::memory_order_acquire);
-            if (m == nullptr || m->fn == fn) return m;
+            const uint64_t f = slots[i].fn.load(std::memory_order_acquire);
+            if (f == fn) return slots[i].method.load(std::memory_order_relaxed);
+            if (f == 0) return nullptr;
         }
+    }
+    // Writer only (Registry::mu held): puts m in the first empty slot of its probe sequence.
+    void insert(Method *m) {
+        for (uint64_t i = hash(m->fn) & mask;; i = (i + 1) & mask)
+            if (slots[i].fn.load(std::memory_order_relaxed) == 0) {
+                slots[i].method.store(m, std::memory_order_relaxed);
+                slots[i].fn.store(m->fn, std::memory_order_release);
+                return;
+            }
     }
 };
 

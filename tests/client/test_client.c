@@ -773,7 +773,13 @@ static void test_new_method(void **state) {
     sonde_method_leave(FN(alpha), NULL);
     sonde_method_enter(FN(delta_fn), NULL);
     sonde_method_leave(FN(delta_fn), NULL);
+    /* A NULL function is no method: ignored, without a NEW_METHOD, an enter or a frame. */
+    for (int i = 0; i < 3; ++i) {
+        sonde_method_enter(NULL, NULL);
+        sonde_method_leave(NULL, NULL);
+    }
     sonde_method_enter(FN(delta_fn), NULL);
+    sonde_method_leave(NULL, NULL);
     sonde_method_leave(FN(delta_fn), NULL);
     assert_int_equal(nm_log.n, 4);
     assert_int_equal(nm_log.events[0], SONDE_EVENT_METHOD_ENTER);
