@@ -39,7 +39,9 @@
 //      with MPI's start and end); the CPU time of all processes and the load average before and
 //      after. One rank takes every core (its default threads); each of 2 ranks takes half of
 //      them; so a second anchor, one rank with --jobs 1, shows how the ranks compare with one
-//      process of one thread each. Check: every run prints the same results.
+//      process of one thread each, and a bound: the 2-rank launch plus half the one-thread
+//      rank's work, what a split costing nothing (no MPI start, no exchange, no merge) would
+//      take. Check: every run prints the same results.
 // The machine (CPU model, online CPUs) is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
 // SONDE_BENCH_SCALE=mpi runs case 6 alone, SONDE_BENCH_SCALE=shards case 4 alone,
@@ -619,6 +621,14 @@ void mpi_case(const char *title, const std::vector<std::string> &analyze,
     const double m0 = median(s1);
     std::printf("  1 rank of one thread (--jobs 1) %.3f s: 2 ranks %.2fx it; net of the MPI floor %.2fx\n",
                 m0, m0 / m2, (m0 - g1) / (m2 - g2));
+    // The best two ranks could do: the one-thread rank's work (its run less its launch) split
+    // in two halves that cost nothing to divide or merge, after the 2-rank launch, with MPI's
+    // start free. A ratio above this bound would mean the ranks did less work than one thread.
+    const double bound = f2 + (m0 - f1) / 2;
+    std::printf(
+        "  bound: the 2-rank launch + half the one-thread rank's work, nothing else, %.3f s: at most %.2fx "
+        "1 rank, %.2fx 1 rank of one thread\n",
+        bound, m1 / bound, m0 / bound);
     std::printf(
         "  CPU of all processes: 1 rank %.3f s (%.3f s with --jobs 1), 2 ranks %.3f s (%.2fx the work); load "
         "average %.2f, then %.2f\n",
