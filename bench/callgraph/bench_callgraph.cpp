@@ -72,8 +72,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     const std::string plain = argv[1], instr = argv[2], lib = argv[3], counter = argv[4], filter = argv[5];
-    const std::string n = argc > 6 ? argv[6] : "30";
-    const int reps = argc > 7 ? std::atoi(argv[7]) : 5;
+    // fib(32): 7.0 M calls, 50-150 ms a run with hooks, long enough that a shared machine's
+    // scheduling noise stays small against it.
+    const std::string n = argc > 6 ? argv[6] : "32";
+    const int reps = argc > 7 ? std::atoi(argv[7]) : 7;
     char tmpl[] = "/tmp/sonde-bench-callgraph-XXXXXX";
     const char *tmp = mkdtemp(tmpl);
     if (tmp == nullptr) return 1;

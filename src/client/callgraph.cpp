@@ -415,15 +415,34 @@ __attribute__((always_inline)) inline void stage(ThreadState *t, CallEvent *p, u
     t->rec_pos.store(p + 1, std::memory_order_release);
 }
 
-// An enter or leave of a recording thread (out of line, so that the path without recording
-// stays a leaf): stages it, then delivers it like the plain path.
-__attribute__((noinline)) void call_recorded(uint32_t event, ThreadState *t, const Method *m,
-                                             const void *call_site, CallEvent *p) {
+// An enter or leave of a recording thread when the thread's array is full (handed over first)
+// or the clock does not count TSC ticks: stages it, then delivers it like the plain path.
+__attribute__((noinline)) void call_recorded_slow(uint32_t event, ThreadState *t, const Method *m,
+                                                  const void *call_site, CallEvent *p) {
     const bool enter = event == SONDE_EVENT_METHOD_ENTER;
     stage(t, p, m->index, enter ? SONDE_TRACE_EVENT_METHOD_ENTER : SONDE_TRACE_EVENT_METHOD_LEAVE);
     const uint64_t mask = (enter ? m->enter_mask : m->leave_mask).load(std::memory_order_relaxed) &
                           t->notify.load(std::memory_order_relaxed);
     if (mask != 0) deliver_call(event, mask, t, m, call_site);
+}
+
+// An enter or leave of a recording thread (out of line, so that the path without recording
+// stays a leaf): an rdtsc and two stores into the thread's array, then the delivery like the
+// plain path. Itself a leaf with tail calls only (no frame, no register saved): the hand-over of
+// a full array and a clock without the TSC take call_recorded_slow.
+__attribute__((noinline)) void call_recorded(uint32_t event, ThreadState *t, const Method *m,
+                                             const void *call_site, CallEvent *p) {
+    if (__builtin_expect(p == t->rec_end || !sonde::clock::ticks_are_tsc(), 0))
+        return call_recorded_slow(event, t, m, call_site, p);
+    const bool enter = event == SONDE_EVENT_METHOD_ENTER;
+    p->ticks = __rdtsc();
+    p->id = m->index;
+    p->kind = enter ? SONDE_TRACE_EVENT_METHOD_ENTER : SONDE_TRACE_EVENT_METHOD_LEAVE;
+    p->aux = 0;
+    t->rec_pos.store(p + 1, std::memory_order_release);
+    const uint64_t mask = (enter ? m->enter_mask : m->leave_mask).load(std::memory_order_relaxed) &
+                          t->notify.load(std::memory_order_relaxed);
+    if (mask != 0) return deliver_call(event, mask, t, m, call_site);
 }
 
 // Pushes m on t's shadow stack, stages the enter when the thread records and delivers

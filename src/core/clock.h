@@ -51,6 +51,9 @@ inline uint64_t ticks() {
     return monotonic_ns();
 }
 
+// Whether ticks() reads the TSC (then it is __rdtsc()), for hot paths that inline the read.
+inline bool ticks_are_tsc() { return g_use_tsc.load(std::memory_order_relaxed); }
+
 // Nanoseconds of a value of ticks(), as now_ns() would have returned at that moment.
 inline uint64_t ticks_to_ns(uint64_t ticks) {
     if (!g_use_tsc.load(std::memory_order_acquire)) return ticks;
