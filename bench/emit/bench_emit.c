@@ -3,11 +3,14 @@
  * Figures (medians over REPS repetitions, ns per 32-byte record = 8-byte header + payload):
  *   - sonde_emit_timestamped, 16-byte payload (Sonde adds the 8-byte timestamp), 1 thread
  *   - sonde_emit, 24-byte payload whose first word is a timestamp the caller already has, and
- *     the same record through its header-inline form, sonde_emit_inline
+ *     the same record through its header-inline form, sonde_emit_inline; the latter also into a
+ *     4 MiB buffer, whose chunks stay in the caches where the 64 MiB buffer's stream through
+ *     memory, as the floor's array does (what the record costs, apart from the memory it fills)
  *   - sonde_emit into a stopped session, and the same behind the inline state-word guard
  *   - sonde_emit_timestamped from 2 threads at once, and the 2-thread/1-thread throughput
  * Anchors in the same process:
- *   - the floor: rdtsc + a 32-byte store into a thread-local array (as large as a chunk)
+ *   - the floor: rdtsc + a 32-byte store into a thread-local array (as large as a chunk), and
+ *     the same into an array as large as the buffer (64 MiB), whose stores go through memory
  *   - an empty call into the library (sonde_get_version), the least any non-inline call costs
  *   - LTTng-UST 2.13 emitting the same 16-byte payload into a live blocking (lossless)
  *     channel, with its own lttng-sessiond started under a private LTTNG_HOME and stopped by pid
@@ -56,14 +59,18 @@ static double median(double *v, int n) {
 
 /* ---- the floor ----------------------------------------------------------------------- */
 static __thread uint64_t (*tl_array)[4];
+static __thread uint64_t (*tl_big)[4]; /* as large as the 64 MiB buffer */
 
-static double floor_run(uint64_t n) {
-    if (!tl_array) tl_array = aligned_alloc(64, CHUNK);
-    memset(tl_array, 0, CHUNK);
-    const uint64_t mask = CHUNK / 32 - 1;
+/* `bytes`: CHUNK (the floor) or the buffer's 64 MiB (the same stores, through memory). */
+static double floor_run(uint64_t n, size_t bytes) {
+    uint64_t(**slot)[4] = bytes == CHUNK ? &tl_array : &tl_big;
+    if (!*slot) *slot = aligned_alloc(64, bytes);
+    uint64_t(*array)[4] = *slot;
+    memset(array, 0, bytes);
+    const uint64_t mask = bytes / 32 - 1;
     double t0 = now_s();
     for (uint64_t i = 0; i < n; ++i) {
-        uint64_t *q = tl_array[i & mask];
+        uint64_t *q = array[i & mask];
         q[0] = __rdtsc();
         q[1] = i;
         q[2] = i;
@@ -86,9 +93,19 @@ static void count_cb(const sonde_record_header_t *b, const sonde_record_header_t
 static sonde_session_id_t g_session;
 static sonde_buffer_id_t g_buffer;
 
-enum mode { TIMESTAMPED, CALLER_TS, CALLER_TS_INLINE, STOPPED, STOPPED_INLINE, EMPTY_CALL };
+enum mode {
+    TIMESTAMPED,
+    CALLER_TS,
+    CALLER_TS_INLINE,
+    CALLER_TS_INLINE_SMALL,
+    STOPPED,
+    STOPPED_INLINE,
+    EMPTY_CALL
+};
 
 static sonde_producer_t g_producer; /* the main thread's (struct_size set in main) */
+static sonde_buffer_id_t g_small;   /* 4 MiB: four 1 MiB chunks */
+static sonde_producer_t g_small_producer;
 
 static double sonde_run(enum mode m, uint64_t n) {
     uint64_t p[3] = {0, 0, 0};
@@ -116,6 +133,14 @@ static double sonde_run(enum mode m, uint64_t n) {
                 p[1] = i;
                 p[2] = i;
                 sonde_emit_inline(&g_producer, SONDE_RECORD_KIND_USER, p, 24);
+            }
+            break;
+        case CALLER_TS_INLINE_SMALL:
+            for (uint64_t i = 0; i < n; ++i) {
+                p[0] = i;
+                p[1] = i;
+                p[2] = i;
+                sonde_emit_inline(&g_small_producer, SONDE_RECORD_KIND_USER, p, 24);
             }
             break;
         case STOPPED:
@@ -296,17 +321,23 @@ int main(int argc, char **argv) {
         {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, CHUNK},
         {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_LOSSLESS}};
     sonde_create_buffer(g_session, 64u << 20, count_cb, NULL, props, 2, &g_buffer);
+    sonde_create_buffer(g_session, 4u << 20, count_cb, NULL, props, 2, &g_small);
     sonde_start_session(g_session);
     g_producer.struct_size = SONDE_PRODUCER_SIZE_1_2;
     if (sonde_buffer_producer(g_buffer, &g_producer) != SONDE_STATUS_SUCCESS) printf("no producer\n");
+    g_small_producer.struct_size = SONDE_PRODUCER_SIZE_1_2;
+    if (sonde_buffer_producer(g_small, &g_small_producer) != SONDE_STATUS_SUCCESS) printf("no producer\n");
     sonde_run(TIMESTAMPED, g_records / 4); /* warm up: first chunks, page faults */
 
-    double fl[REPS], ts[REPS], caller[REPS], cinl[REPS], stopped[REPS], inl[REPS], two[REPS], call[REPS];
+    double fl[REPS], flbig[REPS], ts[REPS], caller[REPS], cinl[REPS], csmall[REPS], stopped[REPS], inl[REPS],
+        two[REPS], call[REPS];
     for (int r = 0; r < REPS; ++r) {
-        fl[r] = floor_run(g_records);
+        fl[r] = floor_run(g_records, CHUNK);
+        flbig[r] = floor_run(g_records, 64u << 20);
         ts[r] = sonde_run(TIMESTAMPED, g_records);
         caller[r] = sonde_run(CALLER_TS, g_records);
         cinl[r] = sonde_run(CALLER_TS_INLINE, g_records);
+        csmall[r] = sonde_run(CALLER_TS_INLINE_SMALL, g_records);
         two[r] = two_threads(g_records);
         sonde_stop_session(g_session);
         stopped[r] = sonde_run(STOPPED, g_records);
@@ -316,9 +347,10 @@ int main(int argc, char **argv) {
     }
     uint64_t emitted, delivered, dropped;
     sonde_totals(&emitted, &delivered, &dropped);
-    const double m_fl = median(fl, REPS), m_ts = median(ts, REPS), m_caller = median(caller, REPS);
+    const double m_fl = median(fl, REPS), m_flbig = median(flbig, REPS), m_ts = median(ts, REPS),
+                 m_caller = median(caller, REPS);
     const double m_stop = median(stopped, REPS), m_inl = median(inl, REPS), m_two = median(two, REPS);
-    const double m_call = median(call, REPS), m_cinl = median(cinl, REPS);
+    const double m_call = median(call, REPS), m_cinl = median(cinl, REPS), m_small = median(csmall, REPS);
 
     char why[256] = "LTTng-UST support not built (liblttng-ust-dev missing)";
     double m_lttng = -1;
@@ -332,7 +364,12 @@ int main(int argc, char **argv) {
     printf("  %-44s %8.2f %10s %s\n", "floor: rdtsc + 32-byte thread-local store", m_fl, "1.00x", "anchor");
     printf("  %-44s %8.2f %9.2fx %s\n", "sonde_emit_timestamped, 1 thread", m_ts, m_ts / m_fl,
            "<= 1.15x floor");
+    printf("  %-44s %8.2f %9.2fx %s\n", "floor into a 64 MiB array (the buffer's size)", m_flbig,
+           m_flbig / m_fl, "(anchor: the same stores through memory)");
+    printf("  %-44s %8s %9.2fx %s\n", "sonde_emit_timestamped / that floor", "", m_ts / m_flbig, "");
     printf("  %-44s %8.2f %10s %s\n", "sonde_emit_inline, caller-supplied timestamp", m_cinl, "", "<= 3 ns");
+    printf("  %-44s %8.2f %10s %s\n", "  the same into a 4 MiB buffer", m_small, "",
+           "(its chunks stay in the caches, as the floor's array does)");
     printf("  %-44s %8.2f %10s %s\n", "sonde_emit, caller-supplied timestamp", m_caller, "",
            "(out of line: the empty call and the record)");
     printf("  %-44s %8.2f %10s %s\n", "anchor: empty call into libsonde", m_call, "",
