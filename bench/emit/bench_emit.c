@@ -128,21 +128,16 @@ static double sonde_run(enum mode m, uint64_t n) {
             }
             break;
         case CALLER_TS_INLINE: /* the same record, written by code inlined here */
+        case CALLER_TS_INLINE_SMALL: {
+            const sonde_producer_t *producer = m == CALLER_TS_INLINE ? &g_producer : &g_small_producer;
             for (uint64_t i = 0; i < n; ++i) {
                 p[0] = i;
                 p[1] = i;
                 p[2] = i;
-                sonde_emit_inline(&g_producer, SONDE_RECORD_KIND_USER, p, 24);
+                sonde_emit_inline(producer, SONDE_RECORD_KIND_USER, p, 24);
             }
             break;
-        case CALLER_TS_INLINE_SMALL:
-            for (uint64_t i = 0; i < n; ++i) {
-                p[0] = i;
-                p[1] = i;
-                p[2] = i;
-                sonde_emit_inline(&g_small_producer, SONDE_RECORD_KIND_USER, p, 24);
-            }
-            break;
+        }
         case STOPPED:
             for (uint64_t i = 0; i < n; ++i) {
                 p[0] = i;
