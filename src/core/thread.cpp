@@ -3,7 +3,9 @@
 
 #include <dlfcn.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SONDE_SANITIZED_BUILD 1
@@ -19,6 +21,32 @@ namespace {
 __thread bool t_internal_thread = false;
 }  // namespace
 
+namespace {
+
+// What a new internal thread starts from: the creator's routine, and the handshake that tells
+// the creator the thread runs (the creator waits, so this lives on its stack).
+struct Start {
+    void *(*fn)(void *);
+    void *arg;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool running = false;
+};
+
+void *start_trampoline(void *p) {
+    Start *s = static_cast<Start *>(p);
+    void *(*fn)(void *) = s->fn;
+    void *arg = s->arg;
+    {
+        std::lock_guard<std::mutex> g(s->mu);
+        s->running = true;
+        s->cv.notify_one();  // under the lock: the creator may free *s once it sees `running`
+    }
+    return fn(arg);
+}
+
+}  // namespace
+
 int create_internal_thread(pthread_t *thread, void *(*fn)(void *), void *arg) {
     using create_fn = int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     create_fn create = pthread_create;
@@ -28,7 +56,14 @@ int create_internal_thread(pthread_t *thread, void *(*fn)(void *), void *arg) {
         dlclose(libc);
     }
 #endif
-    return create(thread, nullptr, fn, arg);
+    Start s;
+    s.fn = fn;
+    s.arg = arg;
+    const int rc = create(thread, nullptr, start_trampoline, &s);
+    if (rc != 0) return rc;
+    std::unique_lock<std::mutex> lk(s.mu);
+    s.cv.wait(lk, [&s] { return s.running; });
+    return 0;
 }
 
 void mark_internal_thread() { t_internal_thread = true; }
