@@ -403,24 +403,12 @@ using namespace sonde::client;
 
 namespace {
 
-// Stages one enter or leave of the calling thread: an rdtsc and two stores into its own array;
-// the hand-over of a full array is out of line.
-__attribute__((always_inline)) inline void stage(ThreadState *t, CallEvent *p, uint32_t index,
-                                                 uint16_t kind) {
-    if (__builtin_expect(p == t->rec_end, 0) && (p = record_refill(t, p)) == nullptr) return;
-    p->ticks = sonde::clock::ticks();
-    p->id = index;
-    p->kind = kind;
-    p->aux = 0;
-    t->rec_pos.store(p + 1, std::memory_order_release);
-}
-
 // An enter or leave of a recording thread when the thread's array is full (handed over first)
 // or the clock does not count TSC ticks: stages it, then delivers it like the plain path.
 __attribute__((noinline)) void call_recorded_slow(uint32_t event, ThreadState *t, const Method *m,
-                                                  const void *call_site, CallEvent *p) {
+                                                  const void *call_site) {
     const bool enter = event == SONDE_EVENT_METHOD_ENTER;
-    stage(t, p, m->index, enter ? SONDE_TRACE_EVENT_METHOD_ENTER : SONDE_TRACE_EVENT_METHOD_LEAVE);
+    record_event(t, enter ? SONDE_TRACE_EVENT_METHOD_ENTER : SONDE_TRACE_EVENT_METHOD_LEAVE, m->index, 0);
     const uint64_t mask = (enter ? m->enter_mask : m->leave_mask).load(std::memory_order_relaxed) &
                           t->notify.load(std::memory_order_relaxed);
     if (mask != 0) deliver_call(event, mask, t, m, call_site);
@@ -433,12 +421,11 @@ __attribute__((noinline)) void call_recorded_slow(uint32_t event, ThreadState *t
 __attribute__((noinline)) void call_recorded(uint32_t event, ThreadState *t, const Method *m,
                                              const void *call_site, CallEvent *p) {
     if (__builtin_expect(p == t->rec_end || !sonde::clock::ticks_are_tsc(), 0))
-        return call_recorded_slow(event, t, m, call_site, p);
+        return call_recorded_slow(event, t, m, call_site);
     const bool enter = event == SONDE_EVENT_METHOD_ENTER;
-    p->ticks = __rdtsc();
-    p->id = m->index;
-    p->kind = enter ? SONDE_TRACE_EVENT_METHOD_ENTER : SONDE_TRACE_EVENT_METHOD_LEAVE;
-    p->aux = 0;
+    *p = CallEvent{
+        __rdtsc(), m->index,
+        static_cast<uint16_t>(enter ? SONDE_TRACE_EVENT_METHOD_ENTER : SONDE_TRACE_EVENT_METHOD_LEAVE), 0};
     t->rec_pos.store(p + 1, std::memory_order_release);
     const uint64_t mask = (enter ? m->enter_mask : m->leave_mask).load(std::memory_order_relaxed) &
                           t->notify.load(std::memory_order_relaxed);
