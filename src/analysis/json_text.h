@@ -71,20 +71,25 @@ public:
     virtual void results_json_text(JsonPieces *out, int depth, unsigned threads) = 0;
 };
 
-inline void json_append(std::string &out, uint64_t v) {
-    char text[24];
-    const auto r = std::to_chars(text, text + sizeof text, v);
-    out.append(text, static_cast<size_t>(r.ptr - text));
+// Writes one number at p (room for 64 bytes) and returns its end: an unsigned integer in
+// decimal, a double by nlohmann's shortest round-trip conversion, NaN and infinities as null.
+template <typename T>
+char *json_number(char *p, T v) {
+    if constexpr (std::is_floating_point<T>::value) {
+        if (!std::isfinite(v)) {
+            std::memcpy(p, "null", 4);
+            return p + 4;
+        }
+        return nlohmann::detail::to_chars(p, p + 64, v);
+    } else {
+        return std::to_chars(p, p + 64, v).ptr;
+    }
 }
 
-inline void json_append(std::string &out, double v) {
-    if (!std::isfinite(v)) {
-        out += "null";
-        return;
-    }
+template <typename T>
+void json_append(std::string &out, T v) {
     char text[64];
-    const char *end = nlohmann::detail::to_chars(text, text + sizeof text, v);
-    out.append(text, static_cast<size_t>(end - text));
+    out.append(text, static_cast<size_t>(json_number(text, v) - text));
 }
 
 // A newline and two spaces per level.
@@ -122,19 +127,6 @@ void json_pairs(JsonPieces &pieces, int depth, const std::vector<std::pair<A, B>
         if (most > sizeof buffer) throw std::length_error("JSON nested too deep");
         text.reserve(text.size() + (to - from) * (outer + 20));
         char *p = buffer;
-        auto number = [&p](auto value) {
-            using T = decltype(value);
-            if constexpr (std::is_floating_point<T>::value) {
-                if (!std::isfinite(value)) {
-                    std::memcpy(p, "null", 4);
-                    p += 4;
-                } else {
-                    p = nlohmann::detail::to_chars(p, p + 64, value);
-                }
-            } else {
-                p = std::to_chars(p, p + 64, value).ptr;
-            }
-        };
         for (size_t i = from; i < to; ++i) {
             if (static_cast<size_t>(buffer + sizeof buffer - p) < most) {
                 text.append(buffer, static_cast<size_t>(p - buffer));
@@ -145,10 +137,10 @@ void json_pairs(JsonPieces &pieces, int depth, const std::vector<std::pair<A, B>
             std::memset(p, ' ', outer);
             p += outer;
             *p++ = '[';
-            number(v[i].first);
+            p = json_number(p, v[i].first);
             *p++ = ',';
             *p++ = ' ';
-            number(v[i].second);
+            p = json_number(p, v[i].second);
             *p++ = ']';
         }
         text.append(buffer, static_cast<size_t>(p - buffer));
