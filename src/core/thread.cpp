@@ -18,10 +18,8 @@
 namespace sonde::core {
 
 namespace {
-__thread bool t_internal_thread = false;
-}  // namespace
 
-namespace {
+__thread bool t_internal_thread = false;
 
 // What a new internal thread starts from: the creator's routine, and the handshake that tells
 // the creator the thread runs (the creator waits, so this lives on its stack).
