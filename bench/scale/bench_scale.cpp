@@ -45,6 +45,7 @@
 // The machine (CPU model, online CPUs) is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
 // SONDE_BENCH_SCALE=mpi runs case 6 alone, SONDE_BENCH_SCALE=shards case 4 alone,
+// SONDE_BENCH_SCALE=reuse cases 5a-5f alone,
 // SONDE_BENCH_SCALE=json case 5g alone. SONDE_BENCH_SONDE and SONDE_BENCH_SORT name the
 // `sonde` executable and the instrumented sort program when they are not where the build put
 // them; SONDE_SHARED_DATA the folder of the gzip trace.
@@ -695,6 +696,8 @@ int main() {
     }
     const bool shards_only =
         getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "shards") == 0;
+    const bool reuse_only =
+        getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "reuse") == 0;
     if (getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "json") == 0) {
         json_tail_case(counts, false);  // case 5g alone
         sonde_finalize();
@@ -704,7 +707,7 @@ int main() {
     // 1-3. Producers.
     const uint64_t per_thread = quick ? 2500000 : 10000000;
     // mode 2: one buffer; 1: one buffer with concurrent callbacks; 0: one buffer per thread.
-    for (int mode = 2; mode >= 0 && !shards_only; --mode) {
+    for (int mode = 2; mode >= 0 && !shards_only && !reuse_only; --mode) {
         header(mode == 2 ? "1. producers, one LOSSLESS buffer, callback reads every record (32-byte records)"
                : mode == 1 ? "1b. the same buffer with CONCURRENT_CALLBACKS (the callback is thread-safe)"
                            : "2. producers, one LOSSLESS buffer per thread, callback reads every record",
@@ -721,7 +724,7 @@ int main() {
             row(n, f, one, fl.rate / floor_one.rate, ok);
         }
     }
-    if (!shards_only) {
+    if (!shards_only && !reuse_only) {
         header("3. DISCARD overloaded (consumer blocked), CPU per record beside case 1's (target <= 1.2x)",
                "records/s");
         Figure one{};
@@ -738,7 +741,7 @@ int main() {
 
     // 4. The analyzer over 16 equal in-memory shards.
     const size_t per_shard = quick ? 250000 : 1000000;
-    std::vector<std::vector<sonde_memref_t>> shards(16);
+    std::vector<std::vector<sonde_memref_t>> shards(reuse_only ? 0 : 16);
     uint64_t x = 88172645463325252ull;
     for (auto &s : shards) {
         s.resize(per_shard);
@@ -753,6 +756,7 @@ int main() {
         }
     }
     for (const char *tool : {"basic_counts", "cache_sim"}) {
+        if (reuse_only) break;
         std::string title = std::string("4. analyzer, 16 equal shards of ") + std::to_string(per_shard) +
                             " references, " + tool + ", N workers";
         header(title.c_str(), "refs/s");
@@ -782,7 +786,8 @@ int main() {
     std::vector<sonde_memref_t> refs;
     if (!load_trace(path, SONDE_TRACE_FORMAT_LACKEY, &refs)) {
         std::printf("\n5. reuse_distance: %s cannot be read; skipped\n", path.c_str());
-        mpi_cases(quick);
+        if (!reuse_only) mpi_cases(quick);
+        sonde_finalize();
         return 0;
     }
     if (quick) refs.resize(refs.size() / 4);
@@ -817,8 +822,10 @@ int main() {
 #ifdef SONDE_BENCH_SORT
     sort_cases(counts, quick);
 #endif
-    json_tail_case(counts, quick);
-    mpi_cases(quick);
+    if (!reuse_only) {
+        json_tail_case(counts, quick);
+        mpi_cases(quick);
+    }
     sonde_finalize();
     return 0;
 }
