@@ -176,8 +176,33 @@ __attribute__((noinline)) sonde_status_t emit_slow(uint64_t h, uint32_t kind, co
     return SONDE_STATUS_SUCCESS;
 }
 
+// The writer's chunk has no room for a record emit_active accepted (the writer serves `h`):
+// a DISCARD writer still starved of chunks drops here, after the busy handshake, without
+// emit_slow's second pass over the checks; anything else goes to emit_slow. So a record
+// dropped under overload costs less than one recorded (the clock read and the counters).
+template <bool kTimestamp>
+__attribute__((noinline)) sonde_status_t emit_no_room(uint64_t h, Writer *w, uint32_t kind,
+                                                      const void *payload, uint32_t size) {
+    if (w->starved && w->reserve_need == 0) {
+        busy_enter(w);
+        // Active after busy is set: the buffer, and so w->buffer, outlives this call (destroy
+        // waits for busy == 0).
+        if (SONDE_LIKELY(load_state(static_cast<uint32_t>(h)) == active_state(h))) {
+            const uint32_t need = 8 + (kTimestamp ? 8 : 0) + ((size + 7) & ~7u);
+            const Buffer &b = *w->buffer;
+            if (need <= b.capacity - kChunkOverhead && starved_drop(w, b)) {
+                busy_exit(w);
+                return SONDE_STATUS_ERROR_BUFFER_FULL;
+            }
+        }
+        busy_exit(w);
+    }
+    return emit_slow<kTimestamp>(h, kind, payload, size);
+}
+
 // The hot path for an active buffer: no call, no lock, no atomic read-modify-write. Any
-// unusual case goes to emit_slow, which checks everything again.
+// unusual case goes to emit_slow, which checks everything again (a full chunk first to
+// emit_no_room).
 template <bool kTimestamp>
 __attribute__((noinline)) sonde_status_t emit_active(uint64_t h, uint32_t kind, const void *payload,
                                                      uint32_t size) {
@@ -191,7 +216,9 @@ __attribute__((noinline)) sonde_status_t emit_active(uint64_t h, uint32_t kind, 
     // Room is checked before the busy flag: an open reservation leaves no room.
     if (SONDE_UNLIKELY(w->handle.load(std::memory_order_relaxed) != h ||
                        static_cast<size_t>(w->end - w->pos) < need))
-        return emit_slow<kTimestamp>(h, kind, payload, size);
+        return w->handle.load(std::memory_order_relaxed) == h
+                   ? emit_no_room<kTimestamp>(h, w, kind, payload, size)
+                   : emit_slow<kTimestamp>(h, kind, payload, size);
     busy_enter(w);
     if (SONDE_UNLIKELY(load_state(slot) != active_state(h))) {
         busy_exit(w);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "buffer/buffer.h"
+#include "core/clock.h"
 
 namespace sonde::buffer {
 
@@ -23,6 +24,25 @@ extern Writer g_detached_writer;
 ThreadState *thread_state();
 // Slow path: attaches the calling thread's writer for `handle` (creating thread state).
 sonde_status_t attach(uint64_t handle, Writer **out);
+// Counts a drop in the writer (its thread only): relaxed loads and stores, and the raw clock
+// (rdtsc where timestamps come from the TSC), converted once when the LOSS record is written.
+inline void count_drop(Writer *w) {
+    const uint64_t now = clock::ticks();
+    w->emitted.store(w->emitted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    w->dropped.store(w->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (w->loss_count++ == 0) w->loss_first = now;
+    w->loss_last = now;
+}
+
+// With busy held and the buffer active: a DISCARD writer that found no free chunk, with none
+// returned since (Buffer::free_gen unchanged), drops and counts without the lock. False when
+// it must look under the lock (see "Dropping" in buffer.h).
+inline bool starved_drop(Writer *w, const Buffer &b) {
+    if (!w->starved || w->starved_gen != b.free_gen.load(std::memory_order_relaxed)) return false;
+    count_drop(w);
+    return true;
+}
+
 // Slow path with busy held: seals the current chunk and takes a free one (waiting under
 // LOSSLESS), or drops and counts. On success the writer has room for `need` bytes.
 sonde_status_t refill(Writer *w, uint32_t need);

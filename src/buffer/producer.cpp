@@ -224,16 +224,6 @@ void write_thread_marker(char *p, const ThreadState *t) {
     std::memcpy(p + sizeof h, &rec, sizeof rec);
 }
 
-// Counts a drop in the writer (its thread only): relaxed loads and stores, and the raw clock
-// (rdtsc where timestamps come from the TSC), converted once when the LOSS record is written.
-void count_drop(Writer *w) {
-    const uint64_t now = clock::ticks();
-    w->emitted.store(w->emitted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    w->dropped.store(w->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (w->loss_count++ == 0) w->loss_first = now;
-    w->loss_last = now;
-}
-
 // Moves the writer's current chunk to its sealed list (Buffer::mu held). Returns true when the
 // sealed bytes reach the watermark.
 bool seal_locked(Buffer &b, Writer *w) {
@@ -294,10 +284,7 @@ sonde_status_t refill(Writer *w, uint32_t need) {
     if (need > b.capacity - kChunkOverhead) return SONDE_STATUS_ERROR_INVALID_ARGUMENT;
     // DISCARD, no chunk returned since this writer last found none: drop without the lock
     // (no convoy of dropping producers on Buffer::mu; see "Dropping" in buffer.h).
-    if (w->starved && w->starved_gen == b.free_gen.load(std::memory_order_relaxed)) {
-        count_drop(w);
-        return SONDE_STATUS_ERROR_BUFFER_FULL;
-    }
+    if (starved_drop(w, b)) return SONDE_STATUS_ERROR_BUFFER_FULL;
     bool wake = false;
     std::unique_lock<std::mutex> lk(b.mu);
     if (b.dead) return SONDE_STATUS_ERROR_BUFFER_NOT_FOUND;

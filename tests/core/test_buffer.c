@@ -565,6 +565,67 @@ static void test_discard_counts_and_reports_loss(void **state) {
     run_policy_case(SONDE_BUFFER_POLICY_DISCARD, 0);
 }
 
+/* A DISCARD producer that found no free chunk drops every later record without the lock,
+ * whichever entry it takes (sonde_emit, sonde_emit_timestamped, sonde_emit_inline), until the
+ * consumer returns a chunk; every drop is counted once and reported in-stream. */
+static void test_discard_starved_entries(void **state) {
+    (void)state;
+    collector_t col;
+    collector_init(&col);
+    const sonde_buffer_property_t props[2] = {
+        {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096},
+        {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_DISCARD}};
+    sonde_buffer_id_t b;
+    assert_int_equal(sonde_create_buffer(g_session, 4 * 4096, gated_cb, &col, props, 2, &b),
+                     SONDE_STATUS_SUCCESS);
+    sonde_start_session(g_session);
+    gate(0);
+    uint64_t v = 0, ok = 0, full = 0;
+    sonde_status_t st;
+    while ((st = sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8)) == SONDE_STATUS_SUCCESS) ++ok, ++v;
+    assert_int_equal(st, SONDE_STATUS_ERROR_BUFFER_FULL);
+    ++full;
+    sonde_producer_t p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = SONDE_PRODUCER_SIZE_1_2;
+    assert_int_equal(sonde_buffer_producer(b, &p), SONDE_STATUS_SUCCESS);
+    for (int i = 0; i < 300; ++i, ++full) {
+        const uint64_t payload[2] = {v, v};
+        switch (i % 3) {
+            case 0: st = sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8); break;
+            case 1: st = sonde_emit_timestamped(b, SONDE_RECORD_KIND_USER, &v, 8); break;
+            default: st = sonde_emit_inline(&p, SONDE_RECORD_KIND_USER, payload, sizeof payload); break;
+        }
+        assert_int_equal(st, SONDE_STATUS_ERROR_BUFFER_FULL);
+    }
+    sonde_buffer_stats_t stats;
+    memset(&stats, 0, sizeof stats);
+    stats.struct_size = sizeof stats;
+    assert_int_equal(sonde_get_buffer_stats(g_session, b, &stats), SONDE_STATUS_SUCCESS);
+    assert_int_equal(stats.records_dropped, full);
+    gate(1);
+    assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
+    /* Chunks came back: the next record of each entry is accepted. */
+    const uint64_t payload[2] = {1, 2};
+    assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_emit_timestamped(b, SONDE_RECORD_KIND_USER, &v, 8), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_emit_inline(&p, SONDE_RECORD_KIND_USER, payload, sizeof payload),
+                     SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
+    memset(&stats, 0, sizeof stats);
+    stats.struct_size = sizeof stats;
+    assert_int_equal(sonde_get_buffer_stats(g_session, b, &stats), SONDE_STATUS_SUCCESS);
+    assert_int_equal(stats.records_emitted, ok + full + 3);
+    assert_int_equal(stats.records_dropped, full);
+    assert_int_equal(stats.records_delivered, ok + 3);
+    assert_int_equal(collector_count(&col), ok + 3);
+    assert_int_equal(col.losses, full);
+    assert_int_equal(col.bad_spans, 0);
+    sonde_stop_session(g_session);
+    sonde_destroy_buffer(g_session, b);
+    collector_free(&col);
+}
+
 static void test_lossless_drops_only_after_timeout(void **state) {
     (void)state;
     run_policy_case(SONDE_BUFFER_POLICY_LOSSLESS, 2 * 1000 * 1000); /* 2 ms */
@@ -847,6 +908,7 @@ int main(void) {
         cmocka_unit_test(test_stop_destroy_finalize_deliver),
         cmocka_unit_test(test_interval_flush),
         cmocka_unit_test(test_discard_counts_and_reports_loss),
+        cmocka_unit_test(test_discard_starved_entries),
         cmocka_unit_test(test_lossless_drops_only_after_timeout),
         cmocka_unit_test(test_lossless_never_drops),
         cmocka_unit_test(test_reentrant_calls_from_callback),
