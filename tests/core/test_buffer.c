@@ -514,17 +514,24 @@ static void test_interval_flush(void **state) {
     sonde_destroy_buffer(g_session, b);
 }
 
-static void run_policy_case(uint32_t policy, uint64_t timeout_ns) {
-    collector_t col;
-    collector_init(&col);
+/* Four chunks of 4096 bytes with `policy`, whose consumer is stuck (gate closed) once this
+ * returns, in the started session. */
+static sonde_buffer_id_t stuck_buffer(collector_t *col, uint32_t policy, uint64_t timeout_ns) {
     const sonde_buffer_property_t props[3] = {{SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096},
                                               {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, policy},
                                               {SONDE_BUFFER_PROPERTY_KIND_LOSSLESS_TIMEOUT, 0, timeout_ns}};
     sonde_buffer_id_t b;
-    assert_int_equal(sonde_create_buffer(g_session, 4 * 4096, gated_cb, &col, props, 3, &b),
+    assert_int_equal(sonde_create_buffer(g_session, 4 * 4096, gated_cb, col, props, 3, &b),
                      SONDE_STATUS_SUCCESS);
     sonde_start_session(g_session);
     gate(0);
+    return b;
+}
+
+static void run_policy_case(uint32_t policy, uint64_t timeout_ns) {
+    collector_t col;
+    collector_init(&col);
+    const sonde_buffer_id_t b = stuck_buffer(&col, policy, timeout_ns);
     /* Four chunks of ~250 records each: this many records cannot fit while the consumer is
      * stuck. Under LOSSLESS each drop first waits for the timeout, so emit fewer. */
     const uint64_t total = policy == SONDE_BUFFER_POLICY_DISCARD ? 5000 : 1500;
@@ -572,14 +579,7 @@ static void test_discard_starved_entries(void **state) {
     (void)state;
     collector_t col;
     collector_init(&col);
-    const sonde_buffer_property_t props[2] = {
-        {SONDE_BUFFER_PROPERTY_KIND_CHUNK_SIZE, 0, 4096},
-        {SONDE_BUFFER_PROPERTY_KIND_POLICY, 0, SONDE_BUFFER_POLICY_DISCARD}};
-    sonde_buffer_id_t b;
-    assert_int_equal(sonde_create_buffer(g_session, 4 * 4096, gated_cb, &col, props, 2, &b),
-                     SONDE_STATUS_SUCCESS);
-    sonde_start_session(g_session);
-    gate(0);
+    const sonde_buffer_id_t b = stuck_buffer(&col, SONDE_BUFFER_POLICY_DISCARD, 0);
     uint64_t v = 0, ok = 0, full = 0;
     sonde_status_t st;
     while ((st = sonde_emit(b, SONDE_RECORD_KIND_USER, &v, 8)) == SONDE_STATUS_SUCCESS) ++ok, ++v;
