@@ -27,10 +27,11 @@
 // `free_gen` changes, its records are dropped without the lock: a relaxed load of `free_gen`,
 // a clock read and the writer's own counters (emitted, dropped, loss_*), no system call, no
 // write to shared memory; the emit path's full-chunk branch does this itself (emit_no_room,
-// after the busy handshake) and refill does it for the other entries. Every return of chunks to the free list (free_chunks_locked, under
-// Buffer::mu) bumps `free_gen`; since the producer read it under the same lock, any chunk
-// returned after it looked changes the generation, and its next record takes the lock and
-// looks again. LOSSLESS producers wait on space_cv instead and never use it.
+// after the busy handshake) and refill does it for the other entries. Every return of chunks
+// to the free list (free_chunks_locked, under Buffer::mu) bumps `free_gen`; since the producer
+// read it under the same lock, any chunk returned after it looked changes the generation, and
+// its next record takes the lock and looks again. LOSSLESS producers wait on space_cv instead
+// and never use it.
 //
 // Publication: the producer writes a record, then release-stores the chunk's commit word
 // (records << 32 | bytes). Delivery acquire-loads it and reads only bytes below it.
