@@ -528,6 +528,17 @@ static sonde_buffer_id_t stuck_buffer(collector_t *col, uint32_t policy, uint64_
     return b;
 }
 
+/* The end of a stuck_buffer case: the consumer saw `delivered` records and a LOSS report of
+ * each of `dropped` drops, with no bad span; then the buffer goes. */
+static void close_stuck(sonde_buffer_id_t b, collector_t *col, uint64_t delivered, uint64_t dropped) {
+    assert_int_equal(collector_count(col), delivered);
+    assert_int_equal(col->losses, dropped);
+    assert_int_equal(col->bad_spans, 0);
+    sonde_stop_session(g_session);
+    sonde_destroy_buffer(g_session, b);
+    collector_free(col);
+}
+
 static void run_policy_case(uint32_t policy, uint64_t timeout_ns) {
     collector_t col;
     collector_init(&col);
@@ -551,20 +562,12 @@ static void run_policy_case(uint32_t policy, uint64_t timeout_ns) {
     for (uint64_t i = 0; i < 10; ++i)
         assert_int_equal(sonde_emit(b, SONDE_RECORD_KIND_USER, &i, 8), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
-    sonde_buffer_stats_t st;
-    memset(&st, 0, sizeof st);
-    st.struct_size = sizeof st;
-    sonde_get_buffer_stats(g_session, b, &st);
+    const sonde_buffer_stats_t st = stats_of(b);
     assert_true(full > 0);
     assert_int_equal(st.records_emitted, total + 10);
     assert_int_equal(st.records_dropped, full);
     assert_int_equal(st.records_emitted, st.records_delivered + st.records_dropped);
-    assert_int_equal(collector_count(&col), ok + 10);
-    assert_int_equal(col.losses, full);
-    assert_int_equal(col.bad_spans, 0);
-    sonde_stop_session(g_session);
-    sonde_destroy_buffer(g_session, b);
-    collector_free(&col);
+    close_stuck(b, &col, ok + 10, full);
 }
 
 static void test_discard_counts_and_reports_loss(void **state) {
@@ -598,11 +601,7 @@ static void test_discard_starved_entries(void **state) {
         }
         assert_int_equal(st, SONDE_STATUS_ERROR_BUFFER_FULL);
     }
-    sonde_buffer_stats_t stats;
-    memset(&stats, 0, sizeof stats);
-    stats.struct_size = sizeof stats;
-    assert_int_equal(sonde_get_buffer_stats(g_session, b, &stats), SONDE_STATUS_SUCCESS);
-    assert_int_equal(stats.records_dropped, full);
+    assert_int_equal(stats_of(b).records_dropped, full);
     gate(1);
     assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
     /* Chunks came back: the next record of each entry is accepted. */
@@ -612,18 +611,11 @@ static void test_discard_starved_entries(void **state) {
     assert_int_equal(sonde_emit_inline(&p, SONDE_RECORD_KIND_USER, payload, sizeof payload),
                      SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_flush_data(g_session, b), SONDE_STATUS_SUCCESS);
-    memset(&stats, 0, sizeof stats);
-    stats.struct_size = sizeof stats;
-    assert_int_equal(sonde_get_buffer_stats(g_session, b, &stats), SONDE_STATUS_SUCCESS);
+    const sonde_buffer_stats_t stats = stats_of(b);
     assert_int_equal(stats.records_emitted, ok + full + 3);
     assert_int_equal(stats.records_dropped, full);
     assert_int_equal(stats.records_delivered, ok + 3);
-    assert_int_equal(collector_count(&col), ok + 3);
-    assert_int_equal(col.losses, full);
-    assert_int_equal(col.bad_spans, 0);
-    sonde_stop_session(g_session);
-    sonde_destroy_buffer(g_session, b);
-    collector_free(&col);
+    close_stuck(b, &col, ok + 3, full);
 }
 
 static void test_lossless_drops_only_after_timeout(void **state) {
