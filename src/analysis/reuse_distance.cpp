@@ -15,11 +15,12 @@
 // only; not fixed-size SHARDS, whose threshold depends on every earlier line). The tool owns
 // everything it holds; the analyzer calls it from one thread.
 //
-// With jobs > 1 the batches (of 4 M accesses) go through a Pipeline: a calculator thread runs
-// the parallel exact calculation of one batch while the analyzer's thread reads, decodes and
-// gathers the next, so that reading overlaps the calculation on traces longer than a batch. Threads: the analyzer's thread owns the batch being
-// gathered; the calculator thread owns `global_` and the batch handed over from the hand-over
-// (Pipeline::mu) until it says it is done; results are read after finish() joined it.
+// With jobs > 1 the batches (512 K accesses, then 4 M each) go through a Pipeline: a calculator
+// thread runs the parallel exact calculation of one batch while the analyzer's thread reads,
+// decodes and gathers the next, so that reading overlaps the calculation on traces longer than
+// the first batch. Threads: the analyzer's thread owns the batch being gathered; the calculator
+// thread owns `global_` and the batch handed over from the hand-over (Pipeline::mu) until it
+// says it is done; results are read after finish() joined it.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -113,16 +114,12 @@ Options parse(const std::string &text) {
 // Double buffering between the analyzer's thread and one calculator thread (see the top).
 class Pipeline {
 public:
-    // `room`: the batch size, reserved for the vectors it hands back.
-    Pipeline(Reuse &reuse, size_t room) : reuse_(reuse) {
-        lines_.reserve(room);
-        writes_.reserve(room);
-    }
+    explicit Pipeline(Reuse &reuse) : reuse_(reuse) {}
     Pipeline(const Pipeline &) = delete;
     Pipeline &operator=(const Pipeline &) = delete;
     ~Pipeline() { stop(); }
 
-    // Hands the batch over (the vectors come back empty, with the previous batch's room) once
+    // Hands the batch over (the vectors come back empty, with the room of the batch before) once
     // the previous one is done; rethrows what the calculation of an earlier batch threw.
     void submit(std::vector<uint64_t> &lines, std::vector<uint8_t> &writes) {
         std::unique_lock<std::mutex> lk(mu_);
@@ -394,9 +391,9 @@ public:
     // are the rare branch. No allocation once the batch has its room.
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
         if (opt_.per_shard) return process_per_shard(m, n);
-        if (opt_.cfg.workers > 1 && lines_.capacity() < kParallelRoom) {
-            lines_.reserve(kParallelRoom);
-            writes_.reserve(kParallelRoom);
+        if (opt_.cfg.workers > 1 && lines_.capacity() < parallel_batch_ + kParallelSpan) {
+            lines_.reserve(parallel_batch_ + kParallelSpan);
+            writes_.reserve(parallel_batch_ + kParallelSpan);
         }
         size_t k = lines_.size();
         lines_.resize(k + n);
@@ -424,7 +421,7 @@ public:
         lines_.resize(k);
         writes_.resize(k);
         // Parallel exact mode wants long batches: each worker takes a chunk of one batch.
-        if (lines_.size() >= (opt_.cfg.workers > 1 ? kParallelBatch : kBatch)) flush();
+        if (lines_.size() >= batch_limit()) flush();
         return true;
     }
     // per_shard: a stack per shard beside the global one.
@@ -450,7 +447,7 @@ public:
             s.writes.push_back(w);
             if (s.lines.size() >= kShardBatch) s.flush();
         }
-        if (lines_.size() >= (opt_.cfg.workers > 1 ? kParallelBatch : kBatch)) flush();
+        if (lines_.size() >= batch_limit()) flush();
         return true;
     }
     bool print_results(void *stream) override {
@@ -645,9 +642,18 @@ private:
         return true;
     }
 
+    // Parallel batches: the first is kFirstParallelBatch accesses, every later one kParallelBatch.
+    // Nothing is calculated while the first batch is gathered, so it is short: its calculation
+    // then runs while the second is gathered. With every batch of kParallelBatch, a trace of one
+    // batch (gzip's 2 M accesses) was gathered whole and then calculated, and two jobs were
+    // no faster than one. Later batches stay long: each batch's chunks are merged into the
+    // global stack, and doubling batch sizes from a small one (more batches) made a 20 M-access
+    // trace slower.
+    static constexpr size_t kFirstParallelBatch = 1 << 19;
     static constexpr size_t kParallelBatch = 1 << 22;
-    // A batch's room: kParallelBatch and the span that completes it (a block of a reader).
-    static constexpr size_t kParallelRoom = kParallelBatch + (1 << 17);
+    // A batch's room beyond its size: the span that completes it (a block of a reader).
+    static constexpr size_t kParallelSpan = 1 << 17;
+    size_t batch_limit() const { return opt_.cfg.workers > 1 ? parallel_batch_ : kBatch; }
     static constexpr size_t kShardBatch = 1 << 14;
 
     void flush() {
@@ -676,8 +682,9 @@ private:
         if (!lines_.empty() || pending_skipped_ != 0) resolved_.reset();
         if (opt_.cfg.workers > 1) {
             if (lines_.empty()) return;
-            if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(*global_, kParallelRoom);
+            if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(*global_);
             pipeline_->submit(lines_, writes_);
+            parallel_batch_ = kParallelBatch;
             return;
         }
         if (pending_skipped_ != 0) {
@@ -882,6 +889,8 @@ private:
     bool base_used_ = false;                      // result() merged slices into this rank's slice 0
     uint64_t slice_count_ = 0;                    // the stream's time slices, when known
     std::unique_ptr<Pipeline> pipeline_;          // jobs > 1, from the first batch; after global_
+    // The size of the batch being gathered (jobs > 1).
+    size_t parallel_batch_ = kFirstParallelBatch;
 };
 
 }  // namespace

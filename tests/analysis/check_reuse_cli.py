@@ -94,7 +94,9 @@ if shards and exact:
     expect(err <= 0.01, "SHARDS error %.4f above the documented bound" % err)
 
 # A large histogram (about 1 M accesses over 300,000 lines): its arrays are written as text, in
-# pieces when several jobs run; the reuse_distance member's text must not depend on --jobs.
+# pieces when several jobs run; the reuse_distance member's text must not depend on --jobs. Two
+# jobs calculate it in two batches (the first parallel batch is 512 K accesses), the first while
+# the second is gathered.
 with tempfile.TemporaryDirectory() as tmp:
     raw = os.path.join(tmp, "big.raw64")
     x, words = 12345, []
