@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Packs the benchmarks of a build into one folder that runs on another x86-64 Linux machine
+# without Sonde's build dependencies: a server with many cores but no compiler, no Debian
+# packages or no network, where bench/scale's figures are wanted (docs/performance.md,
+# "Measuring on another machine").
+#
+#   scripts/bench_bundle.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, sonde-bench)
+#   OUT_DIR/run.sh [scale|quick|reuse|shards|json|callgraph|emit|discard|all|smoke]...   there
+#
+# OUT_DIR holds bin/ (the `sonde` command and every bench program of BUILD_DIR), lib/ (libsonde,
+# libsonde-instrument, the example clients the benches load, and every shared library these link
+# except the C library's own, found with ldd), data/ (tests/data: the gzip lackey trace and the
+# other inputs the benches read), uftrace/ (uftrace and its libmcount, when uftrace is
+# installed: the anchor of bench/callgraph) and run.sh, which points the benches at them
+# (LD_LIBRARY_PATH, SONDE_BENCH_SONDE, SONDE_BENCH_SORT, SONDE_SHARED_DATA,
+# SONDE_INSTRUMENT_LIBRARY) and writes each figure table to results/NAME.txt as well as stdout.
+# Debug information is stripped from the copies. The other machine needs a C library at least
+# as new as this one's (glibc 2.36 on Debian 12). Any failure stops the script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+out=${2:-sonde-bench}
+[ -f "$build/build.ninja" ] || { echo "bench_bundle: $build is not a meson build directory" >&2; exit 2; }
+[ -x "$build/src/cli/sonde" ] || { echo "bench_bundle: $build/src/cli/sonde is missing (run ninja -C $build)" >&2; exit 2; }
+[ -d "$build/bench" ] || { echo "bench_bundle: $build was configured with -Dbench=false" >&2; exit 2; }
+# A folder that is there already is replaced only when it is an earlier bundle.
+if [ -e "$out" ] && { [ ! -d "$out" ] || [ -n "$(ls -A "$out")" ]; } && [ ! -f "$out/run.sh" ]; then
+  echo "bench_bundle: $out exists and is not a bundle; give another folder" >&2
+  exit 2
+fi
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/data"
+
+is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; }
+
+# Programs: the command and every bench executable (not the object folders, not scripts).
+cp "$build/src/cli/sonde" "$out/bin/"
+while IFS= read -r f; do
+  if is_elf "$f" && [ -x "$f" ]; then
+    case "$f" in *.so | *.so.*) cp "$f" "$out/lib/" ;; *) cp "$f" "$out/bin/" ;; esac
+  fi
+done < <(find "$build/bench" -type f \( -perm -u+x -o -name '*.so' \) -not -path '*.p/*')
+# Libraries of the build: libsonde by its soname, the instrumentation library, the clients.
+cp "$build/libsonde.so.1" "$out/lib/libsonde.so.1"
+cp "$build/src/instrument/libsonde-instrument.so" "$out/lib/"
+for c in call_counter class_filter; do
+  [ -f "$build/examples/$c.so" ] && cp "$build/examples/$c.so" "$out/lib/"
+done
+cp -r tests/data/. "$out/data/"
+
+# Every shared library the copies link, except the C library's (the other machine has its
+# own, and a copied one would not match its loader). Resolved against the bundle first, so a
+# library of the build is never taken from the system.
+skip='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libresolv|libutil)\.so'
+collect() {
+  local added=1
+  while [ $added -eq 1 ]; do
+    added=0
+    for f in "$out"/bin/* "$out"/lib/*; do
+      is_elf "$f" || continue
+      while read -r name arrow path _; do
+        [ "$arrow" = "=>" ] || continue
+        [[ $name =~ $skip ]] && continue
+        if [ "$path" = "not" ]; then
+          echo "bench_bundle: $(basename "$f") needs $name, which is not installed here" >&2
+          exit 1
+        fi
+        if [ ! -e "$out/lib/$name" ]; then
+          cp -L "$path" "$out/lib/$name"
+          added=1
+        fi
+      done < <(LD_LIBRARY_PATH="$out/lib" ldd "$f" 2>/dev/null || true)
+    done
+  done
+}
+collect
+
+# uftrace, the anchor of bench/callgraph: its binary, its libmcount variants and a wrapper that
+# tells it where they are.
+if command -v uftrace >/dev/null; then
+  mkdir -p "$out/uftrace/libexec" "$out/uftrace/mcount"
+  cp "$(command -v uftrace)" "$out/uftrace/libexec/uftrace"
+  for d in /usr/lib/x86_64-linux-gnu/uftrace /usr/lib/uftrace /usr/local/lib/uftrace; do
+    [ -d "$d" ] && cp "$d"/libmcount*.so "$out/uftrace/mcount/" 2>/dev/null || true
+  done
+  cat > "$out/uftrace/uftrace" <<'EOF'
+#!/bin/sh
+# uftrace with the libmcount libraries of this bundle.
+here=$(cd "$(dirname "$0")" && pwd)
+exec "$here/libexec/uftrace" --libmcount-path="$here/mcount" "$@"
+EOF
+  chmod +x "$out/uftrace/uftrace"
+  for f in "$out"/uftrace/libexec/uftrace "$out"/uftrace/mcount/*; do
+    while read -r name arrow path _; do
+      [ "$arrow" = "=>" ] && [ "$path" != "not" ] || continue
+      [[ $name =~ $skip ]] && continue
+      [ -e "$out/lib/$name" ] || cp -L "$path" "$out/lib/$name"
+    done < <(ldd "$f" 2>/dev/null || true)
+  done
+fi
+
+for f in "$out"/bin/* "$out"/lib/* "$out"/uftrace/libexec/* "$out"/uftrace/mcount/*; do
+  [ -f "$f" ] && is_elf "$f" && { chmod u+w "$f"; strip --strip-debug "$f" 2>/dev/null || true; }
+done
+
+cat > "$out/run.sh" <<'EOF'
+#!/bin/sh
+# Runs the benchmarks of this bundle (scripts/bench_bundle.sh) on this machine.
+#   run.sh [scale|quick|reuse|shards|json|callgraph|emit|discard|all|smoke]...   (default: all)
+# scale: bench_scale, every case; quick: every case on a quarter of the work; reuse, shards,
+# json: its cases 5a-5f, 4 and 5g alone;
+# callgraph: bench_callgraph (fib(32), 7 runs; uftrace is the anchor when bundled); emit and
+# discard: bench_emit and bench_discard; all: scale, callgraph, emit, discard; smoke: a quick
+# check that the bundle runs here. Each output is also written to results/NAME.txt (RESULTS_DIR
+# sets the folder).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SONDE_BENCH_SONDE="$here/bin/sonde" SONDE_SHARED_DATA="$here/data"
+export SONDE_INSTRUMENT_LIBRARY="$here/lib/libsonde-instrument.so"
+[ -x "$here/bin/bench_scale_sort" ] && export SONDE_BENCH_SORT="$here/bin/bench_scale_sort"
+[ -x "$here/uftrace/uftrace" ] && export PATH="$here/uftrace:$PATH"
+results=${RESULTS_DIR:-$here/results}
+mkdir -p "$results"
+b="$here/bin"
+callgraph() {
+  "$b/bench_callgraph" "$b/bench_fib_plain" "$b/bench_fib_instrumented" "$here/lib/libsonde-instrument.so" \
+    "$here/lib/call_counter.so" "$here/lib/class_filter.so" "$@"
+}
+run() {  # name, command...
+  name=$1; shift
+  echo "== $name: $*"
+  "$@" 2>&1 | tee "$results/$name.txt"
+}
+[ $# -gt 0 ] || set -- all
+for what in "$@"; do
+  case $what in
+    scale) run scale "$b/bench_scale" ;;
+    reuse|shards|json|quick) SONDE_BENCH_SCALE=$what run "scale-$what" "$b/bench_scale" ;;
+    callgraph) run callgraph callgraph ;;
+    emit) run emit "$b/bench_emit" ;;
+    discard) run discard "$b/bench_discard" ;;
+    all) "$0" scale callgraph emit discard ;;
+    smoke)
+      run smoke-version "$b/sonde" --version
+      run smoke-analyze "$b/sonde" analyze "$here/data/gzip-gpl3.lackey.zst" --tool basic_counts --jobs 2
+      run smoke-callgraph callgraph 20 1 ;;
+    *) echo "run.sh: unknown benchmark '$what' (scale, quick, reuse, shards, json, callgraph, emit, discard, all, smoke)" >&2
+       exit 2 ;;
+  esac
+done
+EOF
+chmod +x "$out/run.sh"
+echo "bench_bundle: $out ($(du -sh "$out" | cut -f1)): copy it to the other machine and run $out/run.sh"
