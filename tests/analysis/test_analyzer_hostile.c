@@ -3,7 +3,8 @@
  * an input without records says so, an index that lists a chunk many times is refused, memory
  * stays bounded by the data for 65,536 declared shards and for million-record chunks, and
  * cache_sim and basic_counts terminate with the right counts on accesses that wrap past the
- * top of the address space. Runs that could hang or allocate gigabytes before the fixes run
+ * top of the address space, and reuse_distance refuses sampling markers out of place (after
+ * a data access, a SAMPLE_SKIPPED before the sampling's own) serially and with jobs. Runs that could hang or allocate gigabytes before the fixes run
  * in a child under an alarm and an address-space limit (limited.h). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -436,6 +437,59 @@ static void test_accesses_at_the_top_terminate(void **state) {
     }
 }
 
+/* One shard: `before` data reads, the source-sampling markers (threshold for rate 1/2, seed 5,
+ * 64-byte lines) unless `skipped_first`, in which case a SAMPLE_SKIPPED marker comes first,
+ * then 1000 reads of 10 lines. Runs reuse_distance with `options`; returns the status and
+ * copies the error or the squeezed results into out. */
+static sonde_status_t run_markers(size_t before, bool skipped_first, const char *options, char *out,
+                                  size_t out_size) {
+    sonde_memref_t m[1100];
+    size_t n = 0;
+    memset(m, 0, sizeof m);
+    for (size_t i = 0; i < before; ++i)
+        m[n++] = (sonde_memref_t){0x1000 + 64 * i, 0, 0, 0, SONDE_MEMREF_READ, 8};
+    if (skipped_first)
+        m[n++] = (sonde_memref_t){3, 0, 0, 0, SONDE_MEMREF_MARKER, SONDE_MARKER_SAMPLE_SKIPPED};
+    m[n++] = (sonde_memref_t){1ull << 31, 0, 0, 0, SONDE_MEMREF_MARKER, SONDE_MARKER_SAMPLE_THRESHOLD};
+    m[n++] = (sonde_memref_t){5, 0, 0, 0, SONDE_MEMREF_MARKER, SONDE_MARKER_SAMPLE_SEED};
+    m[n++] = (sonde_memref_t){64, 0, 0, 0, SONDE_MEMREF_MARKER, SONDE_MARKER_SAMPLE_LINE_SIZE};
+    for (size_t i = 0; i < 1000; ++i)
+        m[n++] = (sonde_memref_t){0x8000 + 64 * (i % 10), 0, 0, 0, SONDE_MEMREF_READ, 8};
+    sonde_analyzer_t *a = NULL;
+    assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_tool(a, "reuse_distance", options), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_memory_shard(a, m, n, NULL), SONDE_STATUS_SUCCESS);
+    const sonde_status_t st = sonde_analyzer_run(a);
+    if (st == SONDE_STATUS_SUCCESS) {
+        char *j = results(a);
+        snprintf(out, out_size, "%s", j);
+        free(j);
+    } else {
+        snprintf(out, out_size, "%s", sonde_analyzer_error(a));
+    }
+    sonde_analyzer_destroy(a);
+    return st;
+}
+
+static void test_reuse_sampling_markers_in_place(void **state) {
+    (void)state;
+    char out[4096];
+    const char *const options[] = {"line_size=64", "line_size=64,jobs=2"};
+    for (size_t o = 0; o < 2; ++o) {
+        /* At the shard's start: the trace is read as sampled at rate 1/2, every access counted. */
+        assert_int_equal(run_markers(0, false, options[o], out, sizeof out), SONDE_STATUS_SUCCESS);
+        expect_in(out, "\"sample_rate\":0.5");
+        expect_in(out, "\"accesses\":1000,");
+        /* After one data access (the markers' place in the same span of records, and in the
+         * span after it): refused, naming the cause. */
+        assert_int_not_equal(run_markers(1, false, options[o], out, sizeof out), SONDE_STATUS_SUCCESS);
+        expect_in(out, "its sampling markers come after its first access");
+        /* A count of skipped references before the sampling is announced: refused. */
+        assert_int_not_equal(run_markers(0, true, options[o], out, sizeof out), SONDE_STATUS_SUCCESS);
+        expect_in(out, "a SAMPLE_SKIPPED marker comes before the trace's sampling markers");
+    }
+}
+
 static int setup(void **state) {
     (void)state;
     const char *tmp = getenv("TMPDIR");
@@ -460,6 +514,7 @@ int main(void) {
         cmocka_unit_test(test_declared_shards_are_not_allocated),
         cmocka_unit_test(test_large_chunks_serial),
         cmocka_unit_test(test_accesses_at_the_top_terminate),
+        cmocka_unit_test(test_reuse_sampling_markers_in_place),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
