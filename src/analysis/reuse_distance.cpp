@@ -427,23 +427,27 @@ public:
         uint64_t *lines = lines_.data();
         uint8_t *writes = writes_.data();
         const unsigned bits = line_bits_;
+        // Whether a data access came before: k has moved past k0 (kept in a register; a member
+        // would be loaded and stored for every record, as the byte stores may alias it).
+        const size_t k0 = k;
         for (size_t i = 0; i < n; ++i) {
             // The records were decoded on other threads: ask for them well ahead.
             __builtin_prefetch(m + i + 16);
             const uint16_t type = m[i].type;
             lines[k] = m[i].address >> bits;
             writes[k] = type != SONDE_MEMREF_READ;
-            const bool data = type <= SONDE_MEMREF_MODIFY;
-            k += data;
-            data_seen_ = data_seen_ || data;
+            k += type <= SONDE_MEMREF_MODIFY;
             if (__builtin_expect(type == SONDE_MEMREF_MARKER, 0) &&
-                m[i].size >= SONDE_MARKER_SAMPLE_THRESHOLD && m[i].size <= SONDE_MARKER_SAMPLE_SKIPPED &&
-                !source_marker(m[i])) {
-                lines_.resize(k);
-                writes_.resize(k);
-                return false;
+                m[i].size >= SONDE_MARKER_SAMPLE_THRESHOLD && m[i].size <= SONDE_MARKER_SAMPLE_SKIPPED) {
+                data_seen_ = data_seen_ || k > k0;
+                if (!source_marker(m[i])) {
+                    lines_.resize(k);
+                    writes_.resize(k);
+                    return false;
+                }
             }
         }
+        data_seen_ = data_seen_ || k > k0;
         lines_.resize(k);
         writes_.resize(k);
         // Parallel exact mode wants long batches: each worker takes a chunk of one batch.
