@@ -687,6 +687,9 @@ private:
     static constexpr size_t kShardBatch = 1 << 14;
 
     void flush() {
+        // Any flush ends the short first batch; a partitioned run (no pipeline) has its first
+        // flush at its first slice_begin, before any record, so its batches are all long.
+        parallel_batch_ = kParallelBatch;
         if (partitioned_) {
             // Records before this rank's first slice_begin belong to no slice of its own:
             // the analyzer hands a slice-taking tool only its slices, so there are none.
@@ -714,7 +717,6 @@ private:
             if (lines_.empty()) return;
             if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(*global_);
             pipeline_->submit(lines_, writes_);
-            parallel_batch_ = kParallelBatch;
             return;
         }
         if (pending_skipped_ != 0) {
