@@ -4,7 +4,7 @@
 # packages or no network, where bench/scale's figures are wanted (docs/performance.md,
 # "Measuring on another machine").
 #
-#   scripts/bench_bundle.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, sonde-bench)
+#   scripts/bench_bundle.sh [BUILD_DIR] [OUT_DIR]     (defaults: the source tree's build/, ./sonde-bench)
 #   OUT_DIR/run.sh [scale|quick|reuse|shards|json|callgraph|emit|discard|all|smoke]...   there
 #
 # OUT_DIR holds bin/ (the `sonde` command and every bench program of BUILD_DIR), lib/ (libsonde,
@@ -17,8 +17,8 @@
 # Debug information is stripped from the copies. The other machine needs a C library at least
 # as new as this one's (glibc 2.36 on Debian 12). Any failure stops the script.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${1:-build}
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build}  # BUILD_DIR and OUT_DIR as given: relative to the current directory
 out=${2:-sonde-bench}
 [ -f "$build/build.ninja" ] || { echo "bench_bundle: $build is not a meson build directory" >&2; exit 2; }
 [ -x "$build/src/cli/sonde" ] || { echo "bench_bundle: $build/src/cli/sonde is missing (run ninja -C $build)" >&2; exit 2; }
@@ -46,7 +46,7 @@ cp "$build/src/instrument/libsonde-instrument.so" "$out/lib/"
 for c in call_counter class_filter; do
   [ -f "$build/examples/$c.so" ] && cp "$build/examples/$c.so" "$out/lib/"
 done
-cp -r tests/data/. "$out/data/"
+cp -r "$src/tests/data/." "$out/data/"
 
 # Every shared library the copies link, except the C library's (the other machine has its
 # own, and a copied one would not match its loader). Resolved against the bundle first, so a
