@@ -44,7 +44,7 @@ done < <(find "$build/bench" -type f \( -perm -u+x -o -name '*.so' \) -not -path
 cp "$build/libsonde.so.1" "$out/lib/libsonde.so.1"
 cp "$build/src/instrument/libsonde-instrument.so" "$out/lib/"
 for c in call_counter class_filter; do
-  [ -f "$build/examples/$c.so" ] && cp "$build/examples/$c.so" "$out/lib/"
+  if [ -f "$build/examples/$c.so" ]; then cp "$build/examples/$c.so" "$out/lib/"; fi
 done
 cp -r "$src/tests/data/." "$out/data/"
 
@@ -118,8 +118,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SONDE_BENCH_SONDE="$here/bin/sonde" SONDE_SHARED_DATA="$here/data"
 export SONDE_INSTRUMENT_LIBRARY="$here/lib/libsonde-instrument.so"
-[ -x "$here/bin/bench_scale_sort" ] && export SONDE_BENCH_SORT="$here/bin/bench_scale_sort"
-[ -x "$here/uftrace/uftrace" ] && export PATH="$here/uftrace:$PATH"
+if [ -x "$here/bin/bench_scale_sort" ]; then export SONDE_BENCH_SORT="$here/bin/bench_scale_sort"; fi
+if [ -x "$here/uftrace/uftrace" ]; then export PATH="$here/uftrace:$PATH"; fi
 results=${RESULTS_DIR:-$here/results}
 mkdir -p "$results"
 b="$here/bin"
@@ -136,7 +136,7 @@ run() {  # name, command...
 for what in "$@"; do
   case $what in
     scale) run scale "$b/bench_scale" ;;
-    reuse|shards|json|quick) SONDE_BENCH_SCALE=$what run "scale-$what" "$b/bench_scale" ;;
+    reuse|shards|json|quick) run "scale-$what" env SONDE_BENCH_SCALE="$what" "$b/bench_scale" ;;
     callgraph) run callgraph callgraph ;;
     emit) run emit "$b/bench_emit" ;;
     discard) run discard "$b/bench_discard" ;;
