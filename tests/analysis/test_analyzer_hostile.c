@@ -4,8 +4,9 @@
  * stays bounded by the data for 65,536 declared shards and for million-record chunks, and
  * cache_sim and basic_counts terminate with the right counts on accesses that wrap past the
  * top of the address space, and reuse_distance refuses sampling markers out of place (after
- * a data access, a SAMPLE_SKIPPED before the sampling's own) serially and with jobs. Runs that could hang or allocate gigabytes before the fixes run
- * in a child under an alarm and an address-space limit (limited.h). */
+ * a data access, a SAMPLE_SKIPPED before the sampling's own) serially and with jobs. Runs that
+ * could hang or allocate gigabytes before the fixes run in a child under an alarm and an
+ * address-space limit (limited.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -480,8 +481,7 @@ static void test_reuse_sampling_markers_in_place(void **state) {
         assert_int_equal(run_markers(0, false, options[o], out, sizeof out), SONDE_STATUS_SUCCESS);
         expect_in(out, "\"sample_rate\":0.5");
         expect_in(out, "\"accesses\":1000,");
-        /* After one data access (the markers' place in the same span of records, and in the
-         * span after it): refused, naming the cause. */
+        /* After one data access: refused, naming the cause. */
         assert_int_not_equal(run_markers(1, false, options[o], out, sizeof out), SONDE_STATUS_SUCCESS);
         expect_in(out, "its sampling markers come after its first access");
         /* A count of skipped references before the sampling is announced: refused. */

@@ -5,7 +5,7 @@
  * gives the same results as whole shards and as a serial run, from memory and from a Sonde
  * trace. Also: reuse_distance's parallel exact mode (jobs=N), whose batches are calculated on a
  * thread of their own while the next is gathered, gives the serial run's results over the same
- * shards (about 860 K accesses: a first batch of 512 K, then the rest). Also run under
+ * shards (about 850 K data accesses: a first batch of 512 K, then the rest). Also run under
  * ThreadSanitizer (suite stress). */
 #include <pthread.h>
 #include <setjmp.h>
