@@ -48,16 +48,16 @@ for c in call_counter class_filter; do
 done
 cp -r "$src/tests/data/." "$out/data/"
 
-# Every shared library the copies link, except the C library's (the other machine has its
-# own, and a copied one would not match its loader). Resolved against the bundle first, so a
-# library of the build is never taken from the system.
+# Every shared library the copies link (uftrace's too, copied below), except the C library's:
+# the other machine has its own, and a copied one would not match its loader. Resolved against
+# the bundle first, so a library of the build is never taken from the system.
 skip='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libresolv|libutil)\.so'
 collect() {
   local added=1
   while [ $added -eq 1 ]; do
     added=0
-    for f in "$out"/bin/* "$out"/lib/*; do
-      is_elf "$f" || continue
+    for f in "$out"/bin/* "$out"/lib/* "$out"/uftrace/libexec/* "$out"/uftrace/mcount/*; do
+      [ -f "$f" ] && is_elf "$f" || continue
       while read -r name arrow path _; do
         [ "$arrow" = "=>" ] || continue
         [[ $name =~ $skip ]] && continue
@@ -73,7 +73,6 @@ collect() {
     done
   done
 }
-collect
 
 # uftrace, the anchor of bench/callgraph: its binary, its libmcount variants and a wrapper that
 # tells it where they are.
@@ -90,14 +89,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 exec "$here/libexec/uftrace" --libmcount-path="$here/mcount" "$@"
 EOF
   chmod +x "$out/uftrace/uftrace"
-  for f in "$out"/uftrace/libexec/uftrace "$out"/uftrace/mcount/*; do
-    while read -r name arrow path _; do
-      [ "$arrow" = "=>" ] && [ "$path" != "not" ] || continue
-      [[ $name =~ $skip ]] && continue
-      [ -e "$out/lib/$name" ] || cp -L "$path" "$out/lib/$name"
-    done < <(ldd "$f" 2>/dev/null || true)
-  done
 fi
+collect
 
 for f in "$out"/bin/* "$out"/lib/* "$out"/uftrace/libexec/* "$out"/uftrace/mcount/*; do
   [ -f "$f" ] && is_elf "$f" && { chmod u+w "$f"; strip --strip-debug "$f" 2>/dev/null || true; }
