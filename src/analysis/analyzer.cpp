@@ -614,9 +614,11 @@ sonde_status_t Analyzer::run_serial() {
         size_t n = 0;
         uint64_t last = s.last_ts;
         if (!bounded) {
-            // The only shard left: all of its span, and its last timestamp.
+            // The only shard left: all of its span, and its last timestamp, which only a live
+            // input's later shards are ordered against (the others have all been taken in, so
+            // the span is not read here: a trace without timestamps would be read twice).
             n = s.left;
-            for (size_t k = n; k > 0; --k)
+            for (size_t k = live_ != nullptr ? n : 0; k > 0; --k)
                 if (s.p[k - 1].timestamp != 0) {
                     last = s.p[k - 1].timestamp;
                     break;
