@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/builtin_tools.h"
 #include "analysis/json_release.h"
 #include "analysis/json_text.h"
 #include "analysis/memref_view.h"
@@ -76,6 +77,7 @@ public:
             reader_ = range_         ? spec_.input->open_range(id_, range_begin_, range_end_)
                       : pieces_ == 1 ? spec_.input->open_shard(spec_.index, id_)
                                      : spec_.input->open_shard_piece(spec_.index, id_, piece_, pieces_);
+            if (tap_ != nullptr) reader_->set_tap(tap_);
             if (!reader_->has_view()) {
                 const uint64_t records = spec_.input->shard_records(spec_.index);
                 buffer_.resize(
@@ -101,10 +103,15 @@ public:
     }
     sonde_status_t status() const { return status_; }
     const std::string &error() const { return error_; }
+    // A tap for the reader's decoding threads (trace::BlockTap), set before the first next();
+    // tap(): what it made of exactly the span the last next() returned, or nullptr.
+    void set_tap(const trace::BlockTap *tap) { tap_ = tap; }
+    const trace::BlockTapOut *tap() const { return reader_ != nullptr ? reader_->view_tap() : nullptr; }
 
 private:
     const ShardSpec &spec_;
     uint32_t id_;
+    const trace::BlockTap *tap_ = nullptr;
     uint64_t *read_;
     size_t piece_, pieces_;
     size_t pos_ = 0, end_ = 0;  // memory shards: the piece's records
@@ -507,7 +514,8 @@ void Analyzer::note_empty_inputs() {
 
 // Hands a span to the tools: all of them when `owned`, else (a slice of another rank) only those
 // that take every record. False when a tool failed (error set).
-bool Analyzer::hand_serial(const sonde_memref_t *p, size_t n, bool owned, LegacyView &legacy) {
+bool Analyzer::hand_serial(const sonde_memref_t *p, size_t n, bool owned, LegacyView &legacy,
+                           const trace::BlockTapOut *tap) {
     const sonde_memref_t *lv = nullptr;  // the span's 1.0 view, made once for all 1.0 tools
     size_t ln = 0;
     for (size_t ti = 0; ti < tools_.size(); ++ti) {
@@ -518,7 +526,9 @@ bool Analyzer::hand_serial(const sonde_memref_t *p, size_t n, bool owned, Legacy
         const sonde_memref_t *v = t.full_model ? p : lv;
         const size_t vn = t.full_model ? n : ln;
         if (vn == 0) continue;
-        if (t.ops.process_memrefs != nullptr) {
+        if (tap != nullptr && ti == tap_tool_) {
+            ok = tap_hooks_->process_tapped(p, n, *tap);
+        } else if (t.ops.process_memrefs != nullptr) {
             ok = t.ops.process_memrefs(t.data, v, vn);
         } else {
             for (size_t k = 0; k < vn && ok; ++k) ok = t.ops.process_memref(t.data, &v[k]);
@@ -543,7 +553,23 @@ sonde_status_t Analyzer::run_serial() {
         const sonde_memref_t *p = nullptr;
         size_t left = 0;
         uint64_t last_ts = 0;
+        const trace::BlockTapOut *tap = nullptr;  // what the tap made of the whole span [p, p + left)
     };
+    // A tool that takes its records' substance from a tap on the decoding threads
+    // (DecodeTapHooks, builtin_tools.h): the first that offers one, in a run that is neither
+    // partitioned (spans cut at slice boundaries) nor live. It gets a span through the tap when
+    // the span is a whole block its reader decoded on another thread, else as records.
+    tap_tool_ = SIZE_MAX;
+    tap_hooks_ = nullptr;
+    const trace::BlockTap *tap = nullptr;
+    for (size_t ti = 0; ti < tools_.size() && nranks_ == 0 && live_ == nullptr && tap == nullptr; ++ti) {
+        const Tool &t = *tools_[ti];
+        auto *h = t.builtin != nullptr && t.full_model ? dynamic_cast<DecodeTapHooks *>(t.builtin) : nullptr;
+        if (h != nullptr && (tap = h->decode_tap()) != nullptr) {
+            tap_tool_ = ti;
+            tap_hooks_ = h;
+        }
+    }
     std::deque<State> st;  // in shard order; a deque, so that a State stays put while shards come
     LegacyView legacy;
     auto eff = [](const State &s) { return s.p->timestamp != 0 ? s.p->timestamp : s.last_ts; };
@@ -552,6 +578,7 @@ sonde_status_t Analyzer::run_serial() {
     auto fill = [&](State &s) -> bool {
         if (s.left != 0) return true;
         s.left = s.cursor->next(&s.p);
+        s.tap = s.cursor->tap();
         if (s.left != 0) return true;
         if (s.cursor->status() != SONDE_STATUS_SUCCESS) {
             failed = s.cursor->status();
@@ -562,6 +589,9 @@ sonde_status_t Analyzer::run_serial() {
     };
     auto hand = [&](const sonde_memref_t *p, size_t n, bool owned) {
         return hand_serial(p, n, owned, legacy);
+    };
+    auto hand_span = [&](const State &s, size_t n) {
+        return hand_serial(s.p, n, true, legacy, n == s.left ? s.tap : nullptr);
     };
     uint64_t ordinal = 0;         // records of the interleaved stream handed out so far
     uint64_t begun = UINT64_MAX;  // the last slice whose slice_begin was called
@@ -590,6 +620,7 @@ sonde_status_t Analyzer::run_serial() {
                 st.emplace_back();
                 st.back().cursor = std::make_unique<Cursor>(shards_[taken], static_cast<uint32_t>(taken),
                                                             &shards_[taken].read);
+                st.back().cursor->set_tap(tap);
                 if (fill(st.back())) heap.emplace(eff(st.back()), st.size() - 1);
                 if (failed != SONDE_STATUS_SUCCESS) return failed;
             }
@@ -632,7 +663,7 @@ sonde_status_t Analyzer::run_serial() {
         }
         s.last_ts = last;
         if (nranks_ == 0) {
-            if (!hand(s.p, n, true)) return SONDE_STATUS_ERROR_TOOL;
+            if (!hand_span(s, n)) return SONDE_STATUS_ERROR_TOOL;
         } else {
             // A time-slice partition: cut the span at slice boundaries; the slices of this rank
             // go to every tool, the others only to the tools that take every record.
@@ -663,6 +694,7 @@ sonde_status_t Analyzer::run_serial() {
         }
         s.p += n;
         s.left -= n;
+        s.tap = nullptr;  // the rest of a span is not a whole block
         if (fill(s)) heap.emplace(eff(s), i);
         if (failed != SONDE_STATUS_SUCCESS) return failed;
         if (live_ != nullptr)

@@ -45,6 +45,7 @@ namespace sonde::analysis {
 
 class LegacyView;      // memref_view.h
 class PartitionHooks;  // builtin_tools.h
+class DecodeTapHooks;  // builtin_tools.h
 
 // The trace readers (src/trace/source.h) that inputs are read through.
 using trace::Input;
@@ -141,7 +142,12 @@ private:
     bool grow_live(size_t *count);
     // A byte-range partition's serial run: this rank's byte ranges, in input order.
     sonde_status_t run_ranges();
-    bool hand_serial(const sonde_memref_t *p, size_t n, bool owned, LegacyView &legacy);
+    // Hands a span to the tools; `tap`: what the run's tap (tap_tool_) made of exactly this span.
+    bool hand_serial(const sonde_memref_t *p, size_t n, bool owned, LegacyView &legacy,
+                     const trace::BlockTapOut *tap = nullptr);
+    // The serial run's tool fed through a tap (run_serial), SIZE_MAX when none, and its hooks.
+    size_t tap_tool_ = SIZE_MAX;
+    DecodeTapHooks *tap_hooks_ = nullptr;
     // Asks every tool for its part (partition.cpp); sets partition_kind_ and modes_.
     sonde_status_t start_partition(bool can_parallel);
     // Whether a time-slice partition reads byte ranges (partition.cpp); sets parts_ and routers_.

@@ -11,6 +11,11 @@
 
 #include <sonde/tool.hpp>
 
+namespace sonde::trace {
+class BlockTap;      // source.h
+struct BlockTapOut;  // source.h
+}  // namespace sonde::trace
+
 namespace sonde::analysis {
 
 // cache_sim (cache_sim.cpp): options "NAME:SIZE:WAYS:LINE[:POLICY],..." or "" for cachegrind's
@@ -63,6 +68,21 @@ public:
     }
     // Every other rank's bytes are merged: finishes this rank's part, in slice order.
     virtual bool routes_done() { return true; }
+};
+
+// A built-in tool that takes the substance of its records from a tap on the decoding threads
+// (trace::BlockTap, source.h), found by dynamic_cast from its sonde::tool: the analyzer's thread
+// then copies what the tap made instead of reading every record. The analyzer installs the tap
+// in a serial run that is neither partitioned nor live (Analyzer::run_serial), on the readers
+// that decode on other threads; a span that is not one whole tapped block comes through
+// process_memrefs as usual. One thread, the analyzer's (convert() apart: see BlockTap).
+class DecodeTapHooks {
+public:
+    virtual ~DecodeTapHooks() = default;
+    // The tap for this run, asked once after initialize(); nullptr: records only.
+    virtual const trace::BlockTap *decode_tap() const = 0;
+    // The span [m, m + n) with what the tap made of it: the same as process_memrefs(m, n).
+    virtual bool process_tapped(const sonde_memref_t *m, size_t n, const trace::BlockTapOut &tap) = 0;
 };
 
 // Removes the "model=NAME" item from a comma-separated option list: returns NAME ("" when

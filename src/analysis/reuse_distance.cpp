@@ -41,6 +41,7 @@
 #include <sonde/tool.hpp>
 #include "stackdist/pool.h"
 #include "stackdist/reuse.h"
+#include "trace/source.h"
 
 namespace sonde::analysis {
 
@@ -212,7 +213,11 @@ private:
     std::thread thread_;
 };
 
-class ReuseDistanceTool final : public sonde::tool, public PartitionHooks, public JsonText {
+class ReuseDistanceTool final : public sonde::tool,
+                                public PartitionHooks,
+                                public JsonText,
+                                public DecodeTapHooks,
+                                public trace::BlockTap {
 public:
     explicit ReuseDistanceTool(const std::string &options)
         : opt_(parse(options)), global_(std::make_unique<Reuse>(opt_.cfg)) {
@@ -451,6 +456,48 @@ public:
         lines_.resize(k);
         writes_.resize(k);
         // Parallel exact mode wants long batches: each worker takes a chunk of one batch.
+        if (lines_.size() >= batch_limit()) flush();
+        return true;
+    }
+    // The tap (DecodeTapHooks; convert() on the decoding threads): a block's data accesses as
+    // lines (words) and write flags (bytes), as the hot path above gathers them. A block holding
+    // a source-sampling marker is left to its records (whole = false): markers are read in
+    // order. per_shard needs each access's shard, so it takes records only.
+    const trace::BlockTap *decode_tap() const override { return opt_.per_shard ? nullptr : this; }
+    void convert(const sonde_memref_t *m, size_t n, trace::BlockTapOut *out) const override {
+        out->reserve(n);
+        uint64_t *lines = out->words.get();
+        uint8_t *writes = out->bytes.get();
+        const unsigned bits = line_bits_;
+        size_t k = 0;
+        bool marker = false;
+        for (size_t i = 0; i < n; ++i) {
+            const uint16_t type = m[i].type;
+            lines[k] = m[i].address >> bits;
+            writes[k] = type != SONDE_MEMREF_READ;
+            k += type <= SONDE_MEMREF_MODIFY;
+            marker |= type == SONDE_MEMREF_MARKER && m[i].size >= SONDE_MARKER_SAMPLE_THRESHOLD &&
+                      m[i].size <= SONDE_MARKER_SAMPLE_SKIPPED;
+        }
+        out->count = k;
+        out->whole = !marker;
+    }
+    // A whole tapped block: its lines and flags copied into the batch, as process_memrefs would
+    // have gathered them.
+    bool process_tapped(const sonde_memref_t *m, size_t n, const trace::BlockTapOut &tap) override {
+        if (!tap.whole || opt_.per_shard) return process_memrefs(m, n);
+        if (opt_.cfg.workers > 1 && lines_.capacity() < parallel_batch_ + kParallelSpan) {
+            lines_.reserve(parallel_batch_ + kParallelSpan);
+            writes_.reserve(parallel_batch_ + kParallelSpan);
+        }
+        const size_t k = lines_.size();
+        lines_.resize(k + tap.count);
+        writes_.resize(k + tap.count);
+        if (tap.count != 0) {
+            std::memcpy(lines_.data() + k, tap.words.get(), tap.count * sizeof(uint64_t));
+            std::memcpy(writes_.data() + k, tap.bytes.get(), tap.count);
+            data_seen_ = true;
+        }
         if (lines_.size() >= batch_limit()) flush();
         return true;
     }

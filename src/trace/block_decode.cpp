@@ -36,6 +36,7 @@ void DecodedBlock::reset_result() {
     fail_status = SONDE_STATUS_SUCCESS;
     fail_pos = 0;
     fail_what.clear();
+    tapped = false;
 }
 
 // ---- BlockDecoder ----
@@ -108,6 +109,16 @@ bool BlockDecoder::work(std::unique_lock<std::mutex> &lk, uint64_t want) {
         job->block.failed = true;
         job->block.fail_status = SONDE_STATUS_ERROR_OUT_OF_MEMORY;
         job->block.fail_what = "out of memory decoding the input";
+    }
+    if (tap_ != nullptr) {
+        // The records before a fault are handed out too, so a failed block is tapped as well.
+        job->block.tapped = false;
+        try {
+            tap_->convert(job->block.records.get(), job->block.count, &job->block.tap);
+            job->block.tapped = true;
+        } catch (const std::bad_alloc &) {
+            // The reading thread uses the records instead.
+        }
     }
     lk.lock();
     job->state = State::kDecoded;
@@ -287,6 +298,7 @@ bool BlockShardReader::advance() {
 }
 
 size_t BlockShardReader::read(sonde_memref_t *out, size_t max) {
+    view_tap_ = nullptr;
     size_t n = 0;
     while (n < max && advance()) {
         const size_t k = std::min(max - n, block_->count - pos_);
@@ -298,8 +310,10 @@ size_t BlockShardReader::read(sonde_memref_t *out, size_t max) {
 }
 
 size_t BlockShardReader::view(const sonde_memref_t **out) {
+    view_tap_ = nullptr;
     if (!advance()) return 0;
     *out = block_->records.get() + pos_;
+    if (pos_ == 0 && block_->tapped) view_tap_ = &block_->tap;
     const size_t k = block_->count - pos_;
     pos_ = block_->count;
     return k;

@@ -11,6 +11,8 @@
 //     decompressed where the input is, or a chunk's place in the file). One thread at a time
 //     holds this job; it is preferred over decoding, so that the pipeline does not run dry;
 //   - decoding (BlockJobs::decode): a filled block is turned into its own records array.
+// A tap (BlockTap, source.h) set by the reader's user runs on the decoding thread right after
+// decoding, and its output travels with the block (DecodedBlock::tap).
 // At most `2 * threads + 2` blocks (and never more than 12) are in flight, so memory is bounded
 // by the block size, not by the input. Blocks are recycled: their buffers are reused.
 //
@@ -65,6 +67,10 @@ struct DecodedBlock {
     sonde_status_t fail_status = SONDE_STATUS_SUCCESS;
     size_t fail_pos = 0;
     std::string fail_what;
+    // The decoder's tap (BlockDecoder::set_tap), when it has one: what it made of the records,
+    // and whether it made it (false: it ran out of memory; the records stand alone).
+    BlockTapOut tap;
+    bool tapped = false;
 
     // Room for n records / bytes (reused; not zero-filled). May throw std::bad_alloc.
     void reserve_records(size_t n);
@@ -102,6 +108,12 @@ public:
         const size_t n = 2 * size_t{threads < 1 ? 1 : threads} + 2;
         return n < 12 ? n : 12;
     }
+    // A tap run on each block right after decode() (on the thread that decoded it), set before
+    // the first next(); ignored with one thread, whose reading thread decodes every block itself
+    // (the tap would only add a pass).
+    void set_tap(const BlockTap *tap) {
+        if (threads_ > 1) tap_ = tap;
+    }
     // The next block in order with its records ready (finish() applied); the block returned
     // before is given back. nullptr at the end or on an error, then status() and error() say
     // which (the records of every block before the error have been returned, and a failed
@@ -125,6 +137,7 @@ private:
 
     BlockJobs &jobs_;
     const unsigned threads_;
+    const BlockTap *tap_ = nullptr;  // set before the workers start, then read only
 
     std::mutex mu_;
     std::condition_variable cv_;
@@ -221,6 +234,10 @@ public:
     size_t read(sonde_memref_t *out, size_t max) override;
     bool has_view() const override { return true; }
     size_t view(const sonde_memref_t **out) override;
+    void set_tap(const BlockTap *tap) override {
+        if (decoder_ != nullptr) decoder_->set_tap(tap);
+    }
+    const BlockTapOut *view_tap() const override { return view_tap_; }
 
 private:
     // Makes block_ a block with records left; false at the end or on an error (then status()).
@@ -230,6 +247,7 @@ private:
     std::unique_ptr<BlockDecoder> decoder_;
     DecodedBlock *block_ = nullptr;
     size_t pos_ = 0;
+    const BlockTapOut *view_tap_ = nullptr;  // the last view()'s, when it was a whole tapped block
 };
 
 // A shard of a stream format read through blocks: the format object and the StreamBlocks

@@ -34,6 +34,43 @@
 
 namespace sonde::trace {
 
+// What a tap made of one block's records (BlockTap): words and bytes laid out as the tap says,
+// `count` entries, and `whole`: the tap could stand in for the block's records (a tap sets it
+// false for a block it leaves to the records, say one holding a marker it must see in order).
+// Owned by the block; room is kept from block to block and is not zero-filled. Not counted by
+// memory_need(): reuse_distance's tap adds 9 bytes per record beside each record's 32, and runs
+// only on shards decoded on several threads (fewer shards than threads).
+struct BlockTapOut {
+    std::unique_ptr<uint64_t[]> words;
+    std::unique_ptr<uint8_t[]> bytes;
+    size_t cap = 0;
+    size_t count = 0;
+    bool whole = false;
+    // Room for n entries of each array. May throw std::bad_alloc.
+    void reserve(size_t n) {
+        if (cap >= n) return;
+        words.reset();
+        bytes.reset();
+        cap = 0;
+        words.reset(new uint64_t[n]);
+        bytes.reset(new uint8_t[n]);
+        cap = n;
+    }
+};
+
+// A conversion of decoded records that runs on the threads that decode them (block_decode.h),
+// right after a block is decoded, so that a tool needing little of each record (reuse_distance:
+// the line and write flag of each data access) has it made where the records are still in that
+// core's cache, and the reading thread copies the result in order instead of reading every
+// record. convert() runs on several threads at once on different blocks: it may use only its
+// arguments and the tap's immutable state. It sees a block before the in-order fix-ups
+// (lackey's carried pc), so it may read every field but pc.
+class BlockTap {
+public:
+    virtual ~BlockTap() = default;
+    virtual void convert(const sonde_memref_t *records, size_t n, BlockTapOut *out) const = 0;
+};
+
 // Reads one shard in order. Not thread-safe: one thread at a time.
 class ShardReader {
 public:
@@ -52,6 +89,12 @@ public:
         (void)out;
         return 0;
     }
+    // A tap (BlockTap) for the blocks this reader decodes on other threads, set before the first
+    // view(); the tap must outlive the reader. Readers that decode on their reading thread
+    // ignore it. view_tap(): what the tap made of exactly the records the last view() returned,
+    // or nullptr (no tap, or the tap failed for lack of memory).
+    virtual void set_tap(const BlockTap *tap) { (void)tap; }
+    virtual const BlockTapOut *view_tap() const { return nullptr; }
     // SUCCESS, or the error that ended the shard: SONDE_STATUS_ERROR_IO (read failed),
     // SONDE_STATUS_ERROR_FORMAT (corrupted / truncated data).
     sonde_status_t status() const { return status_; }

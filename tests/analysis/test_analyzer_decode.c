@@ -4,7 +4,10 @@
  * line), as one thread. Inputs span many blocks: lackey text with valgrind's log lines, empty
  * lines, CRLF endings, data lines before the first instruction of a block, and a last line
  * without newline; raw64 with and without trailing bytes; multi-chunk Sonde traces with a
- * corrupted chunk; plain and zstd. Also run under ThreadSanitizer (suite stress). */
+ * corrupted chunk; plain and zstd; a Sonde trace sampled at the source. The built-in
+ * reuse_distance is fed through a tap on the decoding threads when there are several
+ * (src/trace/source.h, BlockTap), so these runs compare that path with one thread's records.
+ * Also run under ThreadSanitizer (suite stress). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -294,6 +297,57 @@ static void test_sonde_chunks(void **state) {
     check_both_modes(tmpdir_path("bad.sonde"), SONDE_TRACE_FORMAT_SONDE, SONDE_STATUS_ERROR_FORMAT);
 }
 
+/* A trace sampled at the source (its sampling markers at the start, SAMPLE_SKIPPED markers in
+ * later chunks) read by reuse_distance with several decoding threads: the threads convert each
+ * block's data accesses for the tool (src/trace/source.h, BlockTap), except in blocks holding a
+ * sampling marker, which the tool reads record by record. Every worker count gives one worker's
+ * results, and the skipped references are counted among the accesses. */
+static void test_sampled_at_source(void **state) {
+    (void)state;
+    sonde_trace_writer_properties_t p = {sizeof p, 0, 4096, 0};
+    sonde_trace_writer_t *w = NULL;
+    assert_int_equal(sonde_trace_writer_create(tmpdir_path("sampled.sonde"), &p, &w), SONDE_STATUS_SUCCESS);
+    sonde_memref_t batch[1000];
+    uint64_t data = 0, skipped = 0;
+    for (unsigned b = 0; b < 60; ++b) {
+        for (unsigned i = 0; i < 1000; ++i) {
+            const uint64_t r = rnd();
+            batch[i] = (sonde_memref_t){0};
+            batch[i].type = (r >> 8) % 3 == 0 ? SONDE_MEMREF_WRITE : SONDE_MEMREF_READ;
+            batch[i].address = 0x10000 + (r % (1u << 16)) * 8;
+            batch[i].size = 8;
+            if (b == 0 && i < 3) {
+                /* Rate 1/4, seed 5, 64-byte lines: before the first access. */
+                static const uint64_t values[3] = {1ull << 30, 5, 64};
+                batch[i].type = SONDE_MEMREF_MARKER;
+                batch[i].size = (uint16_t)(SONDE_MARKER_SAMPLE_THRESHOLD + i);
+                batch[i].address = values[i];
+            } else if (b % 7 == 3 && i == 500) {
+                batch[i].type = SONDE_MEMREF_MARKER;
+                batch[i].size = SONDE_MARKER_SAMPLE_SKIPPED;
+                batch[i].address = 1000 + b;
+                skipped += batch[i].address;
+            } else {
+                ++data;
+            }
+        }
+        assert_int_equal(sonde_trace_writer_write(w, 0, batch, 1000), SONDE_STATUS_SUCCESS);
+    }
+    assert_int_equal(sonde_trace_writer_close(w), SONDE_STATUS_SUCCESS);
+    assert_int_equal(
+        same_for_every_count(tmpdir_path("sampled.sonde"), SONDE_TRACE_FORMAT_SONDE, "reuse_distance", false),
+        SONDE_STATUS_SUCCESS);
+    const run_t two =
+        run_with(tmpdir_path("sampled.sonde"), SONDE_TRACE_FORMAT_SONDE, "reuse_distance", false, 2);
+    assert_int_equal(two.status, SONDE_STATUS_SUCCESS);
+    char want[64];
+    snprintf(want, sizeof want, "\"accesses\":%llu,", (unsigned long long)(data + skipped));
+    if (strstr(two.json, want) == NULL || strstr(two.json, "\"sample_rate\":0.25") == NULL)
+        fail_msg("expected %s and rate 0.25 in %s", want, two.json);
+    free(two.error);
+    free(two.json);
+}
+
 static int setup(void **state) {
     (void)state;
     return tmpdir_make("decode");
@@ -310,6 +364,7 @@ int main(void) {
         cmocka_unit_test(test_lackey_bad),
         cmocka_unit_test(test_raw64),
         cmocka_unit_test(test_sonde_chunks),
+        cmocka_unit_test(test_sampled_at_source),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
