@@ -422,10 +422,7 @@ public:
     // are the rare branch. No allocation once the batch has its room.
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
         if (opt_.per_shard) return process_per_shard(m, n);
-        if (opt_.cfg.workers > 1 && lines_.capacity() < parallel_batch_ + kParallelSpan) {
-            lines_.reserve(parallel_batch_ + kParallelSpan);
-            writes_.reserve(parallel_batch_ + kParallelSpan);
-        }
+        reserve_batch();
         size_t k = lines_.size();
         lines_.resize(k + n);
         writes_.resize(k + n);
@@ -486,10 +483,7 @@ public:
     // have gathered them.
     bool process_tapped(const sonde_memref_t *m, size_t n, const trace::BlockTapOut &tap) override {
         if (!tap.whole || opt_.per_shard) return process_memrefs(m, n);
-        if (opt_.cfg.workers > 1 && lines_.capacity() < parallel_batch_ + kParallelSpan) {
-            lines_.reserve(parallel_batch_ + kParallelSpan);
-            writes_.reserve(parallel_batch_ + kParallelSpan);
-        }
+        reserve_batch();
         const size_t k = lines_.size();
         lines_.resize(k + tap.count);
         writes_.resize(k + tap.count);
@@ -731,6 +725,13 @@ private:
     // A batch's room beyond its size: the span that completes it (a block of a reader).
     static constexpr size_t kParallelSpan = 1 << 17;
     size_t batch_limit() const { return opt_.cfg.workers > 1 ? parallel_batch_ : kBatch; }
+    // A parallel batch's whole room up front, so that gathering it never reallocates.
+    void reserve_batch() {
+        if (opt_.cfg.workers > 1 && lines_.capacity() < parallel_batch_ + kParallelSpan) {
+            lines_.reserve(parallel_batch_ + kParallelSpan);
+            writes_.reserve(parallel_batch_ + kParallelSpan);
+        }
+    }
     static constexpr size_t kShardBatch = 1 << 14;
 
     void flush() {
