@@ -106,7 +106,7 @@ public:
     // A tap for the reader's decoding threads (trace::BlockTap), set before the first next();
     // tap(): what it made of exactly the span the last next() returned, or nullptr.
     void set_tap(const trace::BlockTap *tap) { tap_ = tap; }
-    const trace::BlockTapOut *tap() const { return reader_ != nullptr ? reader_->view_tap() : nullptr; }
+    trace::BlockTapOut *tap() const { return reader_ != nullptr ? reader_->view_tap() : nullptr; }
 
 private:
     const ShardSpec &spec_;
@@ -515,7 +515,7 @@ void Analyzer::note_empty_inputs() {
 // Hands a span to the tools: all of them when `owned`, else (a slice of another rank) only those
 // that take every record. False when a tool failed (error set).
 bool Analyzer::hand_serial(const sonde_memref_t *p, size_t n, bool owned, LegacyView &legacy,
-                           const trace::BlockTapOut *tap) {
+                           trace::BlockTapOut *tap) {
     const sonde_memref_t *lv = nullptr;  // the span's 1.0 view, made once for all 1.0 tools
     size_t ln = 0;
     for (size_t ti = 0; ti < tools_.size(); ++ti) {
@@ -553,7 +553,7 @@ sonde_status_t Analyzer::run_serial() {
         const sonde_memref_t *p = nullptr;
         size_t left = 0;
         uint64_t last_ts = 0;
-        const trace::BlockTapOut *tap = nullptr;  // what the tap made of the whole span [p, p + left)
+        trace::BlockTapOut *tap = nullptr;  // what the tap made of the whole span [p, p + left)
     };
     // A tool that takes its records' substance from a tap on the decoding threads
     // (DecodeTapHooks, builtin_tools.h): the first that offers one, in a run that is neither

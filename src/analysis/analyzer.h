@@ -144,7 +144,7 @@ private:
     sonde_status_t run_ranges();
     // Hands a span to the tools; `tap`: what the run's tap (tap_tool_) made of exactly this span.
     bool hand_serial(const sonde_memref_t *p, size_t n, bool owned, LegacyView &legacy,
-                     const trace::BlockTapOut *tap = nullptr);
+                     trace::BlockTapOut *tap = nullptr);
     // The serial run's tool fed through a tap (run_serial), SIZE_MAX when none, and its hooks.
     size_t tap_tool_ = SIZE_MAX;
     DecodeTapHooks *tap_hooks_ = nullptr;

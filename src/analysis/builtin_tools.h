@@ -81,8 +81,10 @@ public:
     virtual ~DecodeTapHooks() = default;
     // The tap for this run, asked once after initialize(); nullptr: records only.
     virtual const trace::BlockTap *decode_tap() const = 0;
-    // The span [m, m + n) with what the tap made of it: the same as process_memrefs(m, n).
-    virtual bool process_tapped(const sonde_memref_t *m, size_t n, const trace::BlockTapOut &tap) = 0;
+    // The span [m, m + n) with what the tap made of it: the same as process_memrefs(m, n). The
+    // tool may take the tap's arrays, leaving the block others (or none) of its own: the
+    // decoding thread reserves room again before it next writes there.
+    virtual bool process_tapped(const sonde_memref_t *m, size_t n, trace::BlockTapOut &tap) = 0;
 };
 
 // Removes the "model=NAME" item from a comma-separated option list: returns NAME ("" when

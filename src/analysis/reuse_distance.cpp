@@ -18,9 +18,12 @@
 // With jobs > 1 the batches (512 K accesses, then 4 M each) go through a Pipeline: a calculator
 // thread runs the parallel exact calculation of one batch while the analyzer's thread reads,
 // decodes and gathers the next, so that reading overlaps the calculation on traces longer than
-// the first batch. Threads: the analyzer's thread owns the batch being gathered; the calculator
-// thread owns `global_` and the batch handed over from the hand-over (Pipeline::mu) until it
-// says it is done; results are read after finish() joined it.
+// the first batch. A parallel batch takes tapped blocks' arrays as they are (process_tapped):
+// it is a list of spans, those arrays and runs gathered from records, which the calculator reads
+// in place (Reuse::add_spans); the arrays go back to the decoding threads once calculated.
+// Threads: the analyzer's thread owns the batch being gathered and the spare arrays; the
+// calculator thread owns `global_` and the batch handed over from the hand-over (Pipeline::mu)
+// until it says it is done; results are read after finish() joined it.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -138,6 +141,32 @@ struct BatchAlloc : std::allocator<T> {
 using BatchLines = std::vector<uint64_t, BatchAlloc<uint64_t>>;
 using BatchWrites = std::vector<uint8_t, BatchAlloc<uint8_t>>;
 
+// A parallel batch: the accesses gathered from records (lines, writes) and the arrays taken
+// from tapped blocks (taps), in the order `pieces` gives. Without pieces, the batch is the
+// gathered arrays alone. Taken arrays are handed over as they are: the calculator reads them
+// as spans (Reuse::add_spans), and they go back to the decoding threads afterwards (spare).
+struct Piece {
+    size_t tap;  // index into taps, or SIZE_MAX: the gathered accesses [from, to)
+    size_t from, to;
+};
+struct Batch {
+    BatchLines lines;
+    BatchWrites writes;
+    std::vector<Piece> pieces;
+    std::vector<trace::BlockTapOut> taps;
+    std::vector<stackdist::Span> spans() const {
+        std::vector<stackdist::Span> out;
+        out.reserve(pieces.size());
+        for (const Piece &p : pieces) {
+            if (p.tap == SIZE_MAX)
+                out.push_back({lines.data() + p.from, writes.data() + p.from, p.to - p.from});
+            else
+                out.push_back({taps[p.tap].words.get(), taps[p.tap].bytes.get(), taps[p.tap].count});
+        }
+        return out;
+    }
+};
+
 // Double buffering between the analyzer's thread and one calculator thread (see the top).
 class Pipeline {
 public:
@@ -146,16 +175,17 @@ public:
     Pipeline &operator=(const Pipeline &) = delete;
     ~Pipeline() { stop(); }
 
-    // Hands the batch over (the vectors come back empty, with the room of the batch before) once
-    // the previous one is done; rethrows what the calculation of an earlier batch threw.
-    void submit(BatchLines &lines, BatchWrites &writes) {
+    // Hands the batch over once the previous one is done; rethrows what the calculation of an
+    // earlier batch threw. `b` comes back with the batch before: its vectors empty, with their
+    // room, and its taken arrays in `taps` (to be given back to the decoding threads).
+    void submit(Batch &b) {
         std::unique_lock<std::mutex> lk(mu_);
         cv_.wait(lk, [&] { return !busy_; });
         rethrow_locked();
-        std::swap(lines, lines_);
-        std::swap(writes, writes_);
-        lines.clear();
-        writes.clear();
+        std::swap(b, batch_);
+        b.lines.clear();
+        b.writes.clear();
+        b.pieces.clear();
         busy_ = true;
         if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
         lk.unlock();
@@ -191,7 +221,12 @@ private:
             if (!busy_) return;
             lk.unlock();
             try {
-                reuse_.add(lines_.data(), writes_.data(), lines_.size());
+                if (batch_.pieces.empty()) {
+                    reuse_.add(batch_.lines.data(), batch_.writes.data(), batch_.lines.size());
+                } else {
+                    const std::vector<stackdist::Span> spans = batch_.spans();
+                    reuse_.add_spans(spans.data(), spans.size());
+                }
             } catch (...) {
                 lk.lock();
                 error_ = std::current_exception();
@@ -206,8 +241,7 @@ private:
     Reuse &reuse_;
     std::mutex mu_;
     std::condition_variable cv_;
-    BatchLines lines_;  // the batch handed over (the calculator's while busy_)
-    BatchWrites writes_;
+    Batch batch_;  // the batch handed over (the calculator's while busy_)
     bool busy_ = false, stop_ = false;
     std::exception_ptr error_;
     std::thread thread_;
@@ -423,11 +457,11 @@ public:
     bool process_memrefs(const sonde_memref_t *m, size_t n) override {
         if (opt_.per_shard) return process_per_shard(m, n);
         reserve_batch();
-        size_t k = lines_.size();
-        lines_.resize(k + n);
-        writes_.resize(k + n);
-        uint64_t *lines = lines_.data();
-        uint8_t *writes = writes_.data();
+        size_t k = batch_.lines.size();
+        batch_.lines.resize(k + n);
+        batch_.writes.resize(k + n);
+        uint64_t *lines = batch_.lines.data();
+        uint8_t *writes = batch_.writes.data();
         const unsigned bits = line_bits_;
         // Whether a data access came before: k has moved past k0 (kept in a register; a member
         // would be loaded and stored for every record, as the byte stores may alias it).
@@ -443,17 +477,17 @@ public:
                 m[i].size >= SONDE_MARKER_SAMPLE_THRESHOLD && m[i].size <= SONDE_MARKER_SAMPLE_SKIPPED) {
                 data_seen_ = data_seen_ || k > k0;
                 if (!source_marker(m[i])) {
-                    lines_.resize(k);
-                    writes_.resize(k);
+                    batch_.lines.resize(k);
+                    batch_.writes.resize(k);
                     return false;
                 }
             }
         }
         data_seen_ = data_seen_ || k > k0;
-        lines_.resize(k);
-        writes_.resize(k);
+        batch_.lines.resize(k);
+        batch_.writes.resize(k);
         // Parallel exact mode wants long batches: each worker takes a chunk of one batch.
-        if (lines_.size() >= batch_limit()) flush();
+        if (batch_size() >= batch_limit()) flush();
         return true;
     }
     // The tap (DecodeTapHooks; convert() on the decoding threads): a block's data accesses as
@@ -479,20 +513,34 @@ public:
         out->count = k;
         out->whole = !marker;
     }
-    // A whole tapped block: its lines and flags copied into the batch, as process_memrefs would
-    // have gathered them.
-    bool process_tapped(const sonde_memref_t *m, size_t n, const trace::BlockTapOut &tap) override {
+    // A whole tapped block: as process_memrefs would have gathered it. Parallel batches take the
+    // block's arrays as they are (no copy: the block gets spare arrays in exchange, those of a
+    // batch already calculated, or none, and its decoding thread allocates); serial ones copy.
+    bool process_tapped(const sonde_memref_t *m, size_t n, trace::BlockTapOut &tap) override {
         if (!tap.whole || opt_.per_shard) return process_memrefs(m, n);
-        reserve_batch();
-        const size_t k = lines_.size();
-        lines_.resize(k + tap.count);
-        writes_.resize(k + tap.count);
-        if (tap.count != 0) {
-            std::memcpy(lines_.data() + k, tap.words.get(), tap.count * sizeof(uint64_t));
-            std::memcpy(writes_.data() + k, tap.bytes.get(), tap.count);
-            data_seen_ = true;
+        if (tap.count == 0) return true;
+        data_seen_ = true;
+        if (opt_.cfg.workers > 1 && !partitioned_) {
+            close_gathered();
+            trace::BlockTapOut spare;
+            if (!spares_.empty()) {
+                spare = std::move(spares_.back());
+                spares_.pop_back();
+            }
+            batch_.pieces.push_back({batch_.taps.size(), 0, 0});
+            taken_ += tap.count;
+            batch_.taps.push_back(std::move(tap));
+            tap = std::move(spare);
+            tap.count = 0;
+            tap.whole = false;
+        } else {
+            const size_t k = batch_.lines.size();
+            batch_.lines.resize(k + tap.count);
+            batch_.writes.resize(k + tap.count);
+            std::memcpy(batch_.lines.data() + k, tap.words.get(), tap.count * sizeof(uint64_t));
+            std::memcpy(batch_.writes.data() + k, tap.bytes.get(), tap.count);
         }
-        if (lines_.size() >= batch_limit()) flush();
+        if (batch_size() >= batch_limit()) flush();
         return true;
     }
     // per_shard: a stack per shard beside the global one.
@@ -508,8 +556,8 @@ public:
             data_seen_ = true;
             const uint64_t line = m[i].address >> line_bits_;
             const uint8_t w = type != SONDE_MEMREF_READ;
-            lines_.push_back(line);
-            writes_.push_back(w);
+            batch_.lines.push_back(line);
+            batch_.writes.push_back(w);
             if (m[i].shard >= shards_.size())
                 return set_error("memref of shard " + std::to_string(m[i].shard) +
                                  " beyond the shards announced");
@@ -518,7 +566,7 @@ public:
             s.writes.push_back(w);
             if (s.lines.size() >= kShardBatch) s.flush();
         }
-        if (lines_.size() >= batch_limit()) flush();
+        if (batch_size() >= batch_limit()) flush();
         return true;
     }
     bool print_results(void *stream) override {
@@ -725,11 +773,19 @@ private:
     // A batch's room beyond its size: the span that completes it (a block of a reader).
     static constexpr size_t kParallelSpan = 1 << 17;
     size_t batch_limit() const { return opt_.cfg.workers > 1 ? parallel_batch_ : kBatch; }
+    // Accesses in the batch: gathered and taken.
+    size_t batch_size() const { return batch_.lines.size() + taken_; }
+    // Once the batch has taken arrays, the accesses gathered since the last piece become one.
+    void close_gathered() {
+        if (batch_.lines.size() > gathered_at_)
+            batch_.pieces.push_back({SIZE_MAX, gathered_at_, batch_.lines.size()});
+        gathered_at_ = batch_.lines.size();
+    }
     // A parallel batch's whole room up front, so that gathering it never reallocates.
     void reserve_batch() {
-        if (opt_.cfg.workers > 1 && lines_.capacity() < parallel_batch_ + kParallelSpan) {
-            lines_.reserve(parallel_batch_ + kParallelSpan);
-            writes_.reserve(parallel_batch_ + kParallelSpan);
+        if (opt_.cfg.workers > 1 && batch_.lines.capacity() < parallel_batch_ + kParallelSpan) {
+            batch_.lines.reserve(parallel_batch_ + kParallelSpan);
+            batch_.writes.reserve(parallel_batch_ + kParallelSpan);
         }
     }
     static constexpr size_t kShardBatch = 1 << 14;
@@ -741,39 +797,46 @@ private:
         if (partitioned_) {
             // Records before this rank's first slice_begin belong to no slice of its own:
             // the analyzer hands a slice-taking tool only its slices, so there are none.
-            if (current_ && !lines_.empty()) {
+            if (current_ && !batch_.lines.empty()) {
                 Slice &sl = *current_;
                 if (sampling()) {
                     sample_slice(sl);
                 } else {
                     std::vector<uint32_t> firsts;
-                    sl.stack->access_chunk(lines_.data(), writes_.data(), lines_.size(), sl.hist, firsts);
+                    sl.stack->access_chunk(batch_.lines.data(), batch_.writes.data(), batch_.lines.size(),
+                                           sl.hist, firsts);
                     for (uint32_t off : firsts) {
-                        sl.first_lines.push_back(lines_[off]);
-                        sl.first_writes.push_back(writes_[off]);
+                        sl.first_lines.push_back(batch_.lines[off]);
+                        sl.first_writes.push_back(batch_.writes[off]);
                     }
-                    sl.sampled += lines_.size();
+                    sl.sampled += batch_.lines.size();
                 }
-                sl.accesses += lines_.size();
+                sl.accesses += batch_.lines.size();
             }
-            lines_.clear();
-            writes_.clear();
+            batch_.lines.clear();
+            batch_.writes.clear();
             return;
         }
-        if (!lines_.empty() || pending_skipped_ != 0) resolved_.reset();
+        if (batch_size() != 0 || pending_skipped_ != 0) resolved_.reset();
         if (opt_.cfg.workers > 1) {
-            if (lines_.empty()) return;
+            if (batch_size() == 0) return;
+            if (!batch_.pieces.empty()) close_gathered();
             if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(*global_);
-            pipeline_->submit(lines_, writes_);
+            pipeline_->submit(batch_);
+            // batch_ is now the batch before, calculated: its taken arrays become spares.
+            for (trace::BlockTapOut &t : batch_.taps) spares_.push_back(std::move(t));
+            batch_.taps.clear();
+            taken_ = 0;
+            gathered_at_ = 0;
             return;
         }
         if (pending_skipped_ != 0) {
             global_->add_unsampled(pending_skipped_);
             pending_skipped_ = 0;
         }
-        global_->add(lines_.data(), writes_.data(), lines_.size());
-        lines_.clear();
-        writes_.clear();
+        global_->add(batch_.lines.data(), batch_.writes.data(), batch_.lines.size());
+        batch_.lines.clear();
+        batch_.writes.clear();
     }
     bool sampling() const { return opt_.cfg.mode == stackdist::Mode::kFixedRate; }
     // SHARDS at a fixed rate: the hash key, the threshold and the weight 1/R of a sample.
@@ -799,19 +862,19 @@ private:
     void sample_slice(Slice &sl) {
         const Rate r = rate();
         const double inv = r.inv;
-        for (size_t i = 0; i < lines_.size(); ++i) {
-            if (stackdist::shards_hash(lines_[i], r.key) >= r.threshold) continue;
+        for (size_t i = 0; i < batch_.lines.size(); ++i) {
+            if (stackdist::shards_hash(batch_.lines[i], r.key) >= r.threshold) continue;
             const uint64_t pos = sl.accesses + i + 1;
             ++sl.sampled;
-            const uint64_t d = sl.stack->access(lines_[i]);
+            const uint64_t d = sl.stack->access(batch_.lines[i]);
             if (d == stackdist::kInfinity) {
-                sl.first_lines.push_back(lines_[i]);
-                sl.first_writes.push_back(writes_[i]);
+                sl.first_lines.push_back(batch_.lines[i]);
+                sl.first_writes.push_back(batch_.writes[i]);
                 sl.first_pos.push_back(pos);
             } else if (static_cast<double>(d) * inv < static_cast<double>(pos)) {
-                sl.hist.add_unit(stackdist::shards_scaled(d, inv, pos), writes_[i]);
+                sl.hist.add_unit(stackdist::shards_scaled(d, inv, pos), batch_.writes[i]);
             } else {
-                sl.capped.push_back({pos, d, writes_[i]});
+                sl.capped.push_back({pos, d, batch_.writes[i]});
             }
         }
     }
@@ -958,8 +1021,12 @@ private:
     uint64_t marker_threshold_ = 0, marker_seed_ = 0;  // the sampling markers read so far
     uint64_t pending_skipped_ = 0;                     // SAMPLE_SKIPPED counts for the next batch
     unsigned line_bits_ = 0;
-    BatchLines lines_;
-    BatchWrites writes_;
+    // The batch being gathered (jobs > 1: parallel batches) or the serial batch; the analyzer's.
+    Batch batch_;
+    size_t taken_ = 0;        // accesses of batch_.taps
+    size_t gathered_at_ = 0;  // batch_.lines before this index are in batch_.pieces
+    // Arrays of calculated batches, given back to the decoding threads by process_tapped.
+    std::vector<trace::BlockTapOut> spares_;
     std::vector<std::unique_ptr<Shard>> shards_;
     bool finished_ = false;
     bool partitioned_ = false;

@@ -48,18 +48,40 @@ double Reuse::sample_rate() const {
 }
 
 bool Reuse::add(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
+    const Span one{lines, is_write, n};
+    return add_spans(&one, 1, h);
+}
+
+bool Reuse::add_spans(const Span *spans, std::size_t count, Histogram &h) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < count; ++i) n += spans[i].n;
     h.accesses += n;
     bool ok = true;
     switch (cfg_.mode) {
         case Mode::kExact:
-            if (!cfg_.verify && cfg_.workers > 1 && n >= kMinParallelChunk * cfg_.workers)
-                add_parallel(lines, is_write, n, h);
-            else
-                ok = add_exact(lines, is_write, n, h);
+            if (!cfg_.verify && cfg_.workers > 1 && n >= kMinParallelChunk * cfg_.workers) {
+                add_parallel(spans, count, n, h);
+            } else {
+                for (std::size_t i = 0; i < count; ++i)
+                    ok = add_exact(spans[i].lines, spans[i].is_write, spans[i].n, h) && ok;
+            }
             h.sampled += n;
             break;
-        case Mode::kFixedRate: add_fixed_rate(lines, is_write, n, h); break;
-        case Mode::kFixedSize: add_fixed_size(lines, is_write, n, h); break;
+        case Mode::kFixedRate:
+            // Each span's accesses count in h.accesses only when it is reached: the cap of a
+            // scaled distance is the access's position in the stream.
+            h.accesses -= n;
+            for (std::size_t i = 0; i < count; ++i) {
+                h.accesses += spans[i].n;
+                add_fixed_rate(spans[i].lines, spans[i].is_write, spans[i].n, h);
+            }
+            break;
+        case Mode::kFixedSize:
+            // Fixed size caps a distance at the accesses counted up to the end of the batch:
+            // all spans' accesses are counted already.
+            for (std::size_t i = 0; i < count; ++i)
+                add_fixed_size(spans[i].lines, spans[i].is_write, spans[i].n, h);
+            break;
     }
     h.sampling = cfg_.mode != Mode::kExact;
     h.sample_rate = sample_rate();
@@ -77,7 +99,25 @@ bool Reuse::add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_
     return true;
 }
 
-void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
+namespace {
+
+// The accesses [from, to) of the spans' concatenation, as spans (the first and last cut).
+std::vector<Span> span_range(const Span *spans, std::size_t count, std::size_t from, std::size_t to) {
+    std::vector<Span> out;
+    std::size_t at = 0;  // index of spans[i]'s first access in the concatenation
+    for (std::size_t i = 0; i < count && at < to; at += spans[i].n, ++i) {
+        const std::size_t lo = std::max(from, at), hi = std::min(to, at + spans[i].n);
+        if (lo >= hi) continue;
+        const std::size_t off = lo - at;
+        out.push_back({spans[i].lines + off, spans[i].is_write != nullptr ? spans[i].is_write + off : nullptr,
+                       hi - lo});
+    }
+    return out;
+}
+
+}  // namespace
+
+void Reuse::add_parallel(const Span *spans, std::size_t count, std::size_t n, Histogram &h) {
     // Chunk 0 runs on this thread against the global stack; chunk c > 0 runs on worker c with a
     // private stack, resolving every access whose previous access lies inside the chunk (that
     // distance is the same globally) and listing the rest - the first access of each of its
@@ -86,50 +126,66 @@ void Reuse::add_parallel(const uint64_t *lines, const uint8_t *is_write, std::si
     // looked up on this thread, which then counts the first accesses' distances in order; a
     // large one's are looked up, counted and cleared by every thread (merge_parallel), and this
     // thread adds the distances to the histogram and the new lines to the stack. The global
-    // stack ends exactly as the serial one would.
+    // stack ends exactly as the serial one would. Chunks are cut from the concatenation of the
+    // spans, so a chunk may take the end of one span and the start of the next.
     const unsigned k = cfg_.workers;
     if (!pool_) pool_ = std::make_unique<Pool>(k - 1);
-    // Offsets within a chunk and ranks are 32-bit: very large batches go in pieces.
+    // Ranks and the merge's offsets are 32-bit: very large batches go in pieces.
     const std::size_t piece = std::size_t{k} << 31;
-    for (std::size_t off = 0; off < n; off += piece)
-        add_parallel_piece(lines + off, is_write != nullptr ? is_write + off : nullptr,
-                           std::min(piece, n - off), h);
+    for (std::size_t off = 0; off < n; off += piece) {
+        const std::size_t len = std::min(piece, n - off);
+        add_parallel_piece(span_range(spans, count, off, off + len), len, h);
+    }
 }
 
-void Reuse::add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h) {
+void Reuse::add_parallel_piece(const std::vector<Span> &spans, std::size_t n, Histogram &h) {
     const unsigned k = cfg_.workers;
+    // A chunk's first accesses, gathered in order (their lines and write flags), with their
+    // recency ranks; `order` is 0, 1, ... m - 1, the offsets the merge reads them at.
     struct Part {
         Histogram hist;
-        std::vector<uint32_t> firsts, rank;
+        std::vector<uint64_t> lines;
+        std::vector<uint8_t> writes;
+        std::vector<uint32_t> order, rank;
     };
     std::vector<Part> parts(k);
     std::vector<std::size_t> begin(k + 1);
     for (unsigned i = 0; i <= k; ++i) begin[i] = n / k * i;
     begin[k] = n;
-    auto w_at = [&](std::size_t i) { return is_write != nullptr ? is_write + i : nullptr; };
 
     // Read before the workers start: this thread updates stack_ while they run.
     const uint64_t hint = stack_.size() + 1024;
     pool_->run(k, [&](unsigned c) {
+        const std::vector<Span> mine = span_range(spans.data(), spans.size(), begin[c], begin[c + 1]);
         if (c == 0) {
-            stack_.access_many(lines, is_write, begin[1], h);
+            for (const Span &s : mine) stack_.access_many(s.lines, s.is_write, s.n, h);
             return;
         }
         Part &p = parts[c];
         const std::size_t len = begin[c + 1] - begin[c];
         Stack local(std::min<uint64_t>(len, hint));
-        local.access_chunk(lines + begin[c], w_at(begin[c]), len, p.hist, p.firsts);
-        p.rank.resize(p.firsts.size());
-        local.chunk_ranks(lines + begin[c], p.firsts.data(), p.firsts.size(), p.rank.data());
+        std::vector<uint32_t> firsts;
+        for (const Span &s : mine) {
+            firsts.clear();
+            local.access_chunk(s.lines, s.is_write, s.n, p.hist, firsts);
+            for (const uint32_t f : firsts) {
+                p.lines.push_back(s.lines[f]);
+                p.writes.push_back(s.is_write != nullptr ? s.is_write[f] : 0);
+            }
+        }
+        const std::size_t m = p.lines.size();
+        p.order.resize(m);
+        for (std::size_t j = 0; j < m; ++j) p.order[j] = static_cast<uint32_t>(j);
+        p.rank.resize(m);
+        local.chunk_ranks(p.lines.data(), p.order.data(), m, p.rank.data());
     });
 
     for (unsigned c = 1; c < k; ++c) {
         Part &p = parts[c];
-        const uint64_t *cl = lines + begin[c];
-        const std::size_t m = p.firsts.size();
+        const std::size_t m = p.lines.size();
         const uint64_t base = stack_.merge_reserve(m);
-        stack_.merge_parallel(cl, w_at(begin[c]), p.firsts.data(), p.rank.data(), m, base, pool_.get(), k,
-                              &h);
+        stack_.merge_parallel(p.lines.data(), p.writes.data(), p.order.data(), p.rank.data(), m, base,
+                              pool_.get(), k, &h);
         h.merge(p.hist);
         p = Part();
     }

@@ -46,6 +46,14 @@ struct ReuseResult {
     double sample_rate = 1.0;
 };
 
+// A run of accesses in caller-owned memory: n lines and their write flags (is_write may be
+// null: all reads). A batch may be given as several spans, in order (Reuse::add_spans).
+struct Span {
+    const uint64_t *lines;
+    const uint8_t *is_write;
+    std::size_t n;
+};
+
 class Reuse {
 public:
     explicit Reuse(const ReuseConfig &cfg);
@@ -57,6 +65,11 @@ public:
     bool add(const uint64_t *lines, const uint8_t *is_write, std::size_t n) {
         return add(lines, is_write, n, own_);
     }
+    // The spans' accesses in order, with the same answers as add() of their concatenation: the
+    // parallel exact mode cuts its chunks across spans, so a batch need not be copied into one
+    // array first (the reuse_distance tool hands over the decoding threads' arrays as they are).
+    bool add_spans(const Span *spans, std::size_t count, Histogram &into);
+    bool add_spans(const Span *spans, std::size_t count) { return add_spans(spans, count, own_); }
     // Counts n accesses that sampling left out before they reached this calculator (a trace
     // sampled at the source): SHARDS counts them among the accesses.
     void add_unsampled(uint64_t n) {
@@ -75,8 +88,8 @@ public:
 
 private:
     bool add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
-    void add_parallel(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
-    void add_parallel_piece(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
+    void add_parallel(const Span *spans, std::size_t count, std::size_t n, Histogram &h);
+    void add_parallel_piece(const std::vector<Span> &spans, std::size_t n, Histogram &h);
     void add_fixed_rate(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
     void add_fixed_size(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
 

@@ -237,7 +237,7 @@ public:
     void set_tap(const BlockTap *tap) override {
         if (decoder_ != nullptr) decoder_->set_tap(tap);
     }
-    const BlockTapOut *view_tap() const override { return view_tap_; }
+    BlockTapOut *view_tap() const override { return view_tap_; }
 
 private:
     // Makes block_ a block with records left; false at the end or on an error (then status()).
@@ -247,7 +247,7 @@ private:
     std::unique_ptr<BlockDecoder> decoder_;
     DecodedBlock *block_ = nullptr;
     size_t pos_ = 0;
-    const BlockTapOut *view_tap_ = nullptr;  // the last view()'s, when it was a whole tapped block
+    BlockTapOut *view_tap_ = nullptr;  // the last view()'s, when it was a whole tapped block
 };
 
 // A shard of a stream format read through blocks: the format object and the StreamBlocks

@@ -37,9 +37,11 @@ namespace sonde::trace {
 // What a tap made of one block's records (BlockTap): words and bytes laid out as the tap says,
 // `count` entries, and `whole`: the tap could stand in for the block's records (a tap sets it
 // false for a block it leaves to the records, say one holding a marker it must see in order).
-// Owned by the block; room is kept from block to block and is not zero-filled. Not counted by
-// memory_need(): reuse_distance's tap adds 9 bytes per record beside each record's 32, and runs
-// only on shards decoded on several threads (fewer shards than threads).
+// Owned by the block; room is kept from block to block and is not zero-filled, unless the
+// reading thread took the arrays (reuse_distance's parallel batches keep them until calculated,
+// in place of batch arrays of their own). Not counted by memory_need(): reuse_distance's tap
+// adds 9 bytes per record beside each record's 32, and runs only on shards decoded on several
+// threads (fewer shards than threads).
 struct BlockTapOut {
     std::unique_ptr<uint64_t[]> words;
     std::unique_ptr<uint8_t[]> bytes;
@@ -92,9 +94,11 @@ public:
     // A tap (BlockTap) for the blocks this reader decodes on other threads, set before the first
     // view(); the tap must outlive the reader. Readers that decode on their reading thread
     // ignore it. view_tap(): what the tap made of exactly the records the last view() returned,
-    // or nullptr (no tap, or the tap failed for lack of memory).
+    // or nullptr (no tap, or the tap failed for lack of memory). Until the next view(), the
+    // reading thread may take its arrays (swap them with others, or with none): the block's
+    // decoding thread reserves room before it writes there again.
     virtual void set_tap(const BlockTap *tap) { (void)tap; }
-    virtual const BlockTapOut *view_tap() const { return nullptr; }
+    virtual BlockTapOut *view_tap() const { return nullptr; }
     // SUCCESS, or the error that ended the shard: SONDE_STATUS_ERROR_IO (read failed),
     // SONDE_STATUS_ERROR_FORMAT (corrupted / truncated data).
     sonde_status_t status() const { return status_; }

@@ -142,11 +142,17 @@ static run_t run_with(const char *path, uint32_t format, const char *tools, bool
     assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
     char list[128];
     snprintf(list, sizeof list, "%s", tools);
+    /* reuse_distance gets jobs=N as `sonde analyze --jobs N` gives it: its parallel batches then
+     * take the tapped blocks' arrays as they are, in pieces between records gathered from blocks
+     * the tap left (markers). */
+    char jobs[32];
+    snprintf(jobs, sizeof jobs, workers > 1 ? "jobs=%u" : "", workers);
     for (char *t = strtok(list, ","); t != NULL; t = strtok(NULL, ","))
         if (strcmp(t, "digest") == 0)
             add_digest(a);
         else
-            assert_int_equal(sonde_analyzer_add_tool(a, t, ""), SONDE_STATUS_SUCCESS);
+            assert_int_equal(sonde_analyzer_add_tool(a, t, strcmp(t, "reuse_distance") == 0 ? jobs : ""),
+                             SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_set_parallel(a, parallel), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_set_workers(a, workers), SONDE_STATUS_SUCCESS);
     r.status = sonde_analyzer_add_input(a, path, format);
