@@ -49,14 +49,27 @@ static struct thread_counts *new_thread_counts(uint32_t thread) {
     return tc;
 }
 
+/* What the hot path leaves out of line: a thread's first count, a method beyond the array. */
+static __attribute__((noinline)) void count_slow(const sonde_event_data_t *d, uint32_t i, uint32_t thread) {
+    struct thread_counts *tc = atomic_load_explicit(&by_thread[thread], memory_order_relaxed);
+    if (tc == NULL) tc = new_thread_counts(thread);
+    if (i >= MAX_METHODS || tc == NULL) {
+        atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
+        return;
+    }
+    const uint64_t c = atomic_load_explicit(&tc->counts[i], memory_order_relaxed);
+    atomic_store_explicit(&tc->counts[i], c + 1, memory_order_relaxed);
+    if (c == 0) atomic_store_explicit(&handles[i], d->method.handle, memory_order_relaxed);
+}
+
+/* The hot path: a leaf (no call, so no register to save) but for the rare cases above. */
 static void on_enter(const sonde_event_data_t *d, void *user_data) {
     (void)user_data;
     const uint32_t i = sonde_method_index(d->method);
     const uint32_t thread = sonde_thread_index(d->thread) % MAX_THREADS;
     struct thread_counts *tc = atomic_load_explicit(&by_thread[thread], memory_order_relaxed);
-    if (tc == NULL) tc = new_thread_counts(thread);
-    if (i >= MAX_METHODS || tc == NULL) {
-        atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
+    if (tc == NULL || i >= MAX_METHODS) {
+        count_slow(d, i, thread);
         return;
     }
     const uint64_t c = atomic_load_explicit(&tc->counts[i], memory_order_relaxed);
