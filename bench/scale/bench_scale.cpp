@@ -6,7 +6,10 @@
 //
 // Cases (medians of REPS repetitions; wall time for rates, getrusage for CPU; creating and
 // destroying the sessions and buffers of cases 1-3 is left out: a buffer's pages are populated
-// at creation, and case 2 creates a 64 MiB buffer per thread):
+// at creation, and case 2 creates a 64 MiB buffer per thread). Cases 4 and 5a-5f take their
+// counts in turn within each repetition, and their speed-up is the median of each repetition's
+// own ratio: on a shared VM whose speed drifts from one second to the next, a ratio taken
+// between runs a second apart moves far less than one between runs taken minutes apart:
 //   1. producers, one LOSSLESS buffer: N threads each emit the same number of 32-byte
 //      timestamped records (16-byte payload) into one buffer whose callback reads every record
 //      (sums a payload word). Floor: N threads doing rdtsc and a 32-byte store into a private
@@ -106,8 +109,9 @@ std::string cpu_model() {
 }
 
 struct Figure {
-    double rate = 0;    // records (or references) per second, median
-    double cpu_ns = 0;  // CPU ns per record, median
+    double rate = 0;     // records (or references) per second, median
+    double cpu_ns = 0;   // CPU ns per record, median
+    double speedup = 0;  // measure_counts: the median of each round's rate over its first count's
 };
 
 // Set-up a body leaves out of its figures (creating and destroying buffers: a 64 MiB buffer's
@@ -142,13 +146,38 @@ Figure measure(const std::function<uint64_t()> &body) {
     return {median(rates), median(cpu)};
 }
 
+// Runs body(i) for every counts[i], kReps rounds, the counts in turn within each round, so that a
+// machine whose speed drifts (a shared VM) slows every count of a round alike; body returns the
+// records it handled. Figure i holds the medians for counts[i], and its speed-up the median over
+// rounds of the round's rate at counts[i] over the round's rate at counts[0].
+std::vector<Figure> measure_counts(const std::vector<unsigned> &counts,
+                                   const std::function<uint64_t(size_t)> &body) {
+    std::vector<std::vector<double>> rates(counts.size()), cpu(counts.size()), ratios(counts.size());
+    for (int r = 0; r < kReps; ++r) {
+        for (size_t i = 0; i < counts.size(); ++i) {
+            g_excluded = Excluded{};
+            const double c0 = cpu_seconds();
+            const auto t0 = Clock::now();
+            const uint64_t n = body(i);
+            const double wall = std::chrono::duration<double>(Clock::now() - t0).count() - g_excluded.wall;
+            rates[i].push_back(n / wall);
+            cpu[i].push_back((cpu_seconds() - c0 - g_excluded.cpu) * 1e9 / n);
+            ratios[i].push_back(rates[i].back() / rates[0].back());
+        }
+    }
+    std::vector<Figure> out;
+    for (size_t i = 0; i < counts.size(); ++i)
+        out.push_back({median(rates[i]), median(cpu[i]), median(ratios[i])});
+    return out;
+}
+
 void header(const char *title, const char *unit) {
     std::printf("\n%s\n  %4s %14s %9s %11s %12s %s\n", title, "N", unit, "speed-up", "efficiency",
                 "CPU ns/rec", "floor speed-up");
 }
 
 void row(unsigned n, const Figure &f, const Figure &one, double floor_speedup, bool ok) {
-    const double s = f.rate / one.rate;
+    const double s = f.speedup > 0 ? f.speedup : f.rate / one.rate;
     std::printf("  %4u %14.3e %8.2fx %10.0f%% %12.2f", n, f.rate, s, 100 * s / n, f.cpu_ns);
     if (floor_speedup > 0) std::printf(" %13.2fx", floor_speedup);
     std::printf("%s\n", ok ? "" : "   MISMATCH");
@@ -417,30 +446,28 @@ double children_cpu_seconds();
 void cli_reuse_case(const std::string &title, const std::string &path, const char *format,
                     const std::vector<unsigned> &counts) {
     header(title.c_str(), "runs/s");
-    Figure one{};
-    std::string first;
-    for (unsigned n : counts) {
-        std::vector<double> wall, cpu;
-        std::string results;
-        bool ran = true;
-        for (int r = 0; r < kReps; ++r) {
+    // The counts in turn within each round, as measure_counts takes them.
+    std::vector<std::vector<double>> wall(counts.size()), cpu(counts.size()), ratios(counts.size());
+    std::vector<std::string> results(counts.size());
+    bool ran = true;
+    for (int r = 0; r < kReps; ++r) {
+        for (size_t i = 0; i < counts.size(); ++i) {
             const double c0 = children_cpu_seconds();
             const auto t0 = Clock::now();
             const sonde_bench::ChildOutput child = sonde_bench::run_child(
                 {sonde_exe(), "analyze", path, "--format", format, "--tool", "reuse_distance", "--jobs",
-                 std::to_string(n), "--json", "/dev/stdout"});
-            wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-            cpu.push_back(children_cpu_seconds() - c0);
+                 std::to_string(counts[i]), "--json", "/dev/stdout"});
+            wall[i].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+            cpu[i].push_back(children_cpu_seconds() - c0);
+            ratios[i].push_back(wall[0].back() / wall[i].back());
             ran = ran && child.ran;
             const size_t at = child.out.find("\"reuse_distance\":");  // the results, after the metadata
-            results = at == std::string::npos ? std::string() : child.out.substr(at);
+            results[i] = at == std::string::npos ? std::string() : child.out.substr(at);
         }
-        Figure f{1.0 / median(wall), median(cpu) * 1e9};
-        if (n == 1) {
-            one = f;
-            first = results;
-        }
-        row(n, f, one, 0, ran && !results.empty() && results == first);
+    }
+    for (size_t i = 0; i < counts.size(); ++i) {
+        const Figure f{1.0 / median(wall[i]), median(cpu[i]) * 1e9, median(ratios[i])};
+        row(counts[i], f, f, 0, ran && !results[i].empty() && results[i] == results[0]);
     }
     std::printf("       (rate: whole runs per second; CPU ns/rec column: CPU ns per run)\n");
 }
@@ -456,30 +483,23 @@ void calculator_case(const std::string &title, const std::vector<sonde_memref_t>
         lines[i] = refs[i].address / 64;
         writes[i] = refs[i].type != SONDE_MEMREF_READ;
     }
-    Figure one{};
-    std::vector<uint64_t> first;
-    for (unsigned n : counts) {
-        std::vector<uint64_t> bins;
-        const Figure f = measure([&] {
-            sonde_stackdist_options_t o{};
-            o.struct_size = sizeof o;
-            o.workers = n;
-            sonde_stackdist_t *sd = nullptr;
-            sonde_histogram_t *h = nullptr;
-            sonde_stackdist_create(&o, &sd);
-            sonde_histogram_create(&h);
-            sonde_stackdist_batch(sd, lines.data(), writes.data(), lines.size(), h);
-            bins = histogram_bins(h);
-            sonde_histogram_destroy(h);
-            sonde_stackdist_destroy(sd);
-            return static_cast<uint64_t>(lines.size());
-        });
-        if (n == 1) {
-            one = f;
-            first = bins;
-        }
-        row(n, f, one, 0, bins == first && !bins.empty());
-    }
+    std::vector<std::vector<uint64_t>> bins(counts.size());
+    const std::vector<Figure> f = measure_counts(counts, [&](size_t i) {
+        sonde_stackdist_options_t o{};
+        o.struct_size = sizeof o;
+        o.workers = counts[i];
+        sonde_stackdist_t *sd = nullptr;
+        sonde_histogram_t *h = nullptr;
+        sonde_stackdist_create(&o, &sd);
+        sonde_histogram_create(&h);
+        sonde_stackdist_batch(sd, lines.data(), writes.data(), lines.size(), h);
+        bins[i] = histogram_bins(h);
+        sonde_histogram_destroy(h);
+        sonde_stackdist_destroy(sd);
+        return static_cast<uint64_t>(lines.size());
+    });
+    for (size_t i = 0; i < counts.size(); ++i)
+        row(counts[i], f[i], f[0], 0, bins[i] == bins[0] && !bins[i].empty());
 }
 
 #ifdef SONDE_BENCH_SORT
@@ -760,17 +780,10 @@ int main() {
         std::string title = std::string("4. analyzer, 16 equal shards of ") + std::to_string(per_shard) +
                             " references, " + tool + ", N workers";
         header(title.c_str(), "refs/s");
-        Figure one{};
-        std::string first;
-        for (unsigned n : counts) {
-            std::string json;
-            const Figure f = measure([&] { return analyzer_run(shards, tool, "", n, &json); });
-            if (n == 1) {
-                one = f;
-                first = json;
-            }
-            row(n, f, one, 0, json == first);
-        }
+        std::vector<std::string> json(counts.size());
+        const std::vector<Figure> f = measure_counts(
+            counts, [&](size_t i) { return analyzer_run(shards, tool, "", counts[i], &json[i]); });
+        for (size_t i = 0; i < counts.size(); ++i) row(counts[i], f[i], f[0], 0, json[i] == json[0]);
     }
     shards.clear();
     shards.shrink_to_fit();
@@ -797,20 +810,13 @@ int main() {
             " data references of gzip-gpl3, analyzer with jobs=N (sonde analyze --jobs N)";
         header(title.c_str(), "refs/s");
         const std::vector<std::vector<sonde_memref_t>> one_shard{refs};
-        Figure one{};
-        std::string first;
-        for (unsigned n : counts) {
-            std::string json;
+        std::vector<std::string> json(counts.size());
+        const std::vector<Figure> f = measure_counts(counts, [&](size_t i) {
             const std::string options =
-                "line_size=64" + (n > 1 ? ",jobs=" + std::to_string(n) : std::string());
-            const Figure f =
-                measure([&] { return analyzer_run(one_shard, "reuse_distance", options.c_str(), 1, &json); });
-            if (n == 1) {
-                one = f;
-                first = json;
-            }
-            row(n, f, one, 0, json == first);
-        }
+                "line_size=64" + (counts[i] > 1 ? ",jobs=" + std::to_string(counts[i]) : std::string());
+            return analyzer_run(one_shard, "reuse_distance", options.c_str(), 1, &json[i]);
+        });
+        for (size_t i = 0; i < counts.size(); ++i) row(counts[i], f[i], f[0], 0, json[i] == json[0]);
     }
     calculator_case("5b. the stack-distance calculator alone, the same lines in memory, N workers", refs,
                     counts);
