@@ -145,8 +145,8 @@ static run_t run_with(const char *path, uint32_t format, const char *tools, bool
     /* reuse_distance gets jobs=N as `sonde analyze --jobs N` gives it: its parallel batches then
      * take the tapped blocks' arrays as they are, in pieces between records gathered from blocks
      * the tap left (markers). */
-    char jobs[32];
-    snprintf(jobs, sizeof jobs, workers > 1 ? "jobs=%u" : "", workers);
+    char jobs[32] = "";
+    if (workers > 1) snprintf(jobs, sizeof jobs, "jobs=%u", workers);
     for (char *t = strtok(list, ","); t != NULL; t = strtok(NULL, ","))
         if (strcmp(t, "digest") == 0)
             add_digest(a);
