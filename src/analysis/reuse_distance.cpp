@@ -458,6 +458,9 @@ public:
         if (opt_.per_shard) return process_per_shard(m, n);
         reserve_batch();
         size_t k = batch_.lines.size();
+        // Both arrays' room first, so that a failed allocation leaves them the same length.
+        room_for(batch_.lines, n);
+        room_for(batch_.writes, n);
         batch_.lines.resize(k + n);
         batch_.writes.resize(k + n);
         uint64_t *lines = batch_.lines.data();
@@ -521,6 +524,9 @@ public:
         if (tap.count == 0) return true;
         data_seen_ = true;
         if (opt_.cfg.workers > 1 && !partitioned_) {
+            // Room first (this may throw): the batch changes only once nothing else can.
+            room_for(batch_.pieces, 2);
+            room_for(batch_.taps, 1);
             close_gathered();
             trace::BlockTapOut spare;
             if (!spares_.empty()) {
@@ -535,6 +541,8 @@ public:
             tap.whole = false;
         } else {
             const size_t k = batch_.lines.size();
+            room_for(batch_.lines, tap.count);
+            room_for(batch_.writes, tap.count);
             batch_.lines.resize(k + tap.count);
             batch_.writes.resize(k + tap.count);
             std::memcpy(batch_.lines.data() + k, tap.words.get(), tap.count * sizeof(uint64_t));
@@ -773,6 +781,12 @@ private:
     // A batch's room beyond its size: the span that completes it (a block of a reader).
     static constexpr size_t kParallelSpan = 1 << 17;
     size_t batch_limit() const { return opt_.cfg.workers > 1 ? parallel_batch_ : kBatch; }
+    // Room for k more elements, growing geometrically (reserve(size + k) would reallocate on
+    // nearly every call).
+    template <typename V>
+    static void room_for(V &v, size_t k) {
+        if (v.capacity() - v.size() < k) v.reserve(std::max(v.capacity() * 2, v.size() + k));
+    }
     // Accesses in the batch: gathered and taken.
     size_t batch_size() const { return batch_.lines.size() + taken_; }
     // Once the batch has taken arrays, the accesses gathered since the last piece become one.
