@@ -72,7 +72,7 @@ public:
 
 // A built-in tool that takes the substance of its records from a tap on the decoding threads
 // (trace::BlockTap, source.h), found by dynamic_cast from its sonde::tool: the analyzer's thread
-// then copies what the tap made instead of reading every record. The analyzer installs the tap
+// then copies or takes what the tap made instead of reading every record. The analyzer installs the tap
 // in a serial run that is neither partitioned nor live (Analyzer::run_serial), on the readers
 // that decode on other threads; a span that is not one whole tapped block comes through
 // process_memrefs as usual. One thread, the analyzer's (convert() apart: see BlockTap).

@@ -63,8 +63,8 @@ struct BlockTapOut {
 // A conversion of decoded records that runs on the threads that decode them (block_decode.h),
 // right after a block is decoded, so that a tool needing little of each record (reuse_distance:
 // the line and write flag of each data access) has it made where the records are still in that
-// core's cache, and the reading thread copies the result in order instead of reading every
-// record. convert() runs on several threads at once on different blocks: it may use only its
+// core's cache, and the reading thread copies or takes the result in order instead of reading
+// every record. convert() runs on several threads at once on different blocks: it may use only its
 // arguments and the tap's immutable state. It sees a block before the in-order fix-ups
 // (lackey's carried pc), so it may read every field but pc.
 class BlockTap {
