@@ -133,6 +133,10 @@ static void expect_failed(sonde_client_id_t id, sonde_status_t status, const cha
     assert_int_equal(api->get_thread_list(id, &threads), SONDE_STATUS_ERROR_ILLEGAL_ID);
 }
 
+/* The file plugin_ok writes "init" into at each RUNTIME_INIT; test_shutdown's second
+ * initialisation writes it again, and removes it. */
+static char g_ok_out[] = "/tmp/sonde-plugin-ok-XXXXXX";
+
 static void test_load_failures(void **state) {
     (void)state;
     char path[1024];
@@ -175,7 +179,7 @@ static void test_load_failures(void **state) {
     assert_int_equal(sonde_register_client(NULL, "", &id), SONDE_STATUS_ERROR_NULL_POINTER);
 
     /* A good client still loads after all that, and gets RUNTIME_INIT at once. */
-    char out[] = "/tmp/sonde-plugin-ok-XXXXXX";
+    char *out = g_ok_out;
     const int ofd = mkstemp(out);
     assert_true(ofd >= 0);
     close(ofd);
@@ -870,6 +874,13 @@ static void test_shutdown(void **state) {
     /* A second initialisation delivers RUNTIME_INIT again; ids stay valid. */
     assert_int_equal(sonde_initialize(), SONDE_STATUS_SUCCESS);
     assert_int_equal(a_init, 2);
+    char buf[64] = {0};
+    FILE *f = fopen(g_ok_out, "r"); /* the dlopen'ed client got RUNTIME_INIT again too */
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    unlink(g_ok_out);
+    assert_string_equal(buf, "init\n");
     assert_int_equal(api->get_method_info(client_a, alpha_id, SONDE_DATA_ADDRESS, &info),
                      SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_finalize(), SONDE_STATUS_SUCCESS);
