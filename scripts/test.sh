@@ -5,10 +5,12 @@
 #   build-asan/   gcc, AddressSanitizer + UndefinedBehaviorSanitizer, every C test
 #   build-tsan/   gcc, ThreadSanitizer, the concurrency tests (suite 'stress'; only they are built)
 #   build-clang/  clang, -Werror, libFuzzer targets run briefly (suite 'fuzz')
-# The sanitizer and clang builds are compiled at -O1 with line tables only (-g1), which
-# symbolised reports need, in less than half the compile time of -O2 -g (the C++ files with
-# CLI11 and nlohmann/json dominate it); the gcc build keeps -O2 -g: its library's full debug
-# information is what abidiff checks the ABI with.
+# The sanitizer builds are compiled at -O1 with line tables only (-g1), which symbolised
+# reports need, in less than half the compile time of -O2 -g (the C++ files with CLI11 and
+# nlohmann/json dominate it; a sanitizer build compiles the CLI's own files at -O0, see
+# src/cli/meson.build); the clang build, which runs only the fuzz targets, at -O0 (its fuzz
+# targets and their library at -O1, see tests/meson.build); the gcc build keeps -O2 -g: its
+# library's full debug information is what abidiff checks the ABI with.
 # Any failure stops the script with a non-zero status.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +47,8 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 
 if command -v clang >/dev/null; then
   section "clang -Werror: build and fuzz targets"
-  CC=clang CXX=clang++ setup build-clang -Dwerror=true -Dbench=false -Dfuzz=enabled "${LEAN[@]}"
+  CC=clang CXX=clang++ setup build-clang -Dwerror=true -Dbench=false -Dfuzz=enabled \
+    -Doptimization=0 -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1
   ninja -C build-clang -j "$JOBS"
   meson test -C build-clang --no-rebuild --print-errorlogs --num-processes "$JOBS" --suite fuzz
 fi
