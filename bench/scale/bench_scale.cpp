@@ -4,7 +4,7 @@
 // efficiency (speed-up / N), the CPU time per record, and, where there is one, the floor's
 // speed-up beside it. Every case checks that its answer does not depend on N.
 //
-// Cases (medians of REPS repetitions; wall time for rates, getrusage for CPU; creating and
+// Cases (medians of 3 repetitions, 7 for cases 4 and 5; wall time for rates, getrusage for CPU; creating and
 // destroying the sessions and buffers of cases 1-3 is left out: a buffer's pages are populated
 // at creation, and case 2 creates a 64 MiB buffer per thread). Cases 4 and 5a-5f take their
 // counts in turn within each repetition, and their speed-up is the median of each repetition's
@@ -22,7 +22,9 @@
 //      until they are done; CPU per record (dropped or kept) beside case 1's at the same N (the
 //      target is at most 1.2x). Check: delivered + dropped = emitted.
 //   4. the analyzer over 16 equal in-memory shards, parallel with N workers: basic_counts and
-//      cache_sim (one line each). Check: the results JSON is the same for every N.
+//      cache_sim (one line each). Floor: N threads counting the same shards' writes and distinct
+//      lines in hash sets of their own, without Sonde (shard_floor_run). Check: the results JSON
+//      is the same for every N, and so are the floor's counts.
 //   5. reuse_distance over a real trace (tests/data/gzip-gpl3.lackey.zst, about 2 M data
 //      references): the analyzer with the tool's exact parallel mode (jobs=N), as
 //      `sonde analyze --tool reuse_distance --jobs N` runs it, and the stack-distance calculator
@@ -78,6 +80,9 @@
 namespace {
 
 constexpr int kReps = 3;
+// Rounds of measure_counts (cases 4 and 5): its speed-ups are the figures the lines are
+// read from, and on a shared VM a median of 3 paired ratios still moved by 0.3x between runs.
+constexpr int kPairedReps = 7;
 
 // A program the bench runs: the environment variable `name` when set (to run the bench on a
 // machine where the build tree is elsewhere), else the path the build compiled in.
@@ -146,14 +151,14 @@ Figure measure(const std::function<uint64_t()> &body) {
     return {median(rates), median(cpu)};
 }
 
-// Runs body(i) for every counts[i], kReps rounds, the counts in turn within each round, so that a
+// Runs body(i) for every counts[i], kPairedReps rounds, the counts in turn within each round, so that a
 // machine whose speed drifts (a shared VM) slows every count of a round alike; body returns the
 // records it handled. Figure i holds the medians for counts[i], and its speed-up the median over
 // rounds of the round's rate at counts[i] over the round's rate at counts[0].
 std::vector<Figure> measure_counts(const std::vector<unsigned> &counts,
                                    const std::function<uint64_t(size_t)> &body) {
     std::vector<std::vector<double>> rates(counts.size()), cpu(counts.size()), ratios(counts.size());
-    for (int r = 0; r < kReps; ++r) {
+    for (int r = 0; r < kPairedReps; ++r) {
         for (size_t i = 0; i < counts.size(); ++i) {
             g_excluded = Excluded{};
             const double c0 = cpu_seconds();
@@ -356,6 +361,43 @@ uint64_t analyzer_run(const std::vector<std::vector<sonde_memref_t>> &shards, co
     if (sonde_analyzer_run(a) != SONDE_STATUS_SUCCESS) std::printf("analyzer: %s\n", sonde_analyzer_error(a));
     *json = results_json(a);
     sonde_analyzer_destroy(a);
+    return n;
+}
+
+// Case 4's floor: the shards' work without Sonde, what basic_counts does at its core. N threads
+// take the shards in turn; each counts a shard's reads and writes and inserts its lines into
+// an open-addressing set of its own (2^21 slots, cleared for each shard). It moves as many bytes
+// and misses as many cache lines as the tool's per-shard work, so its speed-up is what the
+// machine gives such work at N threads. *check: the shards' distinct lines and writes, the same
+// for every N.
+uint64_t shard_floor_run(const std::vector<std::vector<sonde_memref_t>> &shards, unsigned workers,
+                         uint64_t *check) {
+    std::atomic<size_t> next{0};
+    std::atomic<uint64_t> sum{0};
+    uint64_t n = 0;
+    for (const auto &s : shards) n += s.size();
+    on_threads(workers, [&](unsigned) {
+        const size_t slots = size_t{1} << 21;
+        std::vector<uint64_t> set(slots);
+        uint64_t mine = 0;
+        for (size_t k; (k = next.fetch_add(1)) < shards.size();) {
+            std::fill(set.begin(), set.end(), 0);
+            uint64_t distinct = 0, writes = 0;
+            for (const sonde_memref_t &m : shards[k]) {
+                writes += m.type == SONDE_MEMREF_WRITE;
+                const uint64_t line = (m.address >> 6) + 1;  // 0 marks an empty slot
+                size_t h = (line * 0x9E3779B97F4A7C15ull) >> 43;
+                while (set[h] != 0 && set[h] != line) h = (h + 1) & (slots - 1);
+                if (set[h] == 0) {
+                    set[h] = line;
+                    ++distinct;
+                }
+            }
+            mine += distinct + (writes << 32);
+        }
+        sum.fetch_add(mine);
+    });
+    *check = sum.load();
     return n;
 }
 
@@ -775,6 +817,14 @@ int main() {
             m.type = x & 1 ? SONDE_MEMREF_READ : SONDE_MEMREF_WRITE;
         }
     }
+    std::vector<double> shard_floor(counts.size());
+    if (!reuse_only) {
+        std::vector<uint64_t> check(counts.size());
+        const std::vector<Figure> f =
+            measure_counts(counts, [&](size_t i) { return shard_floor_run(shards, counts[i], &check[i]); });
+        for (size_t i = 0; i < counts.size(); ++i)
+            shard_floor[i] = check[i] == check[0] ? f[i].speedup : -1;  // printed as a mismatch
+    }
     for (const char *tool : {"basic_counts", "cache_sim"}) {
         if (reuse_only) break;
         std::string title = std::string("4. analyzer, 16 equal shards of ") + std::to_string(per_shard) +
@@ -783,7 +833,9 @@ int main() {
         std::vector<std::string> json(counts.size());
         const std::vector<Figure> f = measure_counts(
             counts, [&](size_t i) { return analyzer_run(shards, tool, "", counts[i], &json[i]); });
-        for (size_t i = 0; i < counts.size(); ++i) row(counts[i], f[i], f[0], 0, json[i] == json[0]);
+        for (size_t i = 0; i < counts.size(); ++i)
+            row(counts[i], f[i], f[0], std::max(0.0, shard_floor[i]),
+                json[i] == json[0] && shard_floor[i] >= 0);
     }
     shards.clear();
     shards.shrink_to_fit();
