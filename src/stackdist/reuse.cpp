@@ -117,6 +117,12 @@ std::vector<Span> span_range(const Span *spans, std::size_t count, std::size_t f
 
 }  // namespace
 
+std::size_t Reuse::bytes() const {
+    std::size_t n = stack_.bytes() + own_.bytes();
+    for (const std::unique_ptr<Stack> &s : chunk_stacks_) n += s->bytes();
+    return n;
+}
+
 void Reuse::add_parallel(const Span *spans, std::size_t count, std::size_t n, Histogram &h) {
     // Chunk 0 runs on this thread against the global stack; chunk c > 0 runs on worker c with a
     // private stack, resolving every access whose previous access lies inside the chunk (that
@@ -155,6 +161,7 @@ void Reuse::add_parallel_piece(const std::vector<Span> &spans, std::size_t n, Hi
 
     // Read before the workers start: this thread updates stack_ while they run.
     const uint64_t hint = stack_.size() + 1024;
+    while (chunk_stacks_.size() + 1 < k) chunk_stacks_.push_back(std::make_unique<Stack>());
     pool_->run(k, [&](unsigned c) {
         const std::vector<Span> mine = span_range(spans.data(), spans.size(), begin[c], begin[c + 1]);
         if (c == 0) {
@@ -163,7 +170,8 @@ void Reuse::add_parallel_piece(const std::vector<Span> &spans, std::size_t n, Hi
         }
         Part &p = parts[c];
         const std::size_t len = begin[c + 1] - begin[c];
-        Stack local(std::min<uint64_t>(len, hint));
+        Stack &local = *chunk_stacks_[c - 1];
+        local.reset(std::min<uint64_t>(len, hint));
         std::vector<uint32_t> firsts;
         for (const Span &s : mine) {
             firsts.clear();

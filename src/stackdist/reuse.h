@@ -83,8 +83,8 @@ public:
     Stack &stack() { return stack_; }
     const ReuseConfig &config() const { return cfg_; }
     double sample_rate() const;
-    // Bytes held by the stack and the owned histogram.
-    std::size_t bytes() const { return stack_.bytes() + own_.bytes(); }
+    // Bytes held by the stacks (the parallel mode's private ones too) and the owned histogram.
+    std::size_t bytes() const;
 
 private:
     bool add_exact(const uint64_t *lines, const uint8_t *is_write, std::size_t n, Histogram &h);
@@ -100,6 +100,12 @@ private:
     uint64_t key_ = 0;        // shards_key(cfg_.seed)
     std::priority_queue<std::pair<uint32_t, uint64_t>> heap_;  // fixed size: (hash, line)
     std::unique_ptr<Pool> pool_;  // parallel exact mode, from the first parallel batch
+    // The parallel exact mode's private stacks, chunk_stacks_[c - 1] for chunk c > 0, which
+    // the pool always runs on its worker c. They stay from one batch to the next and that
+    // worker empties its own at the start of each (Stack::reset): a fresh stack per chunk and
+    // batch had every worker allocate, fault in and fill a table as large as its chunk, and
+    // free it again, each time.
+    std::vector<std::unique_ptr<Stack>> chunk_stacks_;
 };
 
 // SHARDS spatial hash: key = shards_key(seed) once per calculator, then 32 well-mixed bits per

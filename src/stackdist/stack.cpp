@@ -75,13 +75,23 @@ inline uint64_t mask_le(uint64_t b) { return b == 63 ? ~0ull : ((2ull << b) - 1)
 #define SONDE_STACK_HOT __attribute__((always_inline)) inline
 #define SONDE_STACK_LAMBDA __attribute__((always_inline))
 
-Stack::Stack(uint64_t initial_capacity, bool verify) : verify_(verify) {
+Stack::Stack(uint64_t initial_capacity, bool verify) : verify_(verify) { reset(initial_capacity); }
+
+void Stack::reset(uint64_t initial_capacity) {
     const uint64_t cap = std::max<uint64_t>(initial_capacity, 64);
+    // assign() refills the arrays in place when their capacity suffices.
     table_.assign(pow2_at_least(cap * 4 / 3 + 1, 16), Slot{kEmpty, 0});
     mask_ = table_.size() - 1;
+    live_ = 0;
+    has_max_key_ = false;
+    max_key_val_ = 0;
     slots_ = pow2_at_least(cap * 4, 64 * kBlockWords);
     words_.assign(slots_ / 64, 0);
     fen_.assign(words_.size() / kBlockWords + 1, 0);
+    now_ = 0;
+    verify_ok_ = true;
+    calls_ = 0;
+    naive_.clear();
 }
 
 std::size_t Stack::bytes() const {

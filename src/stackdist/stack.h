@@ -35,6 +35,9 @@ class Pool;
 class Stack {
 public:
     explicit Stack(uint64_t initial_capacity = 0, bool verify = false);
+    // Empties the stack: it then answers as Stack(initial_capacity, verify) would, and keeps
+    // the memory of its arrays where they are large enough (no allocation, no page fault).
+    void reset(uint64_t initial_capacity);
 
     // gem5 calcStackDistAndUpdate: distance of `addr`, the old node's mark; with add_new_node
     // the line becomes the most recent (unmarked), otherwise it is removed.
