@@ -102,7 +102,7 @@ cat > "$out/run.sh" <<'EOF'
 #   run.sh [scale|quick|reuse|shards|json|callgraph|emit|discard|all|smoke]...   (default: all)
 # scale: bench_scale, every case; quick: every case on a quarter of the work; reuse, shards,
 # json: its cases 5a-5f, 4 and 5g alone;
-# callgraph: bench_callgraph (fib(32), 7 runs; uftrace is the anchor when bundled); emit and
+# callgraph: bench_callgraph (fib(32), 11 rounds; uftrace is the anchor when bundled); emit and
 # discard: bench_emit and bench_discard; all: scale, callgraph, emit, discard; smoke: a quick
 # check that the bundle runs here. Each output is also written to results/NAME.txt (RESULTS_DIR
 # sets the folder).

@@ -6,9 +6,13 @@
 //   sonde, no client
 //   sonde record: SONDE_RECORD set, every enter and leave with its timestamp into a trace
 //   uftrace `uftrace record --no-libcall` on the same instrumented binary (the peer)
-// Each variant runs REPS times, interleaved; the program times its own fib so start-up is not
-// counted; medians are printed with the ratios the targets are stated in. Every figure is the
-// cost over the floor (empty hooks), the peer's too, so the ratios compare what each tool adds.
+// Each variant runs REPS times, interleaved (a round runs each once); the program times its own
+// fib so start-up is not counted; medians are printed with the ratios the targets are stated
+// in. Every figure is the cost over the floor (empty hooks), the peer's too, so the ratios
+// compare what each tool adds. A ratio is the median over rounds of the round's own ratio, each
+// variant's cost taken over the same round's floor, with the rounds' range beside it: a shared
+// machine's speed drifts from one second to the next, and a ratio of medians taken over runs
+// seconds apart moved by 10 % from one whole run to the next.
 //
 // usage: bench_callgraph PLAIN INSTRUMENTED LIBSONDE_INSTRUMENT CALL_COUNTER CLASS_FILTER [N] [REPS]
 
@@ -57,6 +61,25 @@ Run run(const std::vector<std::string> &args, const std::vector<std::string> &en
     return r;
 }
 
+// Whether a client's report is at `path`: with fib_calls > 0, call_counter's, whose "fib" line
+// counts at least that many calls; otherwise class_filter's, which names no method (it rejects
+// them all).
+bool client_ran(const std::string &path, double fib_calls) {
+    std::FILE *f = std::fopen(path.c_str(), "r");
+    if (f == nullptr) return false;
+    bool ok = fib_calls == 0;
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+        unsigned long long c = 0;
+        char name[256];
+        if (std::sscanf(line, "%llu %255s", &c, name) != 2) continue;
+        if (fib_calls == 0) ok = false;  // class_filter counted a method it should have rejected
+        if (std::strcmp(name, "fib") == 0 && static_cast<double>(c) >= fib_calls) ok = true;
+    }
+    std::fclose(f);
+    return ok;
+}
+
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0 : v[v.size() / 2];
@@ -75,7 +98,7 @@ int main(int argc, char **argv) {
     // fib(32): 7.0 M calls, 50-150 ms a run with hooks, long enough that a shared machine's
     // scheduling noise stays small against it.
     const std::string n = argc > 6 ? argv[6] : "32";
-    const int reps = argc > 7 ? std::atoi(argv[7]) : 7;
+    const int reps = std::max(1, argc > 7 ? std::atoi(argv[7]) : 11);
     char tmpl[] = "/tmp/sonde-bench-callgraph-XXXXXX";
     const char *tmp = mkdtemp(tmpl);
     if (tmp == nullptr) return 1;
@@ -83,6 +106,11 @@ int main(int argc, char **argv) {
     const std::string rec = std::string(tmp) + "/sonde.trace";
     const bool have_uftrace = system("command -v uftrace >/dev/null 2>&1") == 0;
 
+    // The client variants (3 and 4) write their reports into these files at exit, which the
+    // bench checks after each run: a client that failed to load leaves the program running
+    // without it, and the figure would then be the one of no client.
+    const std::string counts_path = std::string(tmp) + "/counts.txt";
+    const std::string filtered_path = std::string(tmp) + "/filtered.txt";
     struct Variant {
         const char *name;
         std::vector<std::string> args, env;
@@ -95,11 +123,11 @@ int main(int argc, char **argv) {
         {"sonde, no client", {instr, n}, {"LD_PRELOAD=" + lib}, {}},
         {"sonde, one counting client",
          {instr, n},
-         {"LD_PRELOAD=" + lib, "SONDE_CLIENTS=" + counter + "=out=/dev/null"},
+         {"LD_PRELOAD=" + lib, "SONDE_CLIENTS=" + counter + "=out=" + counts_path},
          {}},
         {"sonde, method filtered out",
          {instr, n},
-         {"LD_PRELOAD=" + lib, "SONDE_CLIENTS=" + filter + "=class=NoSuchClass,out=/dev/null"},
+         {"LD_PRELOAD=" + lib, "SONDE_CLIENTS=" + filter + "=class=NoSuchClass,out=" + filtered_path},
          {}},
     };
     v.push_back({"sonde record", {instr, n}, {"LD_PRELOAD=" + lib, "SONDE_RECORD=" + rec}, {}});
@@ -108,18 +136,31 @@ int main(int argc, char **argv) {
                      {"uftrace", "record", "--no-libcall", "-d", uft, instr, n},
                      {},
                      {}});
+    const std::string cleanup = std::string("rm -rf ") + tmp;
+    auto remove_tmp = [&] {
+        if (system(cleanup.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", tmp);
+    };
     for (int r = 0; r < reps; ++r)
-        for (auto &x : v) {
+        for (size_t i = 0; i < v.size(); ++i) {
+            Variant &x = v[i];
+            const std::string out = i == 3 ? counts_path : i == 4 ? filtered_path : std::string();
+            if (!out.empty()) std::remove(out.c_str());
             const Run res = run(x.args, x.env);
             if (!res.ok) {
                 std::fprintf(stderr, "%s: run failed\n", x.name);
+                remove_tmp();
+                return 1;
+            }
+            if (!out.empty() && !client_ran(out, i == 3 ? res.calls : 0)) {
+                std::fprintf(stderr, "%s: the client did not run (no report in %s, or a wrong count)\n",
+                             x.name, out.c_str());
+                remove_tmp();
                 return 1;
             }
             x.ns.push_back(res.ns);
             x.calls = res.calls;
         }
-    std::string cleanup = std::string("rm -rf ") + tmp;
-    if (system(cleanup.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", tmp);
+    remove_tmp();
 
     const double calls = v[0].calls;
     const double base = median(v[0].ns);
@@ -145,10 +186,23 @@ int main(int argc, char **argv) {
     if (have_uftrace) {
         const double peer = added[6] - floor;
         std::printf("uftrace record: %.2f ns/call (the anchor)\n", peer);
-        std::printf("  uftrace / sonde record:   %5.1fx (target >= 3x)   %s\n", peer / record,
-                    peer / record >= 3 ? "met" : "missed");
-        std::printf("  uftrace / counting client: %5.1fx (target >= 10x)  %s\n", peer / one,
-                    peer / one >= 10 ? "met" : "missed");
+        // Round r's cost of variant i over its own floor, and the ratio of two such costs.
+        auto ratios = [&](size_t num, size_t den) {
+            std::vector<double> out;
+            for (int r = 0; r < reps; ++r)
+                out.push_back((v[num].ns[r] - v[1].ns[r]) / (v[den].ns[r] - v[1].ns[r]));
+            return out;
+        };
+        auto print_ratio = [&](const char *what, size_t den, double target) {
+            std::vector<double> q = ratios(6, den);
+            const double m = median(q);
+            std::sort(q.begin(), q.end());
+            std::printf("  uftrace / %-16s %5.1fx (target >= %.0fx)  %-6s  rounds: %.1f-%.1fx\n", what, m,
+                        target, m >= target ? "met" : "missed", q.front(), q.back());
+        };
+        std::printf("ratios, medians of the %d rounds' own ratios:\n", reps);
+        print_ratio("sonde record:", 5, 3);
+        print_ratio("counting client:", 3, 10);
     } else {
         std::printf("uftrace: not installed, no peer figure\n");
     }
