@@ -159,7 +159,8 @@ __attribute__((noinline)) void deliver_call_general(const Subs *s, uint64_t mask
 // enter, popped for a leave, so the method's depth follows from it). Five arguments, so the
 // hot path reaches it with a tail call. The common case, one observer without timestamps whose
 // items the thread's event struct is prepared for, is kept lean (no clock call to keep
-// registers across): it calls the observer directly; everything else goes to
+// registers across): it calls the observer directly, and when the items are the method and the
+// thread only, writes just the event's kind and method; everything else goes to
 // deliver_call_general.
 __attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, ThreadState *t, const Method *m,
                                             const void *call_site) {
@@ -169,7 +170,24 @@ __attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, Threa
     if (mask == 0) return;
     const uint64_t items = s->union_items & kCallItems;
     const Subs::Entry &e = s->entries[0];
-    if (__builtin_expect(t->call_items != items || s->count != 1 || (items & SONDE_DATA_TIMESTAMP) != 0, 0))
+    if (__builtin_expect(t->call_items != items || s->count != 1, 0))
+        return deliver_call_general(s, mask, event, t, m, call_site);
+    // The method and the thread, what the cheapest observers ask for (a counter per method and
+    // thread): both always valid, the thread's already in the struct, so one field to write.
+    if (items == (SONDE_DATA_METHOD_ID | SONDE_DATA_THREAD_ID)) {
+        sonde_event_data_t &d = t->call_data;
+        d.event = event;
+        d.method.handle = make_handle(kTagMethod, m->index);
+        d.valid_items = items;
+        ++t->in_hook;
+        try {
+            e.fn(&d, e.user_data);
+        } catch (...) {
+        }
+        --t->in_hook;
+        return;
+    }
+    if (__builtin_expect((items & SONDE_DATA_TIMESTAMP) != 0, 0))
         return deliver_call_general(s, mask, event, t, m, call_site);
     sonde_event_data_t &d = t->call_data;
     const uint64_t valid = fill_call<false>(d, items, event, t, m, call_site);
