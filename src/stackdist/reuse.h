@@ -100,11 +100,12 @@ private:
     uint64_t key_ = 0;        // shards_key(cfg_.seed)
     std::priority_queue<std::pair<uint32_t, uint64_t>> heap_;  // fixed size: (hash, line)
     std::unique_ptr<Pool> pool_;  // parallel exact mode, from the first parallel batch
-    // The parallel exact mode's private stacks, chunk_stacks_[c - 1] for chunk c > 0, which
-    // the pool always runs on its worker c. They stay from one batch to the next and that
-    // worker empties its own at the start of each (Stack::reset): a fresh stack per chunk and
-    // batch had every worker allocate, fault in and fill a table as large as its chunk, and
-    // free it again, each time.
+    // The parallel exact mode's private stacks, chunk_stacks_[c - 1] for chunk c > 0. The pool
+    // runs task c on its worker c (on the calling thread when that worker could not start), so
+    // one thread at a time uses a stack. They stay from one batch to the next and the task
+    // empties its own at the start of each (Stack::reset): a fresh stack per chunk and batch
+    // had every worker allocate, fault in and fill a table as large as its chunk, and free it
+    // again, each time. Held until the calculator is destroyed (bytes() counts them).
     std::vector<std::unique_ptr<Stack>> chunk_stacks_;
 };
 
