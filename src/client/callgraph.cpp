@@ -174,6 +174,8 @@ __attribute__((noinline)) void deliver_call(uint32_t event, uint64_t mask, Threa
         return deliver_call_general(s, mask, event, t, m, call_site);
     // The method and the thread, what the cheapest observers ask for (a counter per method and
     // thread): both always valid, the thread's already in the struct, so one field to write.
+    // It calls the observer itself: sharing the call below with the other path (one jump more)
+    // measured 1-3 ns slower per fib call under call_counter.
     if (items == (SONDE_DATA_METHOD_ID | SONDE_DATA_THREAD_ID)) {
         sonde_event_data_t &d = t->call_data;
         d.event = event;
