@@ -186,15 +186,11 @@ int main(int argc, char **argv) {
     if (have_uftrace) {
         const double peer = added[6] - floor;
         std::printf("uftrace record: %.2f ns/call (the anchor)\n", peer);
-        // Round r's cost of variant i over its own floor, and the ratio of two such costs.
-        auto ratios = [&](size_t num, size_t den) {
-            std::vector<double> out;
-            for (int r = 0; r < reps; ++r)
-                out.push_back((v[num].ns[r] - v[1].ns[r]) / (v[den].ns[r] - v[1].ns[r]));
-            return out;
-        };
+        // uftrace's cost over each round's floor, divided by variant den's over the same floor.
         auto print_ratio = [&](const char *what, size_t den, double target) {
-            std::vector<double> q = ratios(6, den);
+            std::vector<double> q;
+            for (int r = 0; r < reps; ++r)
+                q.push_back((v[6].ns[r] - v[1].ns[r]) / (v[den].ns[r] - v[1].ns[r]));
             const double m = median(q);
             std::sort(q.begin(), q.end());
             std::printf("  uftrace / %-16s %5.1fx (target >= %.0fx)  %-6s  rounds: %.1f-%.1fx\n", what, m,
