@@ -107,6 +107,9 @@ private:
     // had every worker allocate, fault in and fill a table as large as its chunk, and free it
     // again, each time. Held until the calculator is destroyed (bytes() counts them).
     std::vector<std::unique_ptr<Stack>> chunk_stacks_;
+    // Lines the last parallel batch added to stack_: the next batch's table is grown for as
+    // many before its workers start (Stack::reserve_lines).
+    uint64_t batch_new_lines_ = 0;
 };
 
 // SHARDS spatial hash: key = shards_key(seed) once per calculator, then 32 well-mixed bits per

@@ -146,17 +146,38 @@ void Stack::erase_slot(Slot *s) {
     table_[i].key = kEmpty;
 }
 
-void Stack::grow_table() {
-    std::vector<Slot, HugeAlloc<Slot>> old;
-    old.swap(table_);
-    table_.assign(old.size() * 2, Slot{kEmpty, 0});
-    mask_ = table_.size() - 1;
-    for (const Slot &s : old) {
-        if (s.key == kEmpty) continue;
-        uint64_t i = hash(s.key) & mask_;
-        while (table_[i].key != kEmpty) i = (i + 1) & mask_;
-        table_[i] = s;
+void Stack::grow_table() { rehash(table_.size() * 2, nullptr, 1); }
+
+void Stack::rehash(uint64_t size, Pool *pool, unsigned tasks) {
+    std::vector<Slot, HugeAlloc<Slot>> fresh;
+    fresh.resize(size);  // Slot() writes nothing: the fill below is the first touch
+    Slot *const out = fresh.data();
+    auto fill = [&](unsigned i) {
+        std::fill(out + size * i / tasks, out + size * (i + 1) / tasks, Slot{kEmpty, 0});
+    };
+    if (pool != nullptr && tasks > 1) {
+        pool->run(tasks, fill);
+    } else {
+        tasks = 1;
+        fill(0);
     }
+    const uint64_t mask = size - 1;
+    for (const Slot &s : table_) {
+        if (s.key == kEmpty) continue;
+        uint64_t i = hash(s.key) & mask;
+        while (out[i].key != kEmpty) i = (i + 1) & mask;
+        out[i] = s;
+    }
+    table_.swap(fresh);
+    mask_ = mask;
+}
+
+void Stack::reserve_lines(uint64_t lines, Pool *pool, unsigned tasks) {
+    // find_or_insert grows when (live + 1) * 4 > slots * 3: the table that holds `lines` without
+    // growing has at least (lines + 1) * 4 / 3 slots.
+    uint64_t size = table_.size();
+    while ((lines + 1) * 4 > size * 3) size *= 2;
+    if (size != table_.size()) rehash(size, pool, tasks);
 }
 
 template <bool kHw>

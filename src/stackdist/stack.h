@@ -102,6 +102,14 @@ public:
 
     // Lines in the stack.
     uint64_t size() const { return live_; }
+    // Grows the table now, if it must grow to hold `lines` lines, so that no insertion grows it
+    // until that many are in. The new table's slots are filled, and so its pages first touched,
+    // by `tasks` tasks of `pool` on disjoint ranges (by this thread alone when pool is null);
+    // this thread then moves the lines in. The parallel calculator calls it between batches,
+    // while its pool is idle, with the lines it expects the batch to add: a growth, and the
+    // kernel's zeroing of the new table's pages, then no longer falls on the thread whose merges
+    // every worker waits for. May throw std::bad_alloc (the stack is then as it was).
+    void reserve_lines(uint64_t lines, Pool *pool, unsigned tasks);
     // Bytes held by the structures (table, bitmap, Fenwick tree; not the verify stack).
     std::size_t bytes() const;
 
@@ -114,6 +122,10 @@ private:
     struct Slot {
         uint64_t key;
         uint64_t val;  // time << 1 | mark
+        // Leaves both words as they are, so that a new table's slots are written (and its pages
+        // first touched) only by the fill that follows, which may run on several threads.
+        Slot() {}
+        Slot(uint64_t k, uint64_t v) : key(k), val(v) {}
     };
     static constexpr uint64_t kEmpty = UINT64_MAX;
     // merge_probe's old time for line kEmpty, which lives outside the table.
@@ -128,6 +140,9 @@ private:
     Slot *find_or_insert(uint64_t addr, bool *found);
     void erase_slot(Slot *s);
     void grow_table();
+    // Replaces the table by one of `size` slots (a power of two, more than the lines need),
+    // filled by `tasks` tasks of `pool` (or this thread), and moves every line into it.
+    void rehash(uint64_t size, Pool *pool, unsigned tasks);
 
     // Hot helpers; kHw: compiled for a CPU with POPCNT (see with_popcount in stack.cpp).
     template <bool kHw = false>
