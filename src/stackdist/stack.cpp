@@ -432,8 +432,40 @@ void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const 
     merge_insert(lines, firsts, rank, fresh, m, base);
 }
 
+void Stack::insert_fresh_parallel(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                                  const std::vector<std::size_t> &fresh, uint64_t base, Pool &pool,
+                                  unsigned tasks) {
+    reserve_lines(live_ + fresh.size(), &pool, tasks);
+    const std::size_t n = fresh.size();
+    std::vector<uint64_t> added(tasks, 0);
+    Slot *const table = table_.data();
+    const uint64_t mask = mask_;
+    pool.run(tasks, [&](unsigned i) {
+        uint64_t count = 0;
+        for (std::size_t f = n * i / tasks, end = n * (i + 1) / tasks; f < end; ++f) {
+            const std::size_t j = fresh[f];
+            const uint64_t a = lines[firsts[j]];
+            if (a == kEmpty) continue;  // lives outside the table: merge_insert's
+            for (uint64_t s = hash(a) & mask;; s = (s + 1) & mask) {
+                uint64_t key = __atomic_load_n(&table[s].key, __ATOMIC_RELAXED);
+                if (key == kEmpty && __atomic_compare_exchange_n(&table[s].key, &key, a, false,
+                                                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                    table[s].val = (base + rank[j]) << 1;  // the slot is this task's from here on
+                    ++count;
+                    break;
+                }
+            }
+        }
+        added[i] = count;
+    });
+    for (uint64_t c : added) live_ += c;
+}
+
 void Stack::merge_insert(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
-                         const std::vector<std::size_t> &fresh, std::size_t m, uint64_t base) {
+                         const std::vector<std::size_t> &fresh, std::size_t m, uint64_t base, Pool *pool,
+                         unsigned tasks) {
+    const bool parallel = pool != nullptr && tasks > 1 && fresh.size() >= kMinParallelMerge;
+    if (parallel) insert_fresh_parallel(lines, firsts, rank, fresh, base, *pool, tasks);
     for (std::size_t j : fresh) {
         const uint64_t a = lines[firsts[j]];
         const uint64_t val = (base + rank[j]) << 1;
@@ -443,6 +475,7 @@ void Stack::merge_insert(const uint64_t *lines, const uint32_t *firsts, const ui
             max_key_val_ = val;
             continue;
         }
+        if (parallel) continue;  // inserted above
         bool found;
         find_or_insert(a, &found)->val = val;
         ++live_;
@@ -521,7 +554,7 @@ void Stack::merge_parallel(const uint64_t *lines, const uint8_t *is_write, const
     fresh.reserve(new_lines);
     for (std::size_t j = 0; j < m; ++j)
         if (fresh_at[j] != 0) fresh.push_back(j);
-    merge_insert(lines, firsts, rank, fresh, m, base);
+    merge_insert(lines, firsts, rank, fresh, m, base, pool, k);
     if (distances != nullptr) distances->assign(d, d + m);
 }
 

@@ -177,8 +177,17 @@ private:
                                 const uint32_t *firsts, Histogram *h);
     // The end of a merge: inserts the lines absent before (`fresh`, ascending; line kEmpty
     // among them whenever it is in the chunk), sets times base .. base + m - 1, now_ after them.
+    // With a pool and tasks > 1, a large `fresh` is inserted by insert_fresh_parallel.
     void merge_insert(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
-                      const std::vector<std::size_t> &fresh, std::size_t m, uint64_t base);
+                      const std::vector<std::size_t> &fresh, std::size_t m, uint64_t base,
+                      Pool *pool = nullptr, unsigned tasks = 1);
+    // merge_insert's table insertions on `tasks` tasks of `pool`, for a large `fresh`: the table
+    // is grown first so that nothing grows it meanwhile, and each task claims its lines' empty
+    // slots with a compare-and-swap of the key (the lines are distinct and absent, so a slot
+    // another task claimed first only moves the probe on). Line kEmpty stays with merge_insert.
+    void insert_fresh_parallel(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                               const std::vector<std::size_t> &fresh, uint64_t base, Pool &pool,
+                               unsigned tasks);
     template <bool kHw>
     void compact_impl(uint64_t room);
     template <bool kHw>
