@@ -28,7 +28,8 @@
 //   5. reuse_distance over a real trace (tests/data/gzip-gpl3.lackey.zst, about 2 M data
 //      references): the analyzer with the tool's exact parallel mode (jobs=N), as
 //      `sonde analyze --tool reuse_distance --jobs N` runs it, and the stack-distance calculator
-//      alone on the same lines in memory (sonde_stackdist_batch, N workers), and (5c) the
+//      alone on the same lines in memory (sonde_stackdist_batch, N workers; then its serial path:
+//      the calling thread's CPU time at N = 1, 2, 4, 8, 16), and (5c) the
 //      `sonde analyze` command on the file end to end. Where clang built bench/scale/sort.c,
 //      5d-5f do the same on a 20 M-reference trace recorded from it with `sonde record
 //      --memory`. Check: the JSON (histogram) and the calculator's bins are the same for every N.
@@ -57,6 +58,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
@@ -514,6 +516,63 @@ void cli_reuse_case(const std::string &title, const std::string &path, const cha
     std::printf("       (rate: whole runs per second; CPU ns/rec column: CPU ns per run)\n");
 }
 
+// The CPU time of the calling thread of a stack-distance batch with `workers` workers, and
+// of the whole process, in seconds; false when the histogram's bins differ from `bins`.
+bool calculator_cpu(const std::vector<uint64_t> &lines, const std::vector<uint8_t> &writes, unsigned workers,
+                    const std::vector<uint64_t> &bins, double *thread_cpu, double *process_cpu) {
+    sonde_stackdist_options_t o{};
+    o.struct_size = sizeof o;
+    o.workers = workers;
+    sonde_stackdist_t *sd = nullptr;
+    sonde_histogram_t *h = nullptr;
+    sonde_stackdist_create(&o, &sd);
+    sonde_histogram_create(&h);
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    const double p0 = cpu_seconds();
+    sonde_stackdist_batch(sd, lines.data(), writes.data(), lines.size(), h);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    *process_cpu = cpu_seconds() - p0;
+    *thread_cpu =
+        static_cast<double>(t1.tv_sec - t0.tv_sec) + static_cast<double>(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    const bool same = histogram_bins(h) == bins;
+    sonde_histogram_destroy(h);
+    sonde_stackdist_destroy(sd);
+    return same;
+}
+
+// The calculator's serial path, measurable on a machine with fewer cores than workers: in
+// the parallel exact mode the calling thread runs chunk 0, every merge's serial steps and its
+// share of the merges' parallel ones, and the batch cannot end before that thread has run
+// for its CPU time. So the process's CPU time with one worker over that thread's CPU time with
+// N workers bounds the speed-up N cores could give (memory bandwidth and the other workers'
+// chunks aside). For N = 1, 2, 4, ... 16 (or the CPU count when higher), paired rounds,
+// medians; the workers beyond the CPUs share them, which costs them wall time, not CPU time.
+void serial_path(const std::vector<uint64_t> &lines, const std::vector<uint8_t> &writes,
+                 const std::vector<uint64_t> &bins) {
+    std::vector<unsigned> ns;
+    const unsigned top = std::max(16u, std::thread::hardware_concurrency());
+    for (unsigned n = 1; n <= top; n *= 2) ns.push_back(n);
+    if (ns.back() != top) ns.push_back(top);
+    std::vector<std::vector<double>> thread_cpu(ns.size()), process_cpu(ns.size()), bound(ns.size());
+    bool same = true;
+    for (int r = 0; r < kPairedReps; ++r)
+        for (size_t i = 0; i < ns.size(); ++i) {
+            double t = 0, p = 0;
+            same = calculator_cpu(lines, writes, ns[i], bins, &t, &p) && same;
+            thread_cpu[i].push_back(t);
+            process_cpu[i].push_back(p);
+            bound[i].push_back(process_cpu[0].back() / t);
+        }
+    std::printf(
+        "  serial path: the calling thread's CPU time with N workers (it runs chunk 0 and the\n"
+        "  merges' serial steps), and the speed-up it leaves room for: CPU time with 1 worker / it\n");
+    std::printf("  %4s %16s %16s %12s\n", "N", "thread CPU ms", "process CPU ms", "bound");
+    for (size_t i = 0; i < ns.size(); ++i)
+        std::printf("  %4u %16.1f %16.1f %11.2fx%s\n", ns[i], median(thread_cpu[i]) * 1e3,
+                    median(process_cpu[i]) * 1e3, median(bound[i]), same ? "" : "   MISMATCH");
+}
+
 // 5b (and 5f): the stack-distance calculator alone (sonde_stackdist_batch, N workers) on the
 // 64-byte lines of `refs` in memory. Check: the histogram's bins are the same for every N.
 void calculator_case(const std::string &title, const std::vector<sonde_memref_t> &refs,
@@ -542,6 +601,7 @@ void calculator_case(const std::string &title, const std::vector<sonde_memref_t>
     });
     for (size_t i = 0; i < counts.size(); ++i)
         row(counts[i], f[i], f[0], 0, bins[i] == bins[0] && !bins[i].empty());
+    serial_path(lines, writes, bins[0]);
 }
 
 #ifdef SONDE_BENCH_SORT
