@@ -161,7 +161,8 @@ void Reuse::add_parallel_piece(const std::vector<Span> &spans, std::size_t n, Hi
 
     // Grown now, on every thread, for as many new lines as the batch before added: the table's
     // growth (its fill and page faults) then falls in the batch's serial part less often. A
-    // wrong guess costs one growth more or less, as in the serial mode.
+    // guess too high leaves the table one doubling larger than the lines need until they catch
+    // up; one too low lets the batch grow it as the serial mode does.
     const uint64_t lines_before = stack_.size();
     stack_.reserve_lines(lines_before + batch_new_lines_, pool_.get(), k);
     // Read before the workers start: this thread updates stack_ while they run.
