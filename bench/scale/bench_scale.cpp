@@ -516,10 +516,10 @@ void cli_reuse_case(const std::string &title, const std::string &path, const cha
     std::printf("       (rate: whole runs per second; CPU ns/rec column: CPU ns per run)\n");
 }
 
-// The CPU time of the calling thread of a stack-distance batch with `workers` workers, and
-// of the whole process, in seconds; false when the histogram's bins differ from `bins`.
-bool calculator_cpu(const std::vector<uint64_t> &lines, const std::vector<uint8_t> &writes, unsigned workers,
-                    const std::vector<uint64_t> &bins, double *thread_cpu, double *process_cpu) {
+// One stack-distance batch over `lines` with `workers` workers: the histogram's bins, and the
+// CPU time of the calling thread and of the whole process during the batch, in seconds.
+std::vector<uint64_t> calculator_run(const std::vector<uint64_t> &lines, const std::vector<uint8_t> &writes,
+                                     unsigned workers, double *thread_cpu, double *process_cpu) {
     sonde_stackdist_options_t o{};
     o.struct_size = sizeof o;
     o.workers = workers;
@@ -535,10 +535,10 @@ bool calculator_cpu(const std::vector<uint64_t> &lines, const std::vector<uint8_
     *process_cpu = cpu_seconds() - p0;
     *thread_cpu =
         static_cast<double>(t1.tv_sec - t0.tv_sec) + static_cast<double>(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    const bool same = histogram_bins(h) == bins;
+    std::vector<uint64_t> bins = histogram_bins(h);
     sonde_histogram_destroy(h);
     sonde_stackdist_destroy(sd);
-    return same;
+    return bins;
 }
 
 // The calculator's serial path, measurable on a machine with fewer cores than workers: in
@@ -559,7 +559,7 @@ void serial_path(const std::vector<uint64_t> &lines, const std::vector<uint8_t> 
     for (int r = 0; r < kPairedReps; ++r)
         for (size_t i = 0; i < ns.size(); ++i) {
             double t = 0, p = 0;
-            same = calculator_cpu(lines, writes, ns[i], bins, &t, &p) && same;
+            same = calculator_run(lines, writes, ns[i], &t, &p) == bins && same;
             thread_cpu[i].push_back(t);
             process_cpu[i].push_back(p);
             bound[i].push_back(process_cpu[0].back() / t);
@@ -586,17 +586,8 @@ void calculator_case(const std::string &title, const std::vector<sonde_memref_t>
     }
     std::vector<std::vector<uint64_t>> bins(counts.size());
     const std::vector<Figure> f = measure_counts(counts, [&](size_t i) {
-        sonde_stackdist_options_t o{};
-        o.struct_size = sizeof o;
-        o.workers = counts[i];
-        sonde_stackdist_t *sd = nullptr;
-        sonde_histogram_t *h = nullptr;
-        sonde_stackdist_create(&o, &sd);
-        sonde_histogram_create(&h);
-        sonde_stackdist_batch(sd, lines.data(), writes.data(), lines.size(), h);
-        bins[i] = histogram_bins(h);
-        sonde_histogram_destroy(h);
-        sonde_stackdist_destroy(sd);
+        double thread_cpu = 0, process_cpu = 0;
+        bins[i] = calculator_run(lines, writes, counts[i], &thread_cpu, &process_cpu);
         return static_cast<uint64_t>(lines.size());
     });
     for (size_t i = 0; i < counts.size(); ++i)

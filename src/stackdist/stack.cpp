@@ -432,12 +432,13 @@ void Stack::merge_resolve(const uint64_t *lines, const uint8_t *is_write, const 
     merge_insert(lines, firsts, rank, fresh, m, base);
 }
 
-void Stack::insert_fresh_parallel(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
-                                  const std::vector<std::size_t> &fresh, uint64_t base, Pool &pool,
-                                  unsigned tasks) {
+std::size_t Stack::insert_fresh_parallel(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                                         const std::vector<std::size_t> &fresh, uint64_t base, Pool &pool,
+                                         unsigned tasks) {
     reserve_lines(live_ + fresh.size(), &pool, tasks);
     const std::size_t n = fresh.size();
     std::vector<uint64_t> added(tasks, 0);
+    std::vector<std::size_t> empty_at(tasks, SIZE_MAX);  // where a task met line kEmpty
     Slot *const table = table_.data();
     const uint64_t mask = mask_;
     pool.run(tasks, [&](unsigned i) {
@@ -445,7 +446,10 @@ void Stack::insert_fresh_parallel(const uint64_t *lines, const uint32_t *firsts,
         for (std::size_t f = n * i / tasks, end = n * (i + 1) / tasks; f < end; ++f) {
             const std::size_t j = fresh[f];
             const uint64_t a = lines[firsts[j]];
-            if (a == kEmpty) continue;  // lives outside the table: merge_insert's
+            if (a == kEmpty) {  // lives outside the table: merge_insert's
+                empty_at[i] = j;
+                continue;
+            }
             for (uint64_t s = hash(a) & mask;; s = (s + 1) & mask) {
                 uint64_t key = __atomic_load_n(&table[s].key, __ATOMIC_RELAXED);
                 if (key == kEmpty && __atomic_compare_exchange_n(&table[s].key, &key, a, false,
@@ -459,26 +463,33 @@ void Stack::insert_fresh_parallel(const uint64_t *lines, const uint32_t *firsts,
         added[i] = count;
     });
     for (uint64_t c : added) live_ += c;
+    for (std::size_t j : empty_at)
+        if (j != SIZE_MAX) return j;
+    return SIZE_MAX;
 }
 
 void Stack::merge_insert(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
                          const std::vector<std::size_t> &fresh, std::size_t m, uint64_t base, Pool *pool,
                          unsigned tasks) {
-    const bool parallel = pool != nullptr && tasks > 1 && fresh.size() >= kMinParallelMerge;
-    if (parallel) insert_fresh_parallel(lines, firsts, rank, fresh, base, *pool, tasks);
-    for (std::size_t j : fresh) {
-        const uint64_t a = lines[firsts[j]];
-        const uint64_t val = (base + rank[j]) << 1;
-        if (a == kEmpty) {
-            if (!has_max_key_) ++live_;
-            has_max_key_ = true;
-            max_key_val_ = val;
-            continue;
+    auto set_max_key = [&](std::size_t j) {
+        if (!has_max_key_) ++live_;
+        has_max_key_ = true;
+        max_key_val_ = (base + rank[j]) << 1;
+    };
+    if (pool != nullptr && tasks > 1 && fresh.size() >= kMinParallelMerge) {
+        const std::size_t j = insert_fresh_parallel(lines, firsts, rank, fresh, base, *pool, tasks);
+        if (j != SIZE_MAX) set_max_key(j);
+    } else {
+        for (std::size_t j : fresh) {
+            const uint64_t a = lines[firsts[j]];
+            if (a == kEmpty) {
+                set_max_key(j);
+                continue;
+            }
+            bool found;
+            find_or_insert(a, &found)->val = (base + rank[j]) << 1;
+            ++live_;
         }
-        if (parallel) continue;  // inserted above
-        bool found;
-        find_or_insert(a, &found)->val = val;
-        ++live_;
     }
     // Times base .. base + m - 1 are now all live: fill their words and block counts.
     const uint64_t end = base + m;

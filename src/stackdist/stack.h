@@ -184,10 +184,11 @@ private:
     // merge_insert's table insertions on `tasks` tasks of `pool`, for a large `fresh`: the table
     // is grown first so that nothing grows it meanwhile, and each task claims its lines' empty
     // slots with a compare-and-swap of the key (the lines are distinct and absent, so a slot
-    // another task claimed first only moves the probe on). Line kEmpty stays with merge_insert.
-    void insert_fresh_parallel(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
-                               const std::vector<std::size_t> &fresh, uint64_t base, Pool &pool,
-                               unsigned tasks);
+    // another task claimed first only moves the probe on). Line kEmpty stays with merge_insert:
+    // returns the j (a value of `fresh`) whose line is kEmpty, or SIZE_MAX when none is.
+    std::size_t insert_fresh_parallel(const uint64_t *lines, const uint32_t *firsts, const uint32_t *rank,
+                                      const std::vector<std::size_t> &fresh, uint64_t base, Pool &pool,
+                                      unsigned tasks);
     template <bool kHw>
     void compact_impl(uint64_t room);
     template <bool kHw>
