@@ -111,8 +111,9 @@ inline void json_key(std::string &out, int depth, const char *key, bool first) {
 // "[\n" then "[a, b]" lines one level deeper, separated by commas, and "]" at `depth`
 // ("[]" when empty). Pieces of the array go to up to `threads` threads when it is large; the
 // text is the same.
-template <typename A, typename B>
-void json_pairs(JsonPieces &pieces, int depth, const std::vector<std::pair<A, B>> &v, unsigned threads) {
+template <typename A, typename B, typename Alloc>
+void json_pairs(JsonPieces &pieces, int depth, const std::vector<std::pair<A, B>, Alloc> &v,
+                unsigned threads) {
     if (v.empty()) {
         pieces.text() += "[]";
         return;

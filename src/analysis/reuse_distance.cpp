@@ -15,15 +15,17 @@
 // only; not fixed-size SHARDS, whose threshold depends on every earlier line). The tool owns
 // everything it holds; the analyzer calls it from one thread.
 //
-// With jobs > 1 the batches (512 K accesses, then 4 M each) go through a Pipeline: a calculator
+// With jobs > 1 the batches (512 K accesses, then 1-4 M each) go through a Pipeline: a calculator
 // thread runs the parallel exact calculation of one batch while the analyzer's thread reads,
 // decodes and gathers the next, so that reading overlaps the calculation on traces longer than
-// the first batch. A parallel batch takes tapped blocks' arrays as they are (process_tapped):
-// it is a list of spans, those arrays and runs gathered from records, which the calculator reads
-// in place (Reuse::add_spans); the arrays go back to the decoding threads once calculated.
-// Threads: the analyzer's thread owns the batch being gathered and the spare arrays; the
-// calculator thread owns `global_` and the batch handed over from the hand-over (Pipeline::mu)
-// until it says it is done; results are read after finish() joined it.
+// the first batch. A parallel batch takes tapped blocks' entries as they are (process_tapped):
+// it is a list of spans, those entries (cuts of the tap's arena) and runs gathered from
+// records, which the calculator reads in place (Reuse::add_spans); the cuts go back to the
+// arena once calculated.
+// Threads: the analyzer's thread owns the batch being gathered; the decoding threads run
+// convert() and cut from the arena (thread-safe); the calculator thread owns `global_` and the
+// batch handed over from the hand-over (Pipeline::mu) until it says it is done; results are
+// read after finish() joined it.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -141,10 +143,10 @@ struct BatchAlloc : std::allocator<T> {
 using BatchLines = std::vector<uint64_t, BatchAlloc<uint64_t>>;
 using BatchWrites = std::vector<uint8_t, BatchAlloc<uint8_t>>;
 
-// A parallel batch: the accesses gathered from records (lines, writes) and the arrays taken
+// A parallel batch: the accesses gathered from records (lines, writes) and the entries taken
 // from tapped blocks (taps), in the order `pieces` gives. Without pieces, the batch is the
-// gathered arrays alone. Taken arrays are handed over as they are: the calculator reads them
-// as spans (Reuse::add_spans), and they go back to the decoding threads afterwards (spare).
+// gathered arrays alone. Taken entries are handed over as they are: the calculator reads them
+// as spans (Reuse::add_spans), and they go back to the tap's arena afterwards.
 struct Piece {
     size_t tap;  // index into taps, or SIZE_MAX: the gathered accesses [from, to)
     size_t from, to;
@@ -161,7 +163,7 @@ struct Batch {
             if (p.tap == SIZE_MAX)
                 out.push_back({lines.data() + p.from, writes.data() + p.from, p.to - p.from});
             else
-                out.push_back({taps[p.tap].words.get(), taps[p.tap].bytes.get(), taps[p.tap].count});
+                out.push_back({taps[p.tap].words, taps[p.tap].bytes, taps[p.tap].count});
         }
         return out;
     }
@@ -177,7 +179,7 @@ public:
 
     // Hands the batch over once the previous one is done; rethrows what the calculation of an
     // earlier batch threw. `b` comes back with the batch before: its vectors empty, with their
-    // room, and its taken arrays in `taps` (to be given back to the decoding threads).
+    // room, and its taken entries in `taps` (to be given back to the arena).
     void submit(Batch &b) {
         std::unique_lock<std::mutex> lk(mu_);
         cv_.wait(lk, [&] { return !busy_; });
@@ -190,6 +192,11 @@ public:
         if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
         lk.unlock();
         cv_.notify_all();
+    }
+    // No batch in flight: submit() would not wait.
+    bool idle() {
+        std::lock_guard<std::mutex> g(mu_);
+        return !busy_;
     }
     // Waits for the batch in flight; rethrows what its calculation threw.
     void drain() {
@@ -490,7 +497,7 @@ public:
         batch_.lines.resize(k);
         batch_.writes.resize(k);
         // Parallel exact mode wants long batches: each worker takes a chunk of one batch.
-        if (batch_size() >= batch_limit()) flush();
+        if (batch_due()) flush();
         return true;
     }
     // The tap (DecodeTapHooks; convert() on the decoding threads): a block's data accesses as
@@ -499,9 +506,8 @@ public:
     // order. per_shard needs each access's shard, so it takes records only.
     const trace::BlockTap *decode_tap() const override { return opt_.per_shard ? nullptr : this; }
     void convert(const sonde_memref_t *m, size_t n, trace::BlockTapOut *out) const override {
-        out->reserve(n);
-        uint64_t *lines = out->words.get();
-        uint8_t *writes = out->bytes.get();
+        uint64_t *lines = out->scratch_words(n);
+        uint8_t *writes = out->scratch_bytes();
         const unsigned bits = line_bits_;
         size_t k = 0;
         bool marker = false;
@@ -515,10 +521,27 @@ public:
         }
         out->count = k;
         out->whole = !marker;
+        if (marker) {  // left to the records
+            out->storage.reset();
+            out->words = lines;
+            out->bytes = writes;
+            return;
+        }
+        // The scratch stays with the block's slot (in this core's cache); the entries go to a
+        // cut of their exact size, which a parallel batch can keep (process_tapped).
+        arena_->cut(k, out);
+        if (k != 0) {
+            std::memcpy(out->words, lines, k * sizeof(uint64_t));
+            std::memcpy(out->bytes, writes, k);
+        }
     }
     // A whole tapped block: as process_memrefs would have gathered it. Parallel batches take the
-    // block's arrays as they are (no copy: the block gets spare arrays in exchange, those of a
-    // batch already calculated, or none, and its decoding thread allocates); serial ones copy.
+    // block's entries as they are (no copy): a cut of arena_ that the batch holds until it is
+    // calculated, so two batches' entries are in use at once (one gathered, one calculated), 9
+    // bytes per access, in slabs of huge pages that later batches reuse. Allocated one block at
+    // a time instead, in small pages, they were faulted page by page: on a VM whose page fault
+    // costs ~10 us, 28 K faults made two jobs slower than one on a 20 M-access trace. Serial
+    // batches copy.
     bool process_tapped(const sonde_memref_t *m, size_t n, trace::BlockTapOut &tap) override {
         if (!tap.whole || opt_.per_shard) return process_memrefs(m, n);
         if (tap.count == 0) return true;
@@ -528,27 +551,19 @@ public:
             room_for(batch_.pieces, 2);
             room_for(batch_.taps, 1);
             close_gathered();
-            trace::BlockTapOut spare;
-            if (!spares_.empty()) {
-                spare = std::move(spares_.back());
-                spares_.pop_back();
-            }
             batch_.pieces.push_back({batch_.taps.size(), 0, 0});
             taken_ += tap.count;
-            batch_.taps.push_back(std::move(tap));
-            tap = std::move(spare);
-            tap.count = 0;
-            tap.whole = false;
+            batch_.taps.push_back(tap.take());
         } else {
             const size_t k = batch_.lines.size();
             room_for(batch_.lines, tap.count);
             room_for(batch_.writes, tap.count);
             batch_.lines.resize(k + tap.count);
             batch_.writes.resize(k + tap.count);
-            std::memcpy(batch_.lines.data() + k, tap.words.get(), tap.count * sizeof(uint64_t));
-            std::memcpy(batch_.writes.data() + k, tap.bytes.get(), tap.count);
+            std::memcpy(batch_.lines.data() + k, tap.words, tap.count * sizeof(uint64_t));
+            std::memcpy(batch_.writes.data() + k, tap.bytes, tap.count);
         }
-        if (batch_size() >= batch_limit()) flush();
+        if (batch_due()) flush();
         return true;
     }
     // per_shard: a stack per shard beside the global one.
@@ -574,7 +589,7 @@ public:
             s.writes.push_back(w);
             if (s.lines.size() >= kShardBatch) s.flush();
         }
-        if (batch_size() >= batch_limit()) flush();
+        if (batch_due()) flush();
         return true;
     }
     bool print_results(void *stream) override {
@@ -769,7 +784,8 @@ private:
         return true;
     }
 
-    // Parallel batches: the first is kFirstParallelBatch accesses, every later one kParallelBatch.
+    // Parallel batches: the first is kFirstParallelBatch accesses, every later one at most
+    // kParallelBatch (batch_due may hand it over earlier).
     // Nothing is calculated while the first batch is gathered, so it is short: its calculation
     // then runs while the second is gathered. With every batch of kParallelBatch, a trace of one
     // batch (gzip's 2 M accesses) was gathered whole and then calculated, and two jobs were
@@ -781,6 +797,19 @@ private:
     // A batch's room beyond its size: the span that completes it (a block of a reader).
     static constexpr size_t kParallelSpan = 1 << 17;
     size_t batch_limit() const { return opt_.cfg.workers > 1 ? parallel_batch_ : kBatch; }
+    // A parallel batch is handed over early, at kEarlyBatch accesses (or 128 K per worker when
+    // more), when the calculator is idle: it never waits while accesses are gathered, and the
+    // batch left when the input ends, calculated after all reading, is short. With batches of
+    // kParallelBatch only, gzip's 2 M accesses with two jobs ended in a 1.5 M-access batch that
+    // nothing overlapped (about 10 % of the run); early batches took a 2-job run from 1.47x to
+    // 1.57x one job's speed. The floor keeps chunks long enough that merging them stays cheap.
+    static constexpr size_t kEarlyBatch = 1 << 20;
+    bool batch_due() {
+        const size_t n = batch_size();
+        if (n >= batch_limit()) return true;
+        return opt_.cfg.workers > 1 && pipeline_ != nullptr &&
+               n >= std::max<size_t>(kEarlyBatch, size_t{opt_.cfg.workers} << 17) && pipeline_->idle();
+    }
     // Room for k more elements, growing geometrically (reserve(size + k) would reallocate on
     // nearly every call).
     template <typename V>
@@ -789,7 +818,7 @@ private:
     }
     // Accesses in the batch: gathered and taken.
     size_t batch_size() const { return batch_.lines.size() + taken_; }
-    // Once the batch has taken arrays, the accesses gathered since the last piece become one.
+    // Once the batch has taken entries, the accesses gathered since the last piece become one.
     void close_gathered() {
         if (batch_.lines.size() > gathered_at_)
             batch_.pieces.push_back({SIZE_MAX, gathered_at_, batch_.lines.size()});
@@ -837,8 +866,7 @@ private:
             if (!batch_.pieces.empty()) close_gathered();
             if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(*global_);
             pipeline_->submit(batch_);
-            // batch_ is now the batch before, calculated: its taken arrays become spares.
-            for (trace::BlockTapOut &t : batch_.taps) spares_.push_back(std::move(t));
+            // batch_ is now the batch before, calculated: its cuts go back to the arena.
             batch_.taps.clear();
             taken_ = 0;
             gathered_at_ = 0;
@@ -1039,8 +1067,8 @@ private:
     Batch batch_;
     size_t taken_ = 0;        // accesses of batch_.taps
     size_t gathered_at_ = 0;  // batch_.lines before this index are in batch_.pieces
-    // Arrays of calculated batches, given back to the decoding threads by process_tapped.
-    std::vector<trace::BlockTapOut> spares_;
+    // Memory of the taps' entries (convert, on the decoding threads; thread-safe).
+    std::shared_ptr<trace::TapArena> arena_ = std::make_shared<trace::TapArena>();
     std::vector<std::unique_ptr<Shard>> shards_;
     bool finished_ = false;
     bool partitioned_ = false;

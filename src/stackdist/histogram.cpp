@@ -46,6 +46,21 @@ void Histogram::merge(const Histogram &o) {
 
 void Histogram::clear() { *this = Histogram(); }
 
+void Histogram::zero() {
+    for (unsigned k = 0; k < 2; ++k) {
+        std::fill(units[k].begin(), units[k].end(), 0u);
+        weights[k].clear();
+        infinite[k] = 0;
+    }
+    accesses = 0;
+    sampled = 0;
+    sampling = false;
+    sample_rate = 1.0;
+    scale = 1.0;
+    sample_weight = 0;
+    adjust = 0;
+}
+
 void Histogram::set_adjustment() {
     // SHARDS_adj (Waldspurger et al.): the sample count differs from its expectation by chance;
     // the difference is credited to (or taken from) distance 0, never below zero.

@@ -65,6 +65,9 @@ struct Histogram {
     void grow_weights(uint64_t d);
     void merge(const Histogram &other);  // adds counts (same sampling regime assumed)
     void clear();
+    // As clear(), but the arrays keep their room (and their sizes, as zeros): for a histogram
+    // filled again and again (a parallel chunk's, batch after batch).
+    void zero();
     void set_adjustment();
 
     uint64_t num_distances() const;     // one past the largest distance with storage

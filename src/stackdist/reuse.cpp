@@ -120,6 +120,9 @@ std::vector<Span> span_range(const Span *spans, std::size_t count, std::size_t f
 std::size_t Reuse::bytes() const {
     std::size_t n = stack_.bytes() + own_.bytes();
     for (const std::unique_ptr<Stack> &s : chunk_stacks_) n += s->bytes();
+    for (const Part &p : parts_)
+        n += p.hist.bytes() + p.lines.capacity() * sizeof(uint64_t) + p.writes.capacity() +
+             (p.order.capacity() + p.rank.capacity()) * sizeof(uint32_t);
     return n;
 }
 
@@ -146,15 +149,7 @@ void Reuse::add_parallel(const Span *spans, std::size_t count, std::size_t n, Hi
 
 void Reuse::add_parallel_piece(const std::vector<Span> &spans, std::size_t n, Histogram &h) {
     const unsigned k = cfg_.workers;
-    // A chunk's first accesses, gathered in order (their lines and write flags), with their
-    // recency ranks; `order` is 0, 1, ... m - 1, the offsets the merge reads them at.
-    struct Part {
-        Histogram hist;
-        std::vector<uint64_t> lines;
-        std::vector<uint8_t> writes;
-        std::vector<uint32_t> order, rank;
-    };
-    std::vector<Part> parts(k);
+    if (parts_.size() + 1 < k) parts_.resize(k - 1);
     std::vector<std::size_t> begin(k + 1);
     for (unsigned i = 0; i <= k; ++i) begin[i] = n / k * i;
     begin[k] = n;
@@ -174,7 +169,10 @@ void Reuse::add_parallel_piece(const std::vector<Span> &spans, std::size_t n, Hi
             for (const Span &s : mine) stack_.access_many(s.lines, s.is_write, s.n, h);
             return;
         }
-        Part &p = parts[c];
+        Part &p = parts_[c - 1];
+        p.hist.zero();
+        p.lines.clear();
+        p.writes.clear();
         const std::size_t len = begin[c + 1] - begin[c];
         Stack &local = *chunk_stacks_[c - 1];
         local.reset(std::min<uint64_t>(len, hint));
@@ -195,13 +193,12 @@ void Reuse::add_parallel_piece(const std::vector<Span> &spans, std::size_t n, Hi
     });
 
     for (unsigned c = 1; c < k; ++c) {
-        Part &p = parts[c];
+        Part &p = parts_[c - 1];
         const std::size_t m = p.lines.size();
         const uint64_t base = stack_.merge_reserve(m);
         stack_.merge_parallel(p.lines.data(), p.writes.data(), p.order.data(), p.rank.data(), m, base,
                               pool_.get(), k, &h);
         h.merge(p.hist);
-        p = Part();
     }
     batch_new_lines_ = stack_.size() - lines_before;
 }

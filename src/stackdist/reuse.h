@@ -40,8 +40,13 @@ struct ReuseConfig {
 struct ReuseResult {
     uint64_t accesses = 0;
     uint64_t infinite = 0;
-    std::vector<std::pair<uint64_t, uint64_t>> histogram;  // ascending, no zero counts
-    std::vector<std::pair<uint64_t, double>> mrc;          // [cache_lines, miss_ratio]
+    // Huge pages when large (HugeAlloc): a trace with millions of distinct distances makes
+    // tens of megabytes of each after the run, faulted 4 KiB at a time otherwise, while every
+    // other thread waits.
+    std::vector<std::pair<uint64_t, uint64_t>, HugeAlloc<std::pair<uint64_t, uint64_t>>>
+        histogram;  // ascending, no zero counts
+    std::vector<std::pair<uint64_t, double>, HugeAlloc<std::pair<uint64_t, double>>>
+        mrc;  // [cache_lines, miss_ratio]
     bool sampled = false;
     double sample_rate = 1.0;
 };
@@ -107,6 +112,18 @@ private:
     // had every worker allocate, fault in and fill a table as large as its chunk, and free it
     // again, each time. Held until the calculator is destroyed (bytes() counts them).
     std::vector<std::unique_ptr<Stack>> chunk_stacks_;
+    // What chunk c > 0 of a parallel batch found (parts_[c - 1], its task's while the pool
+    // runs): its first accesses, gathered in order (their lines and write flags), with their
+    // recency ranks (`order` is 0, 1, ... m - 1, the offsets the merge reads them at), and its
+    // histogram. Kept from batch to batch like chunk_stacks_, emptied in place: made afresh,
+    // their arrays (megabytes on a trace of millions of lines) were faulted in every batch.
+    struct Part {
+        Histogram hist;
+        std::vector<uint64_t, HugeAlloc<uint64_t>> lines;
+        std::vector<uint8_t, HugeAlloc<uint8_t>> writes;
+        std::vector<uint32_t, HugeAlloc<uint32_t>> order, rank;
+    };
+    std::vector<Part> parts_;
     // Lines the last parallel batch added to stack_: the next batch's table is grown for as
     // many before its workers start (Stack::reserve_lines).
     uint64_t batch_new_lines_ = 0;

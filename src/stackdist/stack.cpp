@@ -96,7 +96,8 @@ void Stack::reset(uint64_t initial_capacity) {
 
 std::size_t Stack::bytes() const {
     return table_.capacity() * sizeof(Slot) + words_.capacity() * sizeof(uint64_t) +
-           (fen_.capacity() + compact_base_.capacity()) * sizeof(uint32_t);
+           (fen_.capacity() + compact_base_.capacity()) * sizeof(uint32_t) +
+           (merge_t_.size() + merge_d_.size()) * sizeof(uint64_t) + merge_fresh_.size();
 }
 
 Stack::Slot *Stack::find(uint64_t addr) {
@@ -552,12 +553,12 @@ void Stack::merge_parallel(const uint64_t *lines, const uint8_t *is_write, const
     // clears the old times); this thread then counts the distances into h in order, inserts the
     // new lines and sets the new times.
     const unsigned k = tasks;
-    // Not initialised: each task's range is first written (and its pages faulted in) by it.
-    std::unique_ptr<uint64_t[]> t(new uint64_t[m]), d0(new uint64_t[m]);
-    uint64_t *const d = d0.get();                         // each distance replaces its D (resolve_parallel)
-    std::unique_ptr<uint8_t[]> fresh_at(new uint8_t[m]);  // 1: line absent here, or line kEmpty
-    lookup_parallel(lines, firsts, rank, m, base, *pool, k, t.get(), d0.get(), fresh_at.get());
-    resolve_parallel(t.get(), d0.get(), d, m, *pool, k, true);
+    merge_room(m, true);
+    uint64_t *const t = merge_t_.get();
+    uint64_t *const d = merge_d_.get();            // each distance replaces its D (resolve_parallel)
+    uint8_t *const fresh_at = merge_fresh_.get();  // 1: line absent here, or line kEmpty
+    lookup_parallel(lines, firsts, rank, m, base, *pool, k, t, d, fresh_at);
+    resolve_parallel(t, d, d, m, *pool, k, true);
     count_distances(d, m, is_write, firsts, h);
     std::size_t new_lines = 0;
     for (std::size_t j = 0; j < m; ++j) new_lines += fresh_at[j];
@@ -578,12 +579,28 @@ void Stack::merge_last_parallel(const uint64_t *lines, const uint8_t *is_write, 
     }
     // As merge_parallel without moving, clearing or inserting anything: the stack is only read.
     const unsigned k = tasks;
-    std::unique_ptr<uint64_t[]> t(new uint64_t[m]), d0(new uint64_t[m]);
-    uint64_t *const d = d0.get();
-    lookup_parallel(lines, firsts, nullptr, m, 0, *pool, k, t.get(), d0.get(), nullptr);
-    resolve_parallel(t.get(), d0.get(), d, m, *pool, k, false);
+    merge_room(m, false);
+    uint64_t *const t = merge_t_.get();
+    uint64_t *const d = merge_d_.get();
+    lookup_parallel(lines, firsts, nullptr, m, 0, *pool, k, t, d, nullptr);
+    resolve_parallel(t, d, d, m, *pool, k, false);
     count_distances(d, m, is_write, firsts, h);
     if (distances != nullptr) distances->assign(d, d + m);
+}
+
+void Stack::merge_room(std::size_t m, bool fresh) {
+    // Grown by a quarter beyond the need, so that batches of about the same size reuse them.
+    const std::size_t want = m + m / 4;
+    if (merge_t_.size() < m) {
+        merge_t_.reset();
+        merge_d_.reset();
+        merge_t_ = core::HugeArray<uint64_t>(want);
+        merge_d_ = core::HugeArray<uint64_t>(want);
+    }
+    if (fresh && merge_fresh_.size() < m) {
+        merge_fresh_.reset();
+        merge_fresh_ = core::HugeArray<uint8_t>(want);
+    }
 }
 
 void Stack::count_distances(const uint64_t *d, std::size_t m, const uint8_t *is_write, const uint32_t *firsts,

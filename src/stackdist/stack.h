@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/huge_pages.h"
 #include "stackdist/huge_alloc.h"
 
 namespace sonde::stackdist {
@@ -209,6 +210,12 @@ private:
     // compact()'s live times before each word, kept between compactions: allocating and
     // freeing it each time costs page faults and, with threads, TLB shootdowns.
     std::vector<uint32_t> compact_base_;
+    // merge_parallel's and merge_last_parallel's arrays (old times, distances, fresh flags),
+    // kept between merges for the same reason (each task's range of them was first written, and
+    // faulted in, by that task, in every batch); grown, never shrunk.
+    core::HugeArray<uint64_t> merge_t_, merge_d_;
+    core::HugeArray<uint8_t> merge_fresh_;
+    void merge_room(std::size_t m, bool fresh);
     uint64_t slots_ = 0;  // time slots (multiple of 64)
     uint64_t now_ = 0;
 

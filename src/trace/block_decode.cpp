@@ -6,7 +6,114 @@
 #include <new>
 #include <system_error>
 
+#include "core/huge_pages.h"
+
 namespace sonde::trace {
+
+// ---- BlockTapOut, TapArena ----
+
+uint64_t *BlockTapOut::scratch_words(size_t n) {
+    if (scratch_cap_ < n) {
+        if (n > SIZE_MAX / 9) throw std::bad_alloc();
+        scratch_.reset();
+        scratch_cap_ = 0;
+        scratch_.reset(new unsigned char[n * 9]);
+        scratch_cap_ = n;
+    }
+    return reinterpret_cast<uint64_t *>(scratch_.get());
+}
+
+BlockTapOut BlockTapOut::take() noexcept {
+    BlockTapOut r;
+    r.words = std::exchange(words, nullptr);
+    r.bytes = std::exchange(bytes, nullptr);
+    r.count = std::exchange(count, 0);
+    r.whole = std::exchange(whole, false);
+    r.storage = std::move(storage);
+    storage.reset();
+    return r;
+}
+
+TapArena::~TapArena() {
+    // Cuts still alive find no arena (weak_ptr) and unmap their slab themselves.
+    current_.reset();
+    for (unsigned char *p : free_) core::huge_unmap(p, kSlabBytes);
+}
+
+size_t TapArena::slabs() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return slabs_;
+}
+
+void TapArena::give_back(unsigned char *slab) noexcept {
+    std::lock_guard<std::mutex> g(mu_);
+    free_.push_back(slab);  // room reserved when the slab was mapped
+}
+
+// A slab's deleter takes mu_ (give_back), so no shared_ptr to a slab is released or made while
+// mu_ is held: out->storage is emptied first, and the slab replaced is released after.
+void TapArena::cut(size_t n, BlockTapOut *out) {
+    out->storage.reset();
+    out->words = nullptr;
+    out->bytes = nullptr;
+    if (n == 0) return;
+    if (n > (SIZE_MAX - 7) / 9) throw std::bad_alloc();
+    const size_t need = (n * 9 + 7) & ~size_t{7};  // the next cut's words stay 8-byte aligned
+    unsigned char *base = nullptr;
+    if (need > kSlabBytes) {
+        // A region of its own, unmapped with its cut.
+        auto own = std::make_shared<core::HugeArray<unsigned char>>(need);
+        base = own->get();
+        out->storage = std::shared_ptr<void>(own, base);
+    } else {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            if (current_ != nullptr && kSlabBytes - used_ >= need) {
+                base = current_.get() + used_;
+                used_ += need;
+                out->storage = std::shared_ptr<void>(current_, base);
+            }
+        }
+        if (base == nullptr) {
+            unsigned char *slab = nullptr;
+            {
+                std::lock_guard<std::mutex> g(mu_);
+                if (!free_.empty()) {
+                    slab = free_.back();
+                    free_.pop_back();
+                }
+            }
+            if (slab == nullptr) {
+                slab = static_cast<unsigned char *>(core::huge_map(kSlabBytes));
+                try {
+                    std::lock_guard<std::mutex> g(mu_);
+                    free_.reserve(slabs_ + 1);  // so that give_back never allocates
+                    ++slabs_;
+                } catch (...) {
+                    core::huge_unmap(slab, kSlabBytes);
+                    throw;
+                }
+            }
+            // On failure the shared_ptr calls the deleter, which gives the slab back.
+            std::weak_ptr<TapArena> arena = weak_from_this();
+            std::shared_ptr<unsigned char> fresh(slab, [arena](unsigned char *p) {
+                if (std::shared_ptr<TapArena> a = arena.lock())
+                    a->give_back(p);
+                else
+                    core::huge_unmap(p, kSlabBytes);
+            });
+            {
+                std::lock_guard<std::mutex> g(mu_);
+                std::swap(current_, fresh);  // the slab replaced is released below, unlocked
+                base = current_.get();
+                used_ = need;
+                out->storage = std::shared_ptr<void>(current_, base);
+            }
+        }
+    }
+    out->words = reinterpret_cast<uint64_t *>(base);
+    out->bytes = base + n * 8;
+}
 
 // ---- DecodedBlock ----
 
@@ -14,7 +121,7 @@ void DecodedBlock::reserve_records(size_t n) {
     if (records_cap >= n) return;
     records.reset();
     records_cap = 0;
-    records.reset(new sonde_memref_t[n]);
+    records = core::HugeArray<sonde_memref_t>(n);
     records_cap = n;
 }
 

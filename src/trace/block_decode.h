@@ -38,6 +38,7 @@
 #include <sonde/status.h>
 #include <sonde/trace.h>
 
+#include "core/huge_pages.h"
 #include "trace/source.h"
 #include "trace/trace_stream.h"
 
@@ -51,7 +52,9 @@ struct DecodedBlock {
     std::unique_ptr<unsigned char[]> bytes;
     size_t bytes_cap = 0;
     size_t len = 0;  // bytes of the block
-    std::unique_ptr<sonde_memref_t[]> records;
+    // Huge pages when large (core/huge_pages.h): a slot's records are rewritten block after
+    // block, and a fresh slot is faulted 2 MiB at a time rather than 4 KiB.
+    core::HugeArray<sonde_memref_t> records;
     size_t records_cap = 0;
     size_t count = 0;  // records decoded (those before the error, when failed)
     // Text formats: lines decoded (before the bad one, when failed).

@@ -21,7 +21,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sonde/status.h>
@@ -34,30 +36,73 @@
 
 namespace sonde::trace {
 
-// What a tap made of one block's records (BlockTap): words and bytes laid out as the tap says,
-// `count` entries, and `whole`: the tap could stand in for the block's records (a tap sets it
+// What a tap made of one block's records (BlockTap): `count` entries of words and bytes laid out
+// as the tap says, and `whole`: the tap could stand in for the block's records (a tap sets it
 // false for a block it leaves to the records, say one holding a marker it must see in order).
-// Owned by the block; room is kept from block to block and is not zero-filled, unless the
-// reading thread took the arrays (reuse_distance's parallel batches keep them until calculated,
-// in place of batch arrays of their own). Not counted by memory_need(): reuse_distance's tap
-// adds 9 bytes per record beside each record's 32, and runs only on shards decoded on several
-// threads (fewer shards than threads).
+// `storage` owns the memory words and bytes point into: a cut of a TapArena, or none when they
+// point into the scratch. The scratch is room the tap may fill first (9 bytes per record): it
+// belongs to the block's slot and is kept from block to block, not zero-filled; take() moves
+// the result out and leaves it. Not counted by memory_need(): reuse_distance's tap adds 9 bytes
+// per record beside each record's 32 (and its arena's cuts, 9 bytes per data access, until its
+// batches are calculated), and runs only on shards decoded on several threads (fewer shards than
+// threads).
 struct BlockTapOut {
-    std::unique_ptr<uint64_t[]> words;
-    std::unique_ptr<uint8_t[]> bytes;
-    size_t cap = 0;
+    uint64_t *words = nullptr;
+    uint8_t *bytes = nullptr;
     size_t count = 0;
     bool whole = false;
-    // Room for n entries of each array. May throw std::bad_alloc.
-    void reserve(size_t n) {
-        if (cap >= n) return;
-        words.reset();
-        bytes.reset();
-        cap = 0;
-        words.reset(new uint64_t[n]);
-        bytes.reset(new uint8_t[n]);
-        cap = n;
-    }
+    std::shared_ptr<void> storage;
+
+    BlockTapOut() = default;
+    BlockTapOut(BlockTapOut &&) noexcept = default;
+    BlockTapOut &operator=(BlockTapOut &&) noexcept = default;
+    BlockTapOut(const BlockTapOut &) = delete;
+    BlockTapOut &operator=(const BlockTapOut &) = delete;
+
+    // The scratch, with room for n entries of each array: words first, then bytes. May throw
+    // std::bad_alloc.
+    uint64_t *scratch_words(size_t n);
+    uint8_t *scratch_bytes() const { return scratch_.get() + scratch_cap_ * 8; }
+    // The result (words, bytes, count, whole, storage) moved out; this keeps its scratch and
+    // holds no result.
+    BlockTapOut take() noexcept;
+
+private:
+    std::unique_ptr<unsigned char[]> scratch_;
+    size_t scratch_cap_ = 0;
+};
+
+// Memory for taps that outlive their blocks (reuse_distance's parallel batches keep them until
+// calculated): exact-size cuts of 2 MiB-aligned slabs of huge pages (core/huge_pages.h), so
+// that filling them faults 2 MiB at a time rather than 4 KiB, and only the entries a block has
+// take room (a lackey block's data accesses are a third of its records). A slab goes back to
+// the arena, not to the system, once every cut of it is gone, and is cut again: a long run
+// reuses the memory of its first batches instead of faulting fresh pages. Thread-safe (a mutex
+// per cut: one per block).
+class TapArena : public std::enable_shared_from_this<TapArena> {
+public:
+    static constexpr size_t kSlabBytes = size_t{4} << 20;
+    // Made with std::make_shared only: a slab's last cut finds its arena through a weak_ptr.
+    TapArena() = default;
+    ~TapArena();
+    TapArena(const TapArena &) = delete;
+    TapArena &operator=(const TapArena &) = delete;
+
+    // Points out->words and out->bytes at a cut with room for n entries and makes out->storage
+    // own it (a cut larger than a slab has a region of its own). n == 0 leaves them null. May
+    // throw std::bad_alloc.
+    void cut(size_t n, BlockTapOut *out);
+    // Slabs held, cut or free.
+    size_t slabs() const;
+
+private:
+    void give_back(unsigned char *slab) noexcept;
+
+    mutable std::mutex mu_;
+    std::vector<unsigned char *> free_;       // slabs with no cut alive; guarded by mu_
+    std::shared_ptr<unsigned char> current_;  // the slab being cut; guarded by mu_
+    size_t used_ = 0;                         // bytes of current_ cut so far; guarded by mu_
+    size_t slabs_ = 0;                        // slabs mapped and not unmapped; guarded by mu_
 };
 
 // A conversion of decoded records that runs on the threads that decode them (block_decode.h),

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <new>
 #include <queue>
 
@@ -167,8 +168,9 @@ public:
     uint64_t shard_memory(size_t shard) const override {
         if (shard >= shards_.size()) return 0;
         // The decoded columns of its largest chunk and that chunk's compressed bytes (held
-        // together while it decompresses); with decode threads, that for every block in
-        // flight, with the chunk's records.
+        // together while it decompresses); with decode threads, that for every thread (the
+        // buffers are lent to a decoding thread, SondeChunkJobs) and the chunk's records for
+        // every block in flight.
         uint64_t m = 0;
         for (const ChunkRef &c : shards_[shard])
             m = std::max<uint64_t>(m, uint64_t(c.records) * fmt::kRecordSize + (c.end - c.offset));
@@ -176,7 +178,7 @@ public:
         if (threads > 1 && shards_[shard].size() > 1) {
             uint64_t largest = 0;
             for (const ChunkRef &c : shards_[shard]) largest = std::max<uint64_t>(largest, c.records);
-            m = BlockDecoder::slots(threads) * (m + largest * sizeof(sonde_memref_t));
+            m = threads * m + BlockDecoder::slots(threads) * largest * sizeof(sonde_memref_t);
         }
         return m;
     }
@@ -728,14 +730,8 @@ private:
 // records. The records and the first error are those of SondeShardReader.
 class SondeChunkJobs final : public BlockJobs {
 public:
-    SondeChunkJobs(const SondeInput *in, const ChunkRef *chunks, size_t nchunks, uint32_t shard, uint32_t id,
-                   unsigned threads)
-        : in_(in),
-          chunks_(chunks),
-          nchunks_(nchunks),
-          shard_(shard),
-          id_(id),
-          buffers_(BlockDecoder::slots(threads)) {}
+    SondeChunkJobs(const SondeInput *in, const ChunkRef *chunks, size_t nchunks, uint32_t shard, uint32_t id)
+        : in_(in), chunks_(chunks), nchunks_(nchunks), shard_(shard), id_(id) {}
 
     bool fill(DecodedBlock &b, bool *last, sonde_status_t *, std::string *) override {
         if (next_ == nchunks_) return false;
@@ -744,8 +740,8 @@ public:
         return true;
     }
     void decode(DecodedBlock &b) const override {
-        // Each block slot has its own buffers: the slot is seq % slots, as in BlockDecoder.
-        ChunkBuffers &buf = buffers_[b.seq % buffers_.size()];
+        Lease lease(*this);
+        ChunkBuffers &buf = *lease.buf;
         const ChunkLoad got = load_chunk(*in_, chunks_[b.index], shard_, buf);
         if (got.status != SONDE_STATUS_SUCCESS) {
             b.failed = true;
@@ -767,7 +763,32 @@ private:
     uint32_t shard_;
     uint32_t id_;
     size_t next_ = 0;  // the filling job's
-    mutable std::vector<ChunkBuffers> buffers_;
+    // The compressed bytes and decompressed columns of a chunk are needed only while decode()
+    // runs, so they belong to the decoding thread for that time, not to a block slot: decode()
+    // borrows the buffers last given back (LIFO), which are still in that core's cache, instead
+    // of those of a slot last used blocks ago. At most one set per decoding thread.
+    struct Lease {
+        explicit Lease(const SondeChunkJobs &j) : jobs(j) {
+            std::lock_guard<std::mutex> g(jobs.mu_);
+            if (jobs.free_.empty()) {
+                jobs.owned_.push_back(std::make_unique<ChunkBuffers>());
+                jobs.free_.reserve(jobs.owned_.size());
+                buf = jobs.owned_.back().get();
+            } else {
+                buf = jobs.free_.back();
+                jobs.free_.pop_back();
+            }
+        }
+        ~Lease() {
+            std::lock_guard<std::mutex> g(jobs.mu_);
+            jobs.free_.push_back(buf);
+        }
+        const SondeChunkJobs &jobs;
+        ChunkBuffers *buf = nullptr;
+    };
+    mutable std::mutex mu_;
+    mutable std::vector<std::unique_ptr<ChunkBuffers>> owned_;  // guarded by mu_
+    mutable std::vector<ChunkBuffers *> free_;                  // guarded by mu_; room for all
 };
 
 std::unique_ptr<ShardReader> SondeInput::open_shard(size_t shard, uint32_t shard_id) const {
@@ -787,8 +808,7 @@ std::unique_ptr<ShardReader> SondeInput::open_shard_piece(size_t shard, uint32_t
     const unsigned threads = decode_threads();
     if (threads > 1 && to - from > 1)
         return std::make_unique<BlockShardReader>(
-            std::make_unique<SondeChunkJobs>(this, chunks, to - from, static_cast<uint32_t>(shard), shard_id,
-                                             threads),
+            std::make_unique<SondeChunkJobs>(this, chunks, to - from, static_cast<uint32_t>(shard), shard_id),
             threads);
     return std::make_unique<SondeShardReader>(this, chunks, to - from, static_cast<uint32_t>(shard),
                                               shard_id);

@@ -354,6 +354,44 @@ static void test_sampled_at_source(void **state) {
     free(two.json);
 }
 
+/* A raw64 input of many parallel batches (4 M accesses over 2^19 lines): reuse_distance's
+ * batches keep the taps' entries, cut from slabs of its arena, until they are calculated; later
+ * batches reuse those slabs, and batches are handed over early while the calculator is idle.
+ * Whatever the worker count, the histogram is one worker's; a cut freed or reused while a batch
+ * still reads it would change it (or, under AddressSanitizer, fault). */
+static void test_many_batches(void **state) {
+    (void)state;
+    FILE *f = fopen(tmpdir_path("long.raw64"), "wb");
+    assert_non_null(f);
+    static uint64_t a[1u << 16];
+    for (unsigned b = 0; b < 64; ++b) {
+        for (unsigned i = 0; i < (1u << 16); ++i) {
+            const uint64_t r = rnd();
+            /* Mostly a hot set, sometimes any line: merges of many new lines, and reuse. */
+            a[i] = 0x100000 + (r % 4 == 0 ? (r >> 20) % (1u << 19) : (r >> 20) % (1u << 12)) * 64;
+        }
+        assert_int_equal(fwrite(a, 8, 1u << 16, f), 1u << 16);
+    }
+    assert_int_equal(fclose(f), 0);
+    const run_t one =
+        run_with(tmpdir_path("long.raw64"), SONDE_TRACE_FORMAT_RAW64, "reuse_distance", false, 1);
+    assert_int_equal(one.status, SONDE_STATUS_SUCCESS);
+    static const uint32_t counts[] = {2, 3};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; ++i) {
+        const run_t n =
+            run_with(tmpdir_path("long.raw64"), SONDE_TRACE_FORMAT_RAW64, "reuse_distance", false, counts[i]);
+        assert_int_equal(n.status, SONDE_STATUS_SUCCESS);
+        if (strcmp(n.json, one.json) != 0)
+            fail_msg("%u workers: results differ from one worker's", counts[i]);
+        free(n.error);
+        free(n.json);
+    }
+    if (strstr(one.json, "\"accesses\":4194304,") == NULL)
+        fail_msg("expected 4194304 accesses in %.200s", one.json);
+    free(one.error);
+    free(one.json);
+}
+
 static int setup(void **state) {
     (void)state;
     return tmpdir_make("decode");
@@ -371,6 +409,7 @@ int main(void) {
         cmocka_unit_test(test_raw64),
         cmocka_unit_test(test_sonde_chunks),
         cmocka_unit_test(test_sampled_at_source),
+        cmocka_unit_test(test_many_batches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
