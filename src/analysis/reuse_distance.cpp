@@ -118,12 +118,15 @@ Options parse(const std::string &text) {
 }
 
 // The arrays a batch is gathered in: grown without zeroing what the gathering overwrites at once
-// (resize() would write every element twice). Transparent huge pages were tried for them and left
-// out: on the 2-vCPU VM they were measured on, a 20 M-access run with two jobs spent 14 % of its
-// time zeroing fresh huge pages (against 1.3 % zeroing small ones) and varied by 1.7x from one
-// run to the next.
+// (resize() would write every element twice), in huge pages when large (stackdist::HugeAlloc).
+// Huge pages were first left out: on a 2-vCPU Zen 3 VM, a 20 M-access run with two jobs spent
+// 14 % of its time zeroing fresh huge pages (against 1.3 % zeroing small ones). On the Zen 5 VM
+// this tree is tested on, where a 4 KiB fault costs ~10 us, the small pages were the larger cost:
+// the analyzer over gzip's 2 M accesses in memory (bench/scale case 5a), gathered into these
+// arrays, was 0.70x as fast with two jobs as with one. Most parallel batches no longer use them
+// (a decoded input's blocks come as tap cuts, process_tapped).
 template <typename T>
-struct BatchAlloc : std::allocator<T> {
+struct BatchAlloc : stackdist::HugeAlloc<T> {
     template <typename U>
     struct rebind {
         using other = BatchAlloc<U>;
