@@ -1,12 +1,17 @@
 // FlatSet: a set of 64-bit keys in one open-addressing table (linear probing, load at most one
 // half), for the per-record set inserts of basic_counts (distinct lines, distinct instruction
 // addresses). Cost of insert: a multiply, usually one probe, and a compare with the last key
-// inserted (which short-cuts runs of the same key); growth doubles the table. One owner thread.
+// inserted (which short-cuts runs of the same key); growth doubles the table. Tables of 1 MiB or
+// more are in huge pages (stackdist::HugeAlloc): a shard's set of a million lines grows through
+// tables of 16 MiB and more, and on a VM whose 4 KiB fault costs ~10 us, faulting them page by
+// page held two workers to 1.8x one (bench/scale case 4). One owner thread.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "stackdist/huge_alloc.h"
 
 namespace sonde::analysis {
 
@@ -56,7 +61,7 @@ private:
     static constexpr uint64_t kEmpty = ~uint64_t(0);
     static size_t hash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20); }
     void grow() {
-        std::vector<uint64_t> old;
+        Slots old;
         old.swap(slots_);
         slots_.assign(old.empty() ? 64 : old.size() * 2, kEmpty);
         size_ = 0;
@@ -70,7 +75,8 @@ private:
         }
     }
 
-    std::vector<uint64_t> slots_;
+    using Slots = std::vector<uint64_t, stackdist::HugeAlloc<uint64_t>>;
+    Slots slots_;
     size_t size_ = 0;
     bool has_empty_key_ = false;
     uint64_t last_ = 0;
