@@ -29,6 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/huge_pages.h"
+
 namespace sonde::analysis {
 
 // JSON text in pieces, written in order: the text is their concatenation, which nobody needs
@@ -126,7 +128,13 @@ void json_pairs(JsonPieces &pieces, int depth, const std::vector<std::pair<A, B>
         const size_t most = outer + 2 * 64 + 8;  // one pair's text at most
         char buffer[1 << 14];
         if (most > sizeof buffer) throw std::length_error("JSON nested too deep");
-        text.reserve(text.size() + (to - from) * (outer + 20));
+        // Room for a pair's usual text: the indentation, "[", ", ", "]", ",\n" and the numbers,
+        // 12 characters for an integer (a longer one grows the string) and 24 for a double.
+        const size_t numbers =
+            (std::is_floating_point<A>::value ? 24 : 12) + (std::is_floating_point<B>::value ? 24 : 12);
+        text.reserve(text.size() + (to - from) * (outer + 6 + numbers));
+        // Tens of megabytes for a histogram of millions of distances: faulted 2 MiB at a time.
+        core::huge_advise(&text[0] + text.size(), text.capacity() - text.size());
         char *p = buffer;
         for (size_t i = from; i < to; ++i) {
             if (static_cast<size_t>(buffer + sizeof buffer - p) < most) {
@@ -149,8 +157,13 @@ void json_pairs(JsonPieces &pieces, int depth, const std::vector<std::pair<A, B>
     pieces.text() += '[';
     constexpr size_t kPerThread = size_t{1} << 16;
     const size_t n = std::min<size_t>(std::max(1u, threads), (v.size() + kPerThread - 1) / kPerThread);
-    if (n <= 1) {
+    if (n <= 1 && v.size() < kPerThread) {
         piece(pieces.text(), 0, v.size());
+    } else if (n <= 1) {
+        // A piece of its own, so that reserving room for it does not copy the text before it.
+        std::string text;
+        piece(text, 0, v.size());
+        pieces.adopt(std::move(text));
     } else {
         // Piece k to a thread of its own (piece 0 and any piece whose thread cannot start: this
         // thread). Running out of memory in a piece is rethrown here.

@@ -31,4 +31,13 @@ void huge_unmap(void *p, std::size_t bytes) noexcept {
     if (p != nullptr) munmap(p, huge_round(bytes));
 }
 
+void huge_advise(void *p, std::size_t bytes) noexcept {
+    const auto begin = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t end = begin + bytes;
+    const std::uintptr_t first = (begin + kHugePage - 1) & ~static_cast<std::uintptr_t>(kHugePage - 1);
+    const std::uintptr_t last = end & ~static_cast<std::uintptr_t>(kHugePage - 1);
+    if (p == nullptr || end < begin || last <= first) return;
+    madvise(reinterpret_cast<void *>(first), last - first, MADV_HUGEPAGE);
+}
+
 }  // namespace sonde::core

@@ -31,6 +31,10 @@ constexpr std::size_t huge_round(std::size_t bytes) { return (bytes + kHugePage 
 void *huge_map(std::size_t bytes);
 // Unmaps a region huge_map(bytes) returned (the same `bytes`). nullptr is ignored.
 void huge_unmap(void *p, std::size_t bytes) noexcept;
+// Advises the whole huge pages inside [p, p + bytes) of memory from another allocator (a
+// std::string's reserved room, say) for transparent huge pages, before it is first written:
+// a hint, ignored where it fails or covers no whole huge page.
+void huge_advise(void *p, std::size_t bytes) noexcept;
 
 // An owning array of `n` T, not initialised (T must be trivially constructible and
 // destructible). Arrays of kHugeArrayMin bytes or more are a huge_map region each; smaller ones
