@@ -1,34 +1,25 @@
-// Huge-page-backed regions (see huge_pages.h).
+// Huge-page-backed blocks (see huge_pages.h).
 #include "core/huge_pages.h"
 
 #include <sys/mman.h>
 
-#include <cstdint>
-#include <new>
-
 namespace sonde::core {
 
-void *huge_map(std::size_t bytes) {
-    const std::size_t size = huge_round(bytes);
-    if (size < bytes) throw std::bad_alloc();  // wrapped around
-    // Map one huge page more than needed and cut the region down to an aligned one.
-    const std::size_t span = size + kHugePage;
-    if (span < size) throw std::bad_alloc();
-    void *raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) throw std::bad_alloc();
-    const auto base = reinterpret_cast<std::uintptr_t>(raw);
-    const std::uintptr_t aligned = (base + kHugePage - 1) & ~static_cast<std::uintptr_t>(kHugePage - 1);
-    const std::size_t head = aligned - base;
-    const std::size_t tail = span - head - size;
-    if (head != 0) munmap(raw, head);
-    if (tail != 0) munmap(reinterpret_cast<void *>(aligned + size), tail);
-    void *p = reinterpret_cast<void *>(aligned);
-    madvise(p, size, MADV_HUGEPAGE);  // a hint: failure costs speed only
+void *huge_alloc(std::size_t bytes) {
+    if (bytes < kHugeMin) return ::operator new(bytes);
+    const std::size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+    if (rounded < bytes) throw std::bad_alloc();  // wrapped around
+    void *p = ::operator new(rounded, std::align_val_t(kHugePage));
+    madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure only costs speed
     return p;
 }
 
-void huge_unmap(void *p, std::size_t bytes) noexcept {
-    if (p != nullptr) munmap(p, huge_round(bytes));
+void huge_free(void *p, std::size_t bytes) noexcept {
+    if (p == nullptr) return;
+    if (bytes < kHugeMin)
+        ::operator delete(p);
+    else
+        ::operator delete(p, std::align_val_t(kHugePage));
 }
 
 void huge_advise(void *p, std::size_t bytes) noexcept {

@@ -30,19 +30,13 @@ BlockTapOut BlockTapOut::take() noexcept {
     r.count = std::exchange(count, 0);
     r.whole = std::exchange(whole, false);
     r.storage = std::move(storage);
-    storage.reset();
     return r;
 }
 
 TapArena::~TapArena() {
-    // Cuts still alive find no arena (weak_ptr) and unmap their slab themselves.
+    // Cuts still alive find no arena (weak_ptr) and free their slab themselves.
     current_.reset();
-    for (unsigned char *p : free_) core::huge_unmap(p, kSlabBytes);
-}
-
-size_t TapArena::slabs() const {
-    std::lock_guard<std::mutex> g(mu_);
-    return slabs_;
+    for (unsigned char *p : free_) core::huge_free(p, kSlabBytes);
 }
 
 void TapArena::give_back(unsigned char *slab) noexcept {
@@ -84,13 +78,13 @@ void TapArena::cut(size_t n, BlockTapOut *out) {
                 }
             }
             if (slab == nullptr) {
-                slab = static_cast<unsigned char *>(core::huge_map(kSlabBytes));
+                slab = static_cast<unsigned char *>(core::huge_alloc(kSlabBytes));
                 try {
                     std::lock_guard<std::mutex> g(mu_);
                     free_.reserve(slabs_ + 1);  // so that give_back never allocates
                     ++slabs_;
                 } catch (...) {
-                    core::huge_unmap(slab, kSlabBytes);
+                    core::huge_free(slab, kSlabBytes);
                     throw;
                 }
             }
@@ -100,7 +94,7 @@ void TapArena::cut(size_t n, BlockTapOut *out) {
                 if (std::shared_ptr<TapArena> a = arena.lock())
                     a->give_back(p);
                 else
-                    core::huge_unmap(p, kSlabBytes);
+                    core::huge_free(p, kSlabBytes);
             });
             {
                 std::lock_guard<std::mutex> g(mu_);

@@ -92,17 +92,15 @@ public:
     // own it (a cut larger than a slab has a region of its own). n == 0 leaves them null. May
     // throw std::bad_alloc.
     void cut(size_t n, BlockTapOut *out);
-    // Slabs held, cut or free.
-    size_t slabs() const;
 
 private:
     void give_back(unsigned char *slab) noexcept;
 
-    mutable std::mutex mu_;
+    std::mutex mu_;
     std::vector<unsigned char *> free_;       // slabs with no cut alive; guarded by mu_
     std::shared_ptr<unsigned char> current_;  // the slab being cut; guarded by mu_
     size_t used_ = 0;                         // bytes of current_ cut so far; guarded by mu_
-    size_t slabs_ = 0;                        // slabs mapped and not unmapped; guarded by mu_
+    size_t slabs_ = 0;                        // slabs allocated (free_ has room for all); guarded by mu_
 };
 
 // A conversion of decoded records that runs on the threads that decode them (block_decode.h),
