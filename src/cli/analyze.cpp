@@ -13,6 +13,7 @@
 // analyzer's workers, which read the socket; the program is another process).
 #include "cli/analyze.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -40,6 +41,31 @@
 #include "mpi/ranks.h"
 
 namespace {
+
+// The CPUs this process may run on (its affinity mask), at least 1.
+unsigned usable_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return static_cast<unsigned>(CPU_COUNT(&set));
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? static_cast<unsigned>(n) : 1;
+}
+
+// `--jobs N` with reuse_distance's parallel exact mode: the run is serial (one global stack), and
+// two stages work at once, each with threads of its own: the analyzer's threads decoding the
+// input (sonde_analyzer_set_workers) and the calculator's workers (the tool's jobs=). Each stage
+// is given N threads while both together fit the CPUs (2N <= cpus) or N < 4: a small N's
+// stages take turns more than they overlap, and on 2 CPUs two of each was the faster split for
+// lackey text. Beyond, each stage gets half of max(N, cpus), so that the two together keep
+// the CPUs busy without crowding them: on 16 CPUs, --jobs 16 runs 8 decoding threads and 8
+// calculator workers, which took 0.108 s on a 20 M-access Sonde trace where 16 and 16 took
+// 0.132 s, and 0.123 s on gzip's lackey trace where 16 and 16 took 0.198 s
+// (docs/performance.md). The results do not depend on the split.
+uint32_t reuse_stage_threads(uint32_t jobs, unsigned cpus) {
+    if (jobs < 4 || 2 * uint64_t(jobs) <= cpus) return jobs;
+    return (std::max<uint32_t>(jobs, cpus) + 1) / 2;
+}
 
 // The results JSON's text, copied out of the analyzer before it is written: a private anonymous
 // mapping advised for transparent huge pages when large, so that the copy faults it in 2 MiB at
@@ -283,7 +309,8 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     auto *jobs_opt =
         app.add_option("--jobs,-j", jobs,
                        "Threads: parallel workers; in a serial run, the threads that decode a lackey "
-                       "input and reuse_distance's workers (default: the number of cores)")
+                       "input and reuse_distance's workers, split between the two when both would not fit "
+                       "the CPUs (default: the number of cores)")
             ->check(cli::unsigned_range(1, 1024));
     app.add_flag("--serial", serial, "One stream interleaved by timestamp instead of parallel shards");
     // --cache is checked after parsing: what it holds depends on --cache-model.
@@ -459,6 +486,11 @@ int analyze(int argc, char **argv, Mpi *mpi) {
         std::fprintf(stderr, "sonde analyze: %s\n", sonde_status_string(st));
         return 1;
     }
+    // Threads of each stage of a parallel reuse_distance run (reuse_stage_threads); the command's
+    // --jobs N everywhere else. A live run gives each program thread its own worker instead.
+    const uint32_t stage_jobs = !live && jobs > 1 && reuse_model == "gem5" && chosen("reuse_distance")
+                                    ? reuse_stage_threads(jobs, usable_cpus())
+                                    : jobs;
     std::vector<std::string> analyzer_options;  // what each tool is given, for the metadata
     for (size_t k = 0; k < tools.size(); ++k) {
         const std::string &t = tools[k];
@@ -483,7 +515,7 @@ int analyze(int argc, char **argv, Mpi *mpi) {
                 if (app.count("--sample-seed") > 0 && !source_sampling)
                     options += ",seed=" + std::to_string(sample_seed);
                 // The drcachesim model keeps a stack per shard: --jobs is its parallel workers only.
-                if (jobs > 1 && reuse_model == "gem5") options += ",jobs=" + std::to_string(jobs);
+                if (jobs > 1 && reuse_model == "gem5") options += ",jobs=" + std::to_string(stage_jobs);
                 if (per_shard) options += ",per_shard=1";
             }
             // The metadata names the options the command gave; a rank's thread count for the
@@ -527,7 +559,7 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     }
     sonde_analyzer_set_parallel(a, !serial);
     // An --mpi rank shares its node with the others: by default it takes its share of the cores.
-    sonde_analyzer_set_workers(a, jobs != 0 || mpi == nullptr ? jobs : sonde::mpi::threads_per_rank());
+    sonde_analyzer_set_workers(a, jobs != 0 || mpi == nullptr ? stage_jobs : sonde::mpi::threads_per_rank());
     if (mpi != nullptr) {
         st = sonde_analyzer_set_partition(a, mpi->ranks->rank(), mpi->ranks->size());
         if (st != SONDE_STATUS_SUCCESS) return fail("--mpi", st, a);

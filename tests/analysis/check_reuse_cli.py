@@ -64,6 +64,33 @@ rc, text, par = run("--line-size", "64", "--jobs", "2")
 expect(rc == 0 and par is not None and par["histogram"] == exact["histogram"] and par["infinite"] == infinite,
        "parallel exact mode equals serial")
 
+# --jobs N on more CPUs than the process has: decoding and the calculator share them
+# (reuse_stage_threads in src/cli/analyze.cpp), N each while N < 4 or 2N fit the CPUs, else half
+# of max(N, CPUs) each. The calculator's jobs= is in the metadata; the histogram never changes.
+# The process's CPUs are set by its affinity (os.sched_setaffinity in the child).
+def tool_jobs(jobs, cpus):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        r = subprocess.run([exe, "analyze", trace, "--format", "lackey", "--tool", "reuse_distance",
+                            "--line-size", "64", "--json", out, "--jobs", str(jobs)], capture_output=True,
+                           text=True, preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+        if r.returncode != 0:
+            return None, r.stdout + r.stderr
+        doc = json.load(open(out))
+        return doc["metadata"]["options"]["tools"][0]["options"], doc["reuse_distance"]
+
+
+cpus = sorted(os.sched_getaffinity(0))
+for jobs, ncpus, want in ((3, 1, "jobs=3"), (4, 1, "jobs=2"), (16, 1, "jobs=8"), (5, 2, "jobs=3"), (4, 8, "jobs=4")):
+    if ncpus > len(cpus):
+        continue
+    options, result = tool_jobs(jobs, set(cpus[:ncpus]))
+    expect(options is not None and options.endswith("," + want),
+           "--jobs %d on %d CPU(s): the calculator gets %s (%s)" % (jobs, ncpus, want, options))
+    if exact and options is not None:
+        expect(result["histogram"] == exact["histogram"] and result["infinite"] == infinite,
+               "--jobs %d on %d CPU(s): the histogram is the serial one" % (jobs, ncpus))
+
 rc, text, shards = run("--sample-rate", "0.1", "--per-shard")
 expect(rc == 0 and shards is not None, "sampled run: " + text)
 if shards and exact:
