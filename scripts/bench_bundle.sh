@@ -47,6 +47,9 @@ for c in call_counter class_filter; do
   if [ -f "$build/examples/$c.so" ]; then cp "$build/examples/$c.so" "$out/lib/"; fi
 done
 cp -r "$src/tests/data/." "$out/data/"
+# libzip, which libsonde loads when a drmemtrace .zip is opened (not in ldd's list).
+libzip=$(ldconfig -p | awk '/libzip\.so\.[0-9]+ .*x86-64/ {print $NF; exit}')
+if [ -n "$libzip" ]; then cp -L "$libzip" "$out/lib/$(basename "$libzip")"; fi
 
 # Every shared library the copies link (uftrace's too, copied below), except the C library's:
 # the other machine has its own, and a copied one would not match its loader. Resolved against

@@ -1,7 +1,13 @@
 // The drmemtrace containers (see drmemtrace_container.h): zip through libzip, gzip through
 // zlib, lz4 frames through liblz4, zstd frames and plain files through ByteStream.
+//
+// libzip is loaded when the first .zip container is opened (dlopen, LibZip below), not linked:
+// it links libcrypto, and the two took 3.3 ms of every process's start on a 2-vCPU VM (libsonde
+// and all it links: 7.7 ms), in every `sonde` command and every program that links or dlopens
+// libsonde, for a container most runs never read. Its header gives the types and prototypes.
 #include "trace/drmemtrace_container.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <lz4frame.h>
 #include <sys/stat.h>
@@ -11,6 +17,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <new>
 
 #include "trace/trace_stream.h"
@@ -25,39 +32,114 @@ constexpr size_t kInputBlock = 1u << 18;
 // reader's block, so that every read of the block is a direct one.
 constexpr size_t kGzInput = kDrReadBlock / 2;
 
+// libzip's functions, from the first of kLibZipNames that dlopen finds (soname 5 since libzip
+// 1.10, 4 before; the same functions in both). The one found must have them all: a library of
+// that name without them is reported, not passed over. Loaded once per process, never unloaded.
+struct LibZip {
+    decltype(&::zip_open) open = nullptr;
+    decltype(&::zip_discard) discard = nullptr;
+    decltype(&::zip_error_init_with_code) error_init_with_code = nullptr;
+    decltype(&::zip_error_strerror) error_strerror = nullptr;
+    decltype(&::zip_error_fini) error_fini = nullptr;
+    decltype(&::zip_get_num_entries) get_num_entries = nullptr;
+    decltype(&::zip_get_name) get_name = nullptr;
+    decltype(&::zip_stat_init) stat_init = nullptr;
+    decltype(&::zip_stat_index) stat_index = nullptr;
+    decltype(&::zip_fopen_index) fopen_index = nullptr;
+    decltype(&::zip_fread) fread = nullptr;
+    decltype(&::zip_fclose) fclose = nullptr;
+    decltype(&::zip_strerror) strerror = nullptr;
+    decltype(&::zip_file_strerror) file_strerror = nullptr;
+    std::string error;  // why it could not be loaded; empty when loaded
+};
+
+constexpr const char *kLibZipNames[] = {"libzip.so.5", "libzip.so.4", "libzip.so"};
+
+template <typename F>
+bool resolve(void *handle, const char *name, F *fn, std::string *missing) {
+    *fn = reinterpret_cast<F>(dlsym(handle, name));
+    if (*fn == nullptr && missing->empty()) *missing = name;
+    return *fn != nullptr;
+}
+
+const LibZip &libzip() {
+    static LibZip z;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        void *h = nullptr;
+        const char *found = nullptr;
+        std::string tried;
+        for (const char *name : kLibZipNames) {
+            h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+            if (h != nullptr) {
+                found = name;
+                break;
+            }
+            const char *e = dlerror();
+            tried += std::string(tried.empty() ? "" : "; ") + (e != nullptr ? e : name);
+        }
+        if (h == nullptr) {
+            z.error = "libzip could not be loaded (" + tried + "); install libzip (Debian: libzip4)";
+            return;
+        }
+        std::string missing;
+        bool ok = resolve(h, "zip_open", &z.open, &missing);
+        ok = resolve(h, "zip_discard", &z.discard, &missing) && ok;
+        ok = resolve(h, "zip_error_init_with_code", &z.error_init_with_code, &missing) && ok;
+        ok = resolve(h, "zip_error_strerror", &z.error_strerror, &missing) && ok;
+        ok = resolve(h, "zip_error_fini", &z.error_fini, &missing) && ok;
+        ok = resolve(h, "zip_get_num_entries", &z.get_num_entries, &missing) && ok;
+        ok = resolve(h, "zip_get_name", &z.get_name, &missing) && ok;
+        ok = resolve(h, "zip_stat_init", &z.stat_init, &missing) && ok;
+        ok = resolve(h, "zip_stat_index", &z.stat_index, &missing) && ok;
+        ok = resolve(h, "zip_fopen_index", &z.fopen_index, &missing) && ok;
+        ok = resolve(h, "zip_fread", &z.fread, &missing) && ok;
+        ok = resolve(h, "zip_fclose", &z.fclose, &missing) && ok;
+        ok = resolve(h, "zip_strerror", &z.strerror, &missing) && ok;
+        ok = resolve(h, "zip_file_strerror", &z.file_strerror, &missing) && ok;
+        if (!ok)
+            z.error = std::string(found) + " has no " + missing + ": it is not libzip, or too old a libzip";
+    });
+    return z;
+}
+
 // A zip archive: members in archive order, each inflated by libzip straight into the caller's
 // buffer (libzip checks each member's CRC at its end).
 class ZipContainer final : public DrContainer {
 public:
     ~ZipContainer() override {
-        if (file_ != nullptr) zip_fclose(file_);
-        if (zip_ != nullptr) zip_discard(zip_);
+        if (file_ != nullptr) z_->fclose(file_);
+        if (zip_ != nullptr) z_->discard(zip_);
     }
 
     sonde_status_t open(const std::string &path, std::string *error) {
         path_ = path;
+        if (!z_->error.empty()) {
+            *error = path + ": offset 0: cannot read a .zip container: " + z_->error;
+            return SONDE_STATUS_ERROR_NOT_SUPPORTED;
+        }
         int code = 0;
-        zip_ = zip_open(path.c_str(), ZIP_RDONLY, &code);
+        zip_ = z_->open(path.c_str(), ZIP_RDONLY, &code);
         if (zip_ == nullptr) {
             zip_error_t e;
-            zip_error_init_with_code(&e, code);
-            *error = path + ": offset 0: not a readable zip archive: " + zip_error_strerror(&e);
-            zip_error_fini(&e);
+            z_->error_init_with_code(&e, code);
+            *error = path + ": offset 0: not a readable zip archive: " + z_->error_strerror(&e);
+            z_->error_fini(&e);
             return code == ZIP_ER_OPEN || code == ZIP_ER_READ ? SONDE_STATUS_ERROR_IO
                                                               : SONDE_STATUS_ERROR_FORMAT;
         }
-        const zip_int64_t n = zip_get_num_entries(zip_, 0);
+        const zip_int64_t n = z_->get_num_entries(zip_, 0);
         if (n <= 0) {
             *error =
                 path + ": offset 0: zip archive has no chunk members (a drmemtrace .zip holds chunk.NNNN)";
             return SONDE_STATUS_ERROR_FORMAT;
         }
         for (zip_int64_t i = 0; i < n; ++i) {
-            const char *name = zip_get_name(zip_, static_cast<zip_uint64_t>(i), 0);
+            const char *name = z_->get_name(zip_, static_cast<zip_uint64_t>(i), 0);
             if (name == nullptr || std::strncmp(name, "chunk.", 6) != 0) {
                 zip_stat_t st;
-                zip_stat_init(&st);
-                const bool have = zip_stat_index(zip_, static_cast<zip_uint64_t>(i), 0, &st) == 0;
+                z_->stat_init(&st);
+                const bool have = z_->stat_index(zip_, static_cast<zip_uint64_t>(i), 0, &st) == 0;
                 *error = path + ": member " +
                          (name != nullptr ? std::string(name) : "#" + std::to_string(i)) +
                          ": offset 0: not a chunk member (a drmemtrace .zip holds only chunk.NNNN; " +
@@ -74,7 +156,7 @@ public:
     bool next_member() override {
         if (status_ != SONDE_STATUS_SUCCESS) return false;
         if (file_ != nullptr) {
-            zip_fclose(file_);
+            z_->fclose(file_);
             file_ = nullptr;
         }
         const size_t i = started_ ? member_index_ + 1 : 0;
@@ -82,16 +164,16 @@ public:
         started_ = true;
         member_index_ = i;
         member_offset_ = 0;
-        member_name_ = zip_get_name(zip_, i, 0);
+        member_name_ = z_->get_name(zip_, i, 0);
         done_comp_ += member_comp_;
         zip_stat_t st;
-        zip_stat_init(&st);
-        const bool have = zip_stat_index(zip_, i, 0, &st) == 0;
+        z_->stat_init(&st);
+        const bool have = z_->stat_index(zip_, i, 0, &st) == 0;
         member_comp_ = have && (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size : 0;
         member_size_ = have && (st.valid & ZIP_STAT_SIZE) ? st.size : 0;
-        file_ = zip_fopen_index(zip_, i, 0);
+        file_ = z_->fopen_index(zip_, i, 0);
         if (file_ == nullptr) {
-            fail(SONDE_STATUS_ERROR_FORMAT, std::string("cannot open member: ") + zip_strerror(zip_));
+            fail(SONDE_STATUS_ERROR_FORMAT, std::string("cannot open member: ") + z_->strerror(zip_));
             return false;
         }
         return true;
@@ -99,9 +181,9 @@ public:
 
     size_t read(unsigned char *dst, size_t cap) override {
         if (status_ != SONDE_STATUS_SUCCESS || file_ == nullptr) return 0;
-        const zip_int64_t got = zip_fread(file_, dst, cap);
+        const zip_int64_t got = z_->fread(file_, dst, cap);
         if (got < 0) {
-            fail(SONDE_STATUS_ERROR_FORMAT, std::string("zip: ") + zip_file_strerror(file_));
+            fail(SONDE_STATUS_ERROR_FORMAT, std::string("zip: ") + z_->file_strerror(file_));
             return 0;
         }
         member_offset_ += static_cast<uint64_t>(got);
@@ -119,6 +201,7 @@ public:
     uint64_t memory() const override { return 256u << 10; }
 
 private:
+    const LibZip *z_ = &libzip();
     zip_t *zip_ = nullptr;
     zip_file_t *file_ = nullptr;
     size_t count_ = 0;
