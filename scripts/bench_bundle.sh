@@ -8,8 +8,9 @@
 #   OUT_DIR/run.sh [scale|quick|reuse|shards|json|callgraph|emit|discard|all|smoke]...   there
 #
 # OUT_DIR holds bin/ (the `sonde` command and every bench program of BUILD_DIR), lib/ (libsonde,
-# libsonde-instrument, the example clients the benches load, and every shared library these link
-# except the C library's own, found with ldd), data/ (tests/data: the gzip lackey trace and the
+# libsonde-instrument, the example clients the benches load, libzip, which libsonde loads for
+# .zip inputs, every shared library these link except the C library's own, found with ldd, and,
+# when the build has MPI, the module `sonde analyze --mpi` loads, in lib/<libdir>/sonde), data/ (tests/data: the gzip lackey trace and the
 # other inputs the benches read), uftrace/ (uftrace and its libmcount, when uftrace is
 # installed: the anchor of bench/callgraph) and run.sh, which points the benches at them
 # (LD_LIBRARY_PATH, SONDE_BENCH_SONDE, SONDE_BENCH_SORT, SONDE_SHARED_DATA,
@@ -47,6 +48,16 @@ for c in call_counter class_filter; do
   if [ -f "$build/examples/$c.so" ]; then cp "$build/examples/$c.so" "$out/lib/"; fi
 done
 cp -r "$src/tests/data/." "$out/data/"
+# The MPI module that `sonde analyze --mpi` loads, where the copied program looks for it
+# (bin/../<libdir>/sonde), when the build has MPI.
+mpi_module=
+if [ -f "$build/src/mpi/sonde-mpi.so" ]; then
+  libdir=$(meson introspect "$build" --buildoptions |
+    python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')
+  mkdir -p "$out/$libdir/sonde"
+  mpi_module="$out/$libdir/sonde/sonde-mpi.so"
+  cp "$build/src/mpi/sonde-mpi.so" "$mpi_module"
+fi
 # libzip, which libsonde loads when a drmemtrace .zip is opened (not in ldd's list).
 libzip=$(ldconfig -p | awk '/libzip\.so\.[0-9]+ .*x86-64/ {print $NF; exit}')
 if [ -n "$libzip" ]; then cp -L "$libzip" "$out/lib/$(basename "$libzip")"; fi
@@ -59,7 +70,7 @@ collect() {
   local added=1
   while [ $added -eq 1 ]; do
     added=0
-    for f in "$out"/bin/* "$out"/lib/* "$out"/uftrace/libexec/* "$out"/uftrace/mcount/*; do
+    for f in "$out"/bin/* "$out"/lib/* "$out"/uftrace/libexec/* "$out"/uftrace/mcount/* $mpi_module; do
       [ -f "$f" ] && is_elf "$f" || continue
       while read -r name arrow path _; do
         [ "$arrow" = "=>" ] || continue
@@ -95,7 +106,7 @@ EOF
 fi
 collect
 
-for f in "$out"/bin/* "$out"/lib/* "$out"/uftrace/libexec/* "$out"/uftrace/mcount/*; do
+for f in "$out"/bin/* "$out"/lib/* "$out"/uftrace/libexec/* "$out"/uftrace/mcount/* $mpi_module; do
   [ -f "$f" ] && is_elf "$f" && { chmod u+w "$f"; strip --strip-debug "$f" 2>/dev/null || true; }
 done
 

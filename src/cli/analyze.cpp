@@ -232,7 +232,8 @@ int sonde_cli_analyze(int argc, char **argv) {
     mpi.ranks = sonde::mpi::start(command_hash(argc, argv), &why);
     if (!mpi.ranks) {
         std::fprintf(stderr, "sonde analyze: --mpi: %s\n", why.c_str());
-        return 2;
+        // A build without MPI: a usage error; a build with it whose module is missing: a failure.
+        return sonde::mpi::available() ? 1 : 2;
     }
     const int rc = analyze(argc, argv, &mpi);
     if (mpi.done) return rc;

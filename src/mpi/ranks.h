@@ -1,7 +1,8 @@
 // The ranks of `sonde analyze --mpi` (src/mpi): what the command needs from MPI, behind an
 // interface free of MPI's headers, so that the command (src/cli/analyze.cpp) and the library
 // stay MPI-free. ranks_mpi.cpp implements it over Open MPI when the build has MPI (meson feature
-// `mpi`); ranks_none.cpp is the build without it, where start() says so.
+// `mpi`), in the module sonde-mpi.so that ranks_module.cpp loads on start(); ranks_none.cpp is
+// the build without it, where start() says so.
 //
 // Protocol (every rank calls the same collectives in the same order, so one rank's failure
 // never leaves the others waiting): start() (MPI_Init and an agreement on a hash of the command
@@ -65,7 +66,8 @@ uint32_t threads_per_rank();
 uint32_t merge_threads();
 // Starts MPI for this process (mpirun's rank, or one rank when started without mpirun) and the
 // agreement of the ranks on `hash`, the command line's, in the background. nullptr with *why
-// set when the build has no MPI; MPI failing to start is agreed()'s answer.
+// set when the build has no MPI or its module cannot be loaded (available() then says which);
+// MPI failing to start is agreed()'s answer.
 std::unique_ptr<Ranks> start(uint64_t hash, std::string *why);
 
 }  // namespace sonde::mpi

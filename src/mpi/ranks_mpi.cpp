@@ -1,4 +1,6 @@
-// The ranks of `sonde analyze --mpi` over MPI (Open MPI); see ranks.h for the protocol. Bytes
+// The ranks of `sonde analyze --mpi` over MPI (Open MPI); see ranks.h for the protocol. Built as
+// the module sonde-mpi.so, which the command loads only for --mpi (ranks_module.cpp), so that
+// no other command pays for loading MPI's libraries. Bytes
 // travel point to point (states to rank 0, routes between every pair) in pieces of at most
 // 1 GiB (MPI counts are ints).
 //
@@ -345,11 +347,16 @@ private:
 
 }  // namespace
 
-bool available() { return true; }
-
-std::unique_ptr<Ranks> start(uint64_t hash, std::string *why) {
-    (void)why;
-    return std::make_unique<MpiRanks>(hash);
-}
-
 }  // namespace sonde::mpi
+
+// The module's one entry point (ranks_module.cpp loads it): a new Ranks for the command line's
+// hash, or nullptr when it cannot be made. The caller owns it (its virtual destructor is the
+// module's, which stays loaded).
+extern "C" __attribute__((visibility("default"))) sonde::mpi::Ranks *sonde_mpi_module_start(
+    uint64_t hash) noexcept {
+    try {
+        return new sonde::mpi::MpiRanks(hash);
+    } catch (...) {
+        return nullptr;
+    }
+}

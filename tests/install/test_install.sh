@@ -48,6 +48,13 @@ out="$dest/counts.txt"
 env -u LD_LIBRARY_PATH -u SONDE_INSTRUMENT_LIBRARY \
   "$bindir/sonde" run --client "call_counter=out=$out" -- "$build/examples/calls" 10 >/dev/null
 grep -q "$(printf '\tfib')$" "$out" || { echo "the installed call_counter, given by name, counted nothing"; exit 1; }
+# A build with MPI installs its module (<libdir>/sonde/sonde-mpi.so), which the installed program
+# loads for --mpi from beside its own library directory: one rank, without mpirun.
+if [ -f "$libdir/sonde/sonde-mpi.so" ]; then
+  env -u LD_LIBRARY_PATH "$bindir/sonde" analyze --mpi "$src/tests/data/gzip-gpl3.lackey.zst" --format lackey \
+    >"$dest/mpi.txt" 2>&1 || { echo "the installed sonde analyze --mpi failed:"; cat "$dest/mpi.txt"; exit 1; }
+  grep -q "distinct lines" "$dest/mpi.txt" || { echo "the installed sonde analyze --mpi printed no counts:"; cat "$dest/mpi.txt"; exit 1; }
+fi
 # Memory references: a program built with clang's sanitizer coverage and nothing but the installed
 # `pkg-config --libs sonde-instrument`, recorded by the installed sonde.
 if command -v clang >/dev/null; then
