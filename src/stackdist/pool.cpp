@@ -2,11 +2,39 @@
 #include "stackdist/pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <system_error>
 
 namespace sonde::stackdist {
 
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+// Spins until done() or Pool::kSpin has passed; done()'s last answer.
+template <typename Done>
+bool spin_until(Done done) {
+    if (done()) return true;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(Pool::kSpin);
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            cpu_relax();
+            if (done()) return true;
+        }
+        if (std::chrono::steady_clock::now() >= until) return done();
+    }
+}
+
+}  // namespace
+
 Pool::Pool(unsigned workers) {
+    workers = std::min(workers, (1u << kTaskBits) - 2);  // a run's task count fits its field
     threads_.reserve(workers);
     try {
         for (unsigned i = 1; i <= workers; ++i) threads_.emplace_back([this, i] { loop(i); });
@@ -18,7 +46,7 @@ Pool::Pool(unsigned workers) {
 Pool::~Pool() {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        stop_ = true;
+        stop_.store(true);
     }
     start_.notify_all();
     for (std::thread &t : threads_) t.join();
@@ -27,24 +55,31 @@ Pool::~Pool() {
 void Pool::loop(unsigned id) {
     uint64_t seen = 0;
     for (;;) {
-        const std::function<void(unsigned)> *task;
-        {
+        auto changed = [&] { return stop_.load() || state_.load() != seen; };
+        if (!spin_until(changed)) {
             std::unique_lock<std::mutex> lock(mu_);
-            start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-            if (stop_) return;
-            seen = generation_;
-            if (id >= tasks_) continue;
-            task = task_;
+            sleepers_.fetch_add(1);
+            start_.wait(lock, changed);
+            sleepers_.fetch_sub(1);
         }
+        if (stop_.load()) return;
+        seen = state_.load(std::memory_order_acquire);
+        if (id >= (seen & ((uint64_t{1} << kTaskBits) - 1))) continue;  // not a taker of this run
+        const std::function<void(unsigned)> *task = task_;
         std::exception_ptr error;
         try {
             (*task)(id);
         } catch (...) {
             error = std::current_exception();
         }
-        std::lock_guard<std::mutex> lock(mu_);
-        if (error && !error_) error_ = error;
-        if (--pending_ == 0) done_.notify_one();
+        if (error) {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (!error_) error_ = error;
+        }
+        if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+            std::lock_guard<std::mutex> lock(mu_);
+            done_.notify_one();
+        }
     }
 }
 
@@ -52,14 +87,16 @@ void Pool::run(unsigned n, const std::function<void(unsigned)> &task) {
     const unsigned started = static_cast<unsigned>(threads_.size());
     const unsigned on_workers = n > 1 ? std::min(n - 1, started) : 0;
     if (on_workers > 0) {
-        {
+        // Every taker of the last run has finished with it (pending_ was 0): none reads these.
+        task_ = &task;
+        pending_.store(on_workers, std::memory_order_relaxed);
+        const uint64_t generation = (state_.load(std::memory_order_relaxed) >> kTaskBits) + 1;
+        // Sequentially consistent: a release, and ordered before the load of sleepers_.
+        state_.store(generation << kTaskBits | (on_workers + 1));
+        if (sleepers_.load() > 0) {
             std::lock_guard<std::mutex> lock(mu_);
-            task_ = &task;
-            tasks_ = on_workers + 1;
-            pending_ = on_workers;
-            ++generation_;
+            start_.notify_all();
         }
-        start_.notify_all();
     }
     std::exception_ptr error;
     for (unsigned i = 0; i < n; i = i == 0 ? on_workers + 1 : i + 1) {
@@ -70,8 +107,14 @@ void Pool::run(unsigned n, const std::function<void(unsigned)> &task) {
         }
     }
     if (on_workers > 0) {
-        std::unique_lock<std::mutex> lock(mu_);
-        done_.wait(lock, [&] { return pending_ == 0; });
+        auto finished = [&] { return pending_.load() == 0; };
+        if (!spin_until(finished)) {
+            std::unique_lock<std::mutex> lock(mu_);
+            caller_sleeping_.store(true);
+            done_.wait(lock, finished);
+            caller_sleeping_.store(false);
+        }
+        std::lock_guard<std::mutex> lock(mu_);
         if (!error) error = error_;
         error_ = nullptr;
         task_ = nullptr;

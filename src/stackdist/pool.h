@@ -1,10 +1,30 @@
 // Worker threads of the stackdist parallel exact mode: started once by the first parallel
-// batch, reused by every later one, joined when the pool is destroyed. Idle workers sleep on a
-// condition variable (no spinning: the machine may have no spare core).
+// batch, reused by every later one, joined when the pool is destroyed.
 //
-// Threads: run() is called by the one thread that owns the pool (the owner of the Reuse).
+// A batch calls run() many times in a row (the chunks, then several steps of each of its k - 1
+// merges: about 60 calls a batch at k = 16), each a short parallel step between short serial
+// ones on the calling thread. Waking sleeping workers through the kernel for every step cost
+// more than many steps themselves on a virtual machine, where a halted vCPU takes tens of
+// microseconds or more to wake. So a worker that finishes a task waits for the next one by
+// spinning for a short while (kSpin, with the CPU's pause hint) before it sleeps on the
+// condition variable, and the calling thread waits for the workers the same way. The spin is
+// bounded: a pool between batches, or on a machine with no spare core, sleeps after it.
+//
+// Threads: run() is called by the one thread that owns the pool (the owner of the Reuse). A run
+// is published in state_, one word: its generation and its task count. run() writes task_ and
+// pending_ before it stores state_ (release); a worker that sees the new state (acquire) and
+// whose id is below the count takes part: it reads task_, runs it and counts pending_ down.
+// run() returns only once pending_ is 0, so task_ is not written again while a taker may read
+// it, and no run is published before every taker of the last has seen it (a worker outside a
+// run's count may miss it, and reads nothing of it but state_). Sleeping is Dekker-style: a
+// worker counts itself in sleepers_ and then reads state_, run() stores state_ and then reads
+// sleepers_ (all sequentially consistent), so one of them sees the other: run() notifies under
+// mu_ when a worker may sleep, and a worker that saw the new state does not sleep. The calling
+// thread's wait for the takers (pending_, caller_sleeping_) is the same. error_ is guarded by
+// mu_.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -28,18 +48,24 @@ public:
     // first exception a task throws is rethrown here, after every task has finished.
     void run(unsigned n, const std::function<void(unsigned)> &task);
 
+    // How long a waiting thread spins before it sleeps, in nanoseconds.
+    static constexpr uint64_t kSpin = 50000;
+
 private:
     void loop(unsigned id);
 
     std::vector<std::thread> threads_;
     std::mutex mu_;
     std::condition_variable start_, done_;
-    const std::function<void(unsigned)> *task_ = nullptr;
-    unsigned tasks_ = 0;       // n of the current run
-    unsigned pending_ = 0;     // workers still running the current run
-    uint64_t generation_ = 0;  // bumped by every run
-    bool stop_ = false;
-    std::exception_ptr error_;
+    const std::function<void(unsigned)> *task_ = nullptr;  // the current run's; see above
+    // The current run: its generation (bumped by every run) << kTaskBits | its task count.
+    static constexpr unsigned kTaskBits = 16;
+    std::atomic<uint64_t> state_{0};
+    std::atomic<unsigned> pending_{0};          // takers still running the current run
+    std::atomic<unsigned> sleepers_{0};         // workers asleep or about to be
+    std::atomic<bool> caller_sleeping_{false};  // run() asleep or about to be
+    std::atomic<bool> stop_{false};
+    std::exception_ptr error_;  // under mu_
 };
 
 }  // namespace sonde::stackdist
