@@ -13,7 +13,6 @@
 // analyzer's workers, which read the socket; the program is another process).
 #include "cli/analyze.h"
 
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -41,16 +40,6 @@
 #include "mpi/ranks.h"
 
 namespace {
-
-// The CPUs this process may run on (its affinity mask), at least 1.
-unsigned usable_cpus() {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return static_cast<unsigned>(CPU_COUNT(&set));
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? static_cast<unsigned>(n) : 1;
-}
 
 // `--jobs N` with reuse_distance's parallel exact mode: the run is serial (one global stack), and
 // two stages work at once, each with threads of its own: the analyzer's threads decoding the
@@ -490,7 +479,7 @@ int analyze(int argc, char **argv, Mpi *mpi) {
     // Threads of each stage of a parallel reuse_distance run (reuse_stage_threads); the command's
     // --jobs N everywhere else. A live run gives each program thread its own worker instead.
     const uint32_t stage_jobs = !live && jobs > 1 && reuse_model == "gem5" && chosen("reuse_distance")
-                                    ? reuse_stage_threads(jobs, usable_cpus())
+                                    ? reuse_stage_threads(jobs, sonde::mpi::usable_cpus())
                                     : jobs;
     std::vector<std::string> analyzer_options;  // what each tool is given, for the metadata
     for (size_t k = 0; k < tools.size(); ++k) {

@@ -53,6 +53,9 @@ public:
 
 // Whether this build has MPI.
 bool available();
+// The CPUs this process may run on: its CPU affinity, at most the node's online CPUs, at least
+// 1. Needs no MPI (threads.cpp is in every build); `sonde analyze` also splits --jobs by it.
+uint32_t usable_cpus();
 // The threads one rank should use when the command does not say (--jobs): the cores this
 // process may run on, shared with the other ranks of its node. A rank bound to cores of its
 // own (mpirun --bind-to core) has them in its CPU affinity; an unbound rank sees every core of

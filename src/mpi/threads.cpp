@@ -32,7 +32,7 @@ uint32_t online_cpus() {
 
 }  // namespace
 
-uint32_t merge_threads() {
+uint32_t usable_cpus() {
     const uint32_t total = online_cpus();
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -41,8 +41,10 @@ uint32_t merge_threads() {
     return total;
 }
 
+uint32_t merge_threads() { return usable_cpus(); }
+
 uint32_t threads_per_rank() {
-    return std::max<uint32_t>(1, std::min(merge_threads(), online_cpus() / local_ranks()));
+    return std::max<uint32_t>(1, std::min(usable_cpus(), online_cpus() / local_ranks()));
 }
 
 }  // namespace sonde::mpi
