@@ -17,11 +17,12 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until done() or Pool::kSpin has passed; done()'s last answer.
+// Spins until done() or `spin_ns` nanoseconds have passed; done()'s last answer.
 template <typename Done>
-bool spin_until(Done done) {
+bool spin_until(Done done, uint64_t spin_ns) {
     if (done()) return true;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(Pool::kSpin);
+    if (spin_ns == 0) return false;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
     for (;;) {
         for (int i = 0; i < 64; ++i) {
             cpu_relax();
@@ -35,6 +36,9 @@ bool spin_until(Done done) {
 
 Pool::Pool(unsigned workers) {
     workers = std::min(workers, (1u << kTaskBits) - 2);  // a run's task count fits its field
+    // Decided on the threads asked for: a worker may start waiting before the last is created,
+    // and the few a system may refuse only make run() give their tasks to the calling thread.
+    spin_ns_ = workers + 1 >= kSpinThreads ? kSpin : 0;
     threads_.reserve(workers);
     try {
         for (unsigned i = 1; i <= workers; ++i) threads_.emplace_back([this, i] { loop(i); });
@@ -56,7 +60,7 @@ void Pool::loop(unsigned id) {
     uint64_t seen = 0;
     for (;;) {
         auto changed = [&] { return stop_.load() || state_.load() != seen; };
-        if (!spin_until(changed)) {
+        if (!spin_until(changed, spin_ns_)) {
             std::unique_lock<std::mutex> lock(mu_);
             sleepers_.fetch_add(1);
             start_.wait(lock, changed);
@@ -108,7 +112,7 @@ void Pool::run(unsigned n, const std::function<void(unsigned)> &task) {
     }
     if (on_workers > 0) {
         auto finished = [&] { return pending_.load() == 0; };
-        if (!spin_until(finished)) {
+        if (!spin_until(finished, spin_ns_)) {
             std::unique_lock<std::mutex> lock(mu_);
             caller_sleeping_.store(true);
             done_.wait(lock, finished);

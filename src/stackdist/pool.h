@@ -10,6 +10,14 @@
 // condition variable, and the calling thread waits for the workers the same way. The spin is
 // bounded: a pool between batches, or on a machine with no spare core, sleeps after it.
 //
+// Only a pool of kSpinThreads threads or more (workers and the calling thread) spins. A pool of
+// two or three has few steps a batch and one or two threads to wake for each, so spinning saves
+// little, and it costs much where the pool shares its cores with the thread that feeds it: on a
+// 2-vCPU VM, the analyzer over gzip's 2 M accesses in memory with two jobs (bench/scale case 5a:
+// the analyzer's thread gathers the next batch while the calculator's two threads run) went
+// from 1.36-1.60x one job's speed without the spin to 0.95-1.32x with it (six alternated runs
+// each), its CPU a record from 17-23 to 23-31 ns. A small pool's threads sleep at once.
+//
 // Threads: run() is called by the one thread that owns the pool (the owner of the Reuse). A run
 // is published in state_, one word: its generation and its task count. run() writes task_ and
 // pending_ before it stores state_ (release); a worker that sees the new state (acquire) and
@@ -48,13 +56,18 @@ public:
     // first exception a task throws is rethrown here, after every task has finished.
     void run(unsigned n, const std::function<void(unsigned)> &task);
 
-    // How long a waiting thread spins before it sleeps, in nanoseconds.
+    // How long a waiting thread of a pool of kSpinThreads threads or more spins before it
+    // sleeps, in nanoseconds; the threads of a smaller pool sleep at once (see above).
     static constexpr uint64_t kSpin = 50000;
+    static constexpr unsigned kSpinThreads = 4;
 
 private:
     void loop(unsigned id);
 
     std::vector<std::thread> threads_;
+    // kSpin, or 0 for a pool of fewer than kSpinThreads threads; set before any worker waits
+    // (the constructor writes it before it starts them), read-only after.
+    uint64_t spin_ns_ = 0;
     std::mutex mu_;
     std::condition_variable start_, done_;
     const std::function<void(unsigned)> *task_ = nullptr;  // the current run's; see above
