@@ -58,8 +58,10 @@ if [ -f "$build/src/mpi/sonde-mpi.so" ]; then
   mpi_module="$out/$libdir/sonde/sonde-mpi.so"
   cp "$build/src/mpi/sonde-mpi.so" "$mpi_module"
 fi
-# libzip, which libsonde loads when a drmemtrace .zip is opened (not in ldd's list).
-libzip=$(ldconfig -p | awk '/libzip\.so\.[0-9]+ .*x86-64/ {print $NF; exit}')
+# libzip, which libsonde loads when a drmemtrace .zip is opened (not in ldd's list). awk reads
+# the whole list: stopping at the first match could end ldconfig by SIGPIPE, which pipefail
+# makes this script's failure.
+libzip=$(ldconfig -p | awk '/libzip\.so\.[0-9]+ .*x86-64/ && !found {print $NF; found = 1}')
 if [ -n "$libzip" ]; then cp -L "$libzip" "$out/lib/$(basename "$libzip")"; fi
 
 # Every shared library the copies link (uftrace's too, copied below), except the C library's:

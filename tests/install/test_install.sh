@@ -33,8 +33,9 @@ done
 grep -q "^\.TH SONDE 1 .*Sonde $(sed -n "s/^ *version : '\(.*\)',/\1/p" "$src/meson.build" | head -n1)" \
   "$dest$prefix/share/man/man1/sonde.1" || { echo "sonde.1 does not carry the project's version"; exit 1; }
 if command -v man >/dev/null; then
-  MANPATH="$dest$prefix/share/man" man -P cat sonde-analyze 2>/dev/null | grep -q -- "--reuse-model" \
-    || { echo "man sonde-analyze does not find the installed page"; exit 1; }
+  # Into a file first: grep -q stopping at its match could end man by SIGPIPE (pipefail).
+  MANPATH="$dest$prefix/share/man" man -P cat sonde-analyze > "$dest/man.txt" 2>/dev/null || true
+  grep -q -- "--reuse-model" "$dest/man.txt" || { echo "man sonde-analyze does not find the installed page"; exit 1; }
 fi
 for c in call_counter class_filter thread_module_logger api_logger; do
   [ -f "$libdir/sonde/clients/$c.so" ] || { echo "client $c not installed in $libdir/sonde/clients"; exit 1; }
