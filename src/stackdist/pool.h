@@ -14,9 +14,9 @@
 // two or three has few steps a batch and one or two threads to wake for each, so spinning saves
 // little, and it costs much where the pool shares its cores with the thread that feeds it: on a
 // 2-vCPU VM, the analyzer over gzip's 2 M accesses in memory with two jobs (bench/scale case 5a:
-// the analyzer's thread gathers the next batch while the calculator's two threads run) went
-// from 1.36-1.60x one job's speed without the spin to 0.95-1.32x with it (six alternated runs
-// each), its CPU a record from 17-23 to 23-31 ns. A small pool's threads sleep at once.
+// the analyzer's thread gathers the next batch while the calculator's two threads run) was
+// 0.90-1.23x one job's speed with the spin and 1.04-1.48x without it (six alternated runs each;
+// docs/performance.md). A small pool's threads sleep at once.
 //
 // Threads: run() is called by the one thread that owns the pool (the owner of the Reuse). A run
 // is published in state_, one word: its generation and its task count. run() writes task_ and
