@@ -42,8 +42,10 @@ section "ThreadSanitizer: concurrency tests"
 setup build-tsan -Dwerror=true -Db_sanitize=thread -Db_lundef=false -Dbench=false "${LEAN[@]}"
 # Only what the suite needs: the library and the concurrency tests (scripts/suite_targets.py).
 ninja -C build-tsan -j "$JOBS" $(python3 scripts/suite_targets.py build-tsan stress)
+# Timeouts x3: stackdist_parallel takes ~75 s of its 120 alone under TSan, and over 120 beside
+# analyzer_decode on 2 cores.
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp \
-  meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes "$JOBS" --suite stress
+  meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes "$JOBS" --timeout-multiplier 3 --suite stress
 
 if command -v clang >/dev/null; then
   section "clang -Werror: build and fuzz targets"
