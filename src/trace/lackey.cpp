@@ -52,6 +52,11 @@ public:
         return at_(at, "line longer than " + std::to_string(kMaxLine) + " bytes");
     }
 
+    // A record line ("I  hex,dec", " L hex,dec", " S ...", " M ...") is parsed forward to its
+    // end, which must then be the newline (or "\r\n", or the end of the block): the line's end
+    // is found by the parse, with no separate search. Other lines (empty, valgrind's "==" log
+    // lines, bad ones) are found with memchr. Accepts and refuses exactly the lines that a
+    // parse of [line, newline), less one trailing '\r', would.
     void decode(DecodedBlock &b) const override {
         const unsigned char *const base = b.bytes.get();
         const unsigned char *p = base;
@@ -62,47 +67,56 @@ public:
         uint64_t pc = 0;
         size_t carry_until = SIZE_MAX;  // index of the block's first instruction record
         while (p < end) {
-            const unsigned char *nl =
-                static_cast<const unsigned char *>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
-            if (nl == nullptr) nl = end;  // the stream's last line has no newline
-            const unsigned char *line = p;
-            const unsigned char *stop = nl;
-            if (stop > line && stop[-1] == '\r') --stop;
-            const size_t len = static_cast<size_t>(stop - line);
-            if (len == 0 || (line[0] == '=' && len >= 2 && line[1] == '=')) {
-                p = nl < end ? nl + 1 : end;
-                ++lines;
-                continue;
+            const unsigned char *const line = p;
+            uint16_t type = SONDE_MEMREF_READ;
+            bool record = false;
+            if (end - line >= 4) {
+                if (line[0] == 'I' && line[1] == ' ' && line[2] == ' ') {
+                    type = SONDE_MEMREF_IFETCH;
+                    record = true;
+                } else if (line[0] == ' ' && line[2] == ' ' &&
+                           (line[1] == 'L' || line[1] == 'S' || line[1] == 'M')) {
+                    type = line[1] == 'L'   ? SONDE_MEMREF_READ
+                           : line[1] == 'S' ? SONDE_MEMREF_WRITE
+                                            : SONDE_MEMREF_MODIFY;
+                    record = true;
+                }
             }
-            uint16_t type;
-            if (len >= 4 && line[0] == 'I' && line[1] == ' ' && line[2] == ' ') {
-                type = SONDE_MEMREF_IFETCH;
-            } else if (len >= 4 && line[0] == ' ' && line[2] == ' ' &&
-                       (line[1] == 'L' || line[1] == 'S' || line[1] == 'M')) {
-                type = line[1] == 'L'   ? SONDE_MEMREF_READ
-                       : line[1] == 'S' ? SONDE_MEMREF_WRITE
-                                        : SONDE_MEMREF_MODIFY;
-            } else {
+            if (!record) {
+                // Not a record: empty or "==" lines are skipped, anything else is refused.
+                const unsigned char *nl =
+                    static_cast<const unsigned char *>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+                if (nl == nullptr) nl = end;  // the stream's last line has no newline
+                const unsigned char *stop = nl;
+                if (stop > line && stop[-1] == '\r') --stop;
+                const size_t len = static_cast<size_t>(stop - line);
+                if (len == 0 || (line[0] == '=' && len >= 2 && line[1] == '=')) {
+                    p = nl < end ? nl + 1 : end;
+                    ++lines;
+                    continue;
+                }
                 fail(b, line, end);
                 break;
             }
             const unsigned char *q = line + 3;
             uint64_t addr = 0;
             int digits = 0;
-            while (q < stop && kHex.v[*q] != 0xFF) {
+            while (q < end && kHex.v[*q] != 0xFF) {
                 addr = (addr << 4) | kHex.v[*q++];
                 ++digits;
             }
             uint32_t size = 0;
             int sdigits = 0;
-            bool ok = digits > 0 && digits <= 16 && q < stop && *q == ',';
+            bool ok = digits > 0 && digits <= 16 && q < end && *q == ',';
             if (ok) {
                 ++q;
-                while (q < stop && *q >= '0' && *q <= '9' && sdigits < 6) {
+                while (q < end && *q >= '0' && *q <= '9' && sdigits < 6) {
                     size = size * 10 + static_cast<uint32_t>(*q++ - '0');
                     ++sdigits;
                 }
-                ok = sdigits > 0 && q == stop && size <= 0xFFFF;
+                // The line ends here: "\n", "\r\n", or the block's end (after a '\r' or not).
+                if (q < end && *q == '\r') ++q;
+                ok = sdigits > 0 && size <= 0xFFFF && (q == end || *q == '\n');
             }
             if (!ok) {
                 fail(b, line, end);
@@ -119,7 +133,7 @@ public:
             m.shard = shard_id_;
             m.type = type;
             m.size = static_cast<uint16_t>(size);
-            p = nl < end ? nl + 1 : end;
+            p = q < end ? q + 1 : end;
             ++lines;
         }
         b.count = n;

@@ -93,6 +93,21 @@ static void test_lackey_small(void **state) {
     snprintf(cmd, sizeof cmd, "zstd -q -f '%s' -o '%s/small.zst'", plain, g_tmpdir);
     assert_int_equal(system(cmd), 0);
     check_small(tmpdir_path("small.zst"), SONDE_TRACE_FORMAT_AUTO); /* by content */
+    /* CRLF line ends, the last line ending in a lone '\r' at the end of the file. */
+    static const char crlf[] = "I  10,4\r\n\r\n L 20,8\r\n==1== x\r\n S 30,2\r";
+    const char *path = tmpdir_path("crlf.lackey");
+    spit(path, crlf, strlen(crlf));
+    sonde_trace_reader_t *r = NULL;
+    assert_int_equal(sonde_trace_reader_open(path, SONDE_TRACE_FORMAT_LACKEY, NULL, 0, &r),
+                     SONDE_STATUS_SUCCESS);
+    sonde_memref_t m[8];
+    assert_int_equal(read_all(r, m, 8), 3);
+    assert_int_equal(m[1].address, 0x20);
+    assert_int_equal(m[1].pc, 0x10);
+    assert_int_equal(m[2].type, SONDE_MEMREF_WRITE);
+    assert_int_equal(m[2].address, 0x30);
+    assert_int_equal(m[2].size, 2);
+    sonde_trace_reader_close(r);
 }
 
 static void expect_read_error(const char *text, size_t len, const char *needle) {
@@ -115,22 +130,34 @@ static void expect_read_error(const char *text, size_t len, const char *needle) 
 
 static void test_lackey_errors(void **state) {
     (void)state;
-    static const char t1[] = "I  0401ab70,3\n X 1234,8\n";
-    expect_read_error(t1, strlen(t1), "offset 14: bad lackey line 2: \" X 1234,8\"");
-    static const char t2[] = "I  0401ab70,3\n S 12g4,8\n";
-    expect_read_error(t2, strlen(t2), "offset 14: bad lackey line 2");
-    static const char t3[] = "I  0401ab70\n";
-    expect_read_error(t3, strlen(t3), "offset 0: bad lackey line 1");
-    static const char t4[] = " L 12,99999999\n";
-    expect_read_error(t4, strlen(t4), "offset 0: bad lackey line 1");
-    static const char t5[] = " L 12345678901234567,8\n";
-    expect_read_error(t5, strlen(t5), "offset 0: bad lackey line 1");
-    static const char t6[] = " L ,8\n";
-    expect_read_error(t6, strlen(t6), "offset 0: bad lackey line 1");
-    static const char t7[] = "I  10,4\n L 20,\n";
-    expect_read_error(t7, strlen(t7), "offset 8: bad lackey line 2");
-    static const char t8[] = "I  10,4\nI  10,4\0\n";
-    expect_read_error(t8, sizeof t8 - 1, "offset 8: bad lackey line 2");
+    /* Each text, its length (t8 holds a NUL) and what the message must say. The last six: the
+     * line must end right after the size; one '\r' before the newline is allowed, a second
+     * one, a space or a character glued to the size is not, nor a line cut short. */
+#define BAD(text, needle) \
+    { text, sizeof text - 1, needle }
+    static const struct {
+        const char *text;
+        size_t len;
+        const char *needle;
+    } bad[] = {
+        BAD("I  0401ab70,3\n X 1234,8\n", "offset 14: bad lackey line 2: \" X 1234,8\""),
+        BAD("I  0401ab70,3\n S 12g4,8\n", "offset 14: bad lackey line 2"),
+        BAD("I  0401ab70\n", "offset 0: bad lackey line 1"),
+        BAD(" L 12,99999999\n", "offset 0: bad lackey line 1"),
+        BAD(" L 12345678901234567,8\n", "offset 0: bad lackey line 1"),
+        BAD(" L ,8\n", "offset 0: bad lackey line 1"),
+        BAD("I  10,4\n L 20,\n", "offset 8: bad lackey line 2"),
+        BAD("I  10,4\nI  10,4\0\n", "offset 8: bad lackey line 2"),
+        BAD("I  10,4\r\n L 20,8\r\r\n", "offset 9: bad lackey line 2"),
+        BAD("I  10,4\n L 20,8 \n", "offset 8: bad lackey line 2"),
+        BAD("I  10,4\n L 20,8x", "offset 8: bad lackey line 2"),
+        BAD("I  10,4\nI  \n", "offset 8: bad lackey line 2"),
+        BAD("I  10,4\n L", "offset 8: bad lackey line 2"),
+        BAD("I  10,4\n L 20,1234567\n", "offset 8: bad lackey line 2"),
+    };
+#undef BAD
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i)
+        expect_read_error(bad[i].text, bad[i].len, bad[i].needle);
     /* A line longer than the parser's limit. */
     char *longline = malloc(10000);
     assert_non_null(longline);
