@@ -42,8 +42,9 @@ section "ThreadSanitizer: concurrency tests"
 setup build-tsan -Dwerror=true -Db_sanitize=thread -Db_lundef=false -Dbench=false "${LEAN[@]}"
 # Only what the suite needs: the library and the concurrency tests (scripts/suite_targets.py).
 ninja -C build-tsan -j "$JOBS" $(python3 scripts/suite_targets.py build-tsan stress)
-# Timeouts x3: stackdist_parallel takes ~75 s of its 120 alone under TSan, and over 120 beside
-# analyzer_decode on 2 cores.
+# Timeouts x3, a margin: on 2 cores side by side, stackdist_parallel takes ~64 s of its 120 and
+# analyzer_decode ~130 s of its 600 under TSan (their TSan runs are smaller: tests/common/sanitizer.h);
+# before that stackdist_parallel ran past 120 s there.
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp \
   meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes "$JOBS" --timeout-multiplier 3 --suite stress
 
