@@ -7,8 +7,8 @@ namespace sonde::core {
 
 void *huge_alloc(std::size_t bytes) {
     if (bytes < kHugeMin) return ::operator new(bytes);
-    const std::size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-    if (rounded < bytes) throw std::bad_alloc();  // wrapped around
+    const std::size_t rounded = huge_room(bytes);
+    if (rounded == SIZE_MAX) throw std::bad_alloc();  // wrapped around
     void *p = ::operator new(rounded, std::align_val_t(kHugePage));
     madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure only costs speed
     return p;

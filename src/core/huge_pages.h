@@ -29,6 +29,13 @@ constexpr std::size_t kHugeMin = kHugePage / 2;
 
 // A block of `bytes` (not initialised), as above. Throws std::bad_alloc.
 void *huge_alloc(std::size_t bytes);
+// The bytes a block of huge_alloc(bytes) holds: `bytes` rounded up to 2 MiB from kHugeMin on,
+// else `bytes` (SIZE_MAX when the rounding wraps around).
+constexpr std::size_t huge_room(std::size_t bytes) {
+    if (bytes < kHugeMin) return bytes;
+    const std::size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+    return rounded < bytes ? SIZE_MAX : rounded;
+}
 // Frees a block huge_alloc(bytes) returned (the same `bytes`). nullptr is ignored.
 void huge_free(void *p, std::size_t bytes) noexcept;
 // Advises the whole huge pages inside [p, p + bytes) of memory from another allocator (a
@@ -60,6 +67,9 @@ public:
 
     T *get() const { return p_; }
     std::size_t size() const { return n_; }
+    // The elements the block holds: size() and the rest of its last huge page (a caller that
+    // reuses the array for varying counts grows it only beyond this).
+    std::size_t room() const { return n_ == 0 ? 0 : core::huge_room(n_ * sizeof(T)) / sizeof(T); }
     void reset() { *this = HugeArray(); }
 
 private:

@@ -116,7 +116,7 @@ void DecodedBlock::reserve_records(size_t n) {
     records.reset();
     records_cap = 0;
     records = core::HugeArray<sonde_memref_t>(n);
-    records_cap = n;
+    records_cap = records.room();
 }
 
 void DecodedBlock::reserve_bytes(size_t n) {
@@ -352,7 +352,10 @@ bool StreamBlocks::fill(DecodedBlock &b, bool *last, sonde_status_t *end_status,
     }
     ended_ = broken || eof || *end_status != SONDE_STATUS_SUCCESS;
     *last = ended_;
-    b.reserve_records(format_.max_records(cut));
+    // Room for a full block, whatever this one's cut: a slot then allocates its records once.
+    // Sized by each cut, a slot whose next cut was a few bytes longer dropped its array and
+    // faulted in a new one (the gzip lackey trace at two threads: 14 arrays of 2 MiB for 6 slots).
+    b.reserve_records(format_.max_records(block_bytes_));
     return cut != 0;
 }
 

@@ -75,7 +75,9 @@ struct DecodedBlock {
     BlockTapOut tap;
     bool tapped = false;
 
-    // Room for n records / bytes (reused; not zero-filled). May throw std::bad_alloc.
+    // Room for n records / bytes (reused; not zero-filled): records_cap becomes what the new array
+    // holds (its huge pages whole), so that a slot grows again only beyond that. May throw
+    // std::bad_alloc.
     void reserve_records(size_t n);
     void reserve_bytes(size_t n);
     void reset_result();
