@@ -1,10 +1,11 @@
 // FlatSet: a set of 64-bit keys in one open-addressing table (linear probing, load at most one
 // half), for the per-record set inserts of basic_counts (distinct lines, distinct instruction
 // addresses). Cost of insert: a multiply, usually one probe, and a compare with the last key
-// inserted (which short-cuts runs of the same key); growth doubles the table. Tables of 1 MiB or
-// more are in huge pages (stackdist::HugeAlloc): a shard's set of a million lines grows through
-// tables of 16 MiB and more, and on a VM whose 4 KiB fault costs ~10 us, faulting them page by
-// page held two workers to 1.8x one (bench/scale case 4). One owner thread.
+// inserted (which short-cuts runs of the same key); growth doubles the table in one nearly
+// sequential pass (see home()). Tables of 1 MiB or more are in huge pages (stackdist::HugeAlloc):
+// a shard's set of a million lines grows through tables of 16 MiB and more, and on a VM whose
+// 4 KiB fault costs ~10 us, faulting them page by page held two workers to 1.8x one
+// (bench/scale case 4). One owner thread.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +30,7 @@ public:
         }
         if ((size_ + 1) * 2 > slots_.size()) grow();
         const size_t mask = slots_.size() - 1;
-        for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+        for (size_t i = home(key);; i = (i + 1) & mask) {
             if (slots_[i] == key) return false;
             if (slots_[i] == kEmpty) {
                 slots_[i] = key;
@@ -59,16 +60,24 @@ public:
 
 private:
     static constexpr uint64_t kEmpty = ~uint64_t(0);
-    static size_t hash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20); }
+    // A key's home slot: the top bits of its product with the golden ratio (Fibonacci hashing).
+    // Taking the top bits keeps the table's order when it doubles: a key at home h comes home at
+    // 2h or 2h + 1, so grow() moves the keys in the order it reads them and writes the new table
+    // nearly front to back, where taking other bits scattered the writes over the whole new table
+    // (for a shard's set of 8 MiB, a cache miss a key).
+    size_t home(uint64_t k) const { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> shift_); }
     void grow() {
         Slots old;
         old.swap(slots_);
-        slots_.assign(old.empty() ? 64 : old.size() * 2, kEmpty);
+        const size_t n = old.empty() ? 64 : old.size() * 2;
+        slots_.assign(n, kEmpty);
+        shift_ = 64;
+        for (size_t m = n; m > 1; m >>= 1) --shift_;
         size_ = 0;
-        const size_t mask = slots_.size() - 1;
+        const size_t mask = n - 1;
         for (uint64_t k : old) {
             if (k == kEmpty) continue;
-            size_t i = hash(k) & mask;
+            size_t i = home(k);
             while (slots_[i] != kEmpty) i = (i + 1) & mask;
             slots_[i] = k;
             ++size_;
@@ -78,6 +87,7 @@ private:
     using Slots = std::vector<uint64_t, stackdist::HugeAlloc<uint64_t>>;
     Slots slots_;
     size_t size_ = 0;
+    unsigned shift_ = 64;  // 64 - log2(slots); home() is used only once the table has slots
     bool has_empty_key_ = false;
     uint64_t last_ = 0;
     bool has_last_ = false;

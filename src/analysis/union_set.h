@@ -23,8 +23,9 @@ class UnionSet {
 public:
     static constexpr unsigned kParts = 64;
 
-    // The part a key falls in: the top bits of a hash unrelated to FlatSet's own (which takes
-    // the product's middle bits), so that each part's keys spread over its table as any keys do.
+    // The part a key falls in: the top bits of a hash unrelated to FlatSet's own (the top bits
+    // of a product with the golden ratio), so that each part's keys spread over its table as any
+    // keys do.
     static unsigned part_of(uint64_t k) {
         k ^= k >> 33;
         k *= 0xFF51AFD7ED558CCDull;
