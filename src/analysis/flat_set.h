@@ -71,8 +71,7 @@ private:
         old.swap(slots_);
         const size_t n = old.empty() ? 64 : old.size() * 2;
         slots_.assign(n, kEmpty);
-        shift_ = 64;
-        for (size_t m = n; m > 1; m >>= 1) --shift_;
+        shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(n));  // n is a power of two
         size_ = 0;
         const size_t mask = n - 1;
         for (uint64_t k : old) {
