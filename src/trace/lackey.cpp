@@ -1,12 +1,18 @@
 // Lackey text reader (see lackey.h). The text is decoded in blocks (block_decode.h): a block
 // ends after its last whole line and is parsed on its own, on one of the reader's decode
 // threads; the pc of a block's data lines before its first instruction line comes from the
-// block before, applied in order. Hot path: decode() walks a block once with a table-driven
-// hex parser; it must not allocate or copy lines.
+// block before, applied in order. Hot path: decode() walks a block once; a record line with
+// room after it is parsed with whole-word loads (record_fast), any other line byte by byte with
+// a table-driven hex parser, which decides every line the fast parse does not take. It must not
+// allocate or copy lines.
 #include "trace/lackey.h"
 
 #include <algorithm>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "trace/block_decode.h"
 #include "trace/trace_format.h"
@@ -33,6 +39,93 @@ constexpr size_t kMaxLine = 4096;
 // The shortest line that gives a record: "I  0,1" and a newline.
 constexpr size_t kMinRecordLine = 7;
 
+#if defined(__SSE2__)
+// Bytes of block that record_fast() may read from a line's start: the 16 bytes of hex after
+// the 3-byte head and the 8 bytes of size after the comma lie within them.
+constexpr size_t kFastBytes = 32;
+
+// The record line [line, eol] (eol: its newline) when it is "I  hex,dec" or " L|S|M hex,dec"
+// with 1 to 15 hex digits and 1 to 6 decimal ones, size at most 0xFFFF, before "\n" or
+// "\r\n": its type, address and size, parsed with whole-word loads and no branch per byte.
+// False for any other line, which the byte-wise parse then accepts or refuses (16 hex digits,
+// anything unusual). The block must hold kFastBytes from `line`. Lines are parsed
+// independently of each other (their ends come from a newline mask), so that a core can work on
+// several at once.
+inline bool record_fast(const unsigned char *line, const unsigned char *eol, uint16_t *type, uint64_t *addr,
+                        uint32_t *size) {
+    const uint32_t head = static_cast<uint32_t>(line[0]) | static_cast<uint32_t>(line[1]) << 8 |
+                          static_cast<uint32_t>(line[2]) << 16;
+    constexpr uint32_t kI = 'I' | ' ' << 8 | ' ' << 16, kL = ' ' | 'L' << 8 | ' ' << 16,
+                       kS = ' ' | 'S' << 8 | ' ' << 16, kM = ' ' | 'M' << 8 | ' ' << 16;
+    const uint16_t t = head == kI   ? SONDE_MEMREF_IFETCH
+                       : head == kL ? SONDE_MEMREF_READ
+                       : head == kS ? SONDE_MEMREF_WRITE
+                       : head == kM ? SONDE_MEMREF_MODIFY
+                                    : UINT16_MAX;
+    if (t == UINT16_MAX) return false;
+    // The hex digits: which of the 16 bytes after the head are digits, how many come before
+    // the first that is not, and their values.
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(line + 3));
+    const __m128i digit =
+        _mm_and_si128(_mm_cmpgt_epi8(c, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(c, _mm_set1_epi8('9' + 1)));
+    const __m128i lower = _mm_or_si128(c, _mm_set1_epi8(0x20));  // 'A'-'F' as 'a'-'f'
+    const __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(lower, _mm_set1_epi8('a' - 1)),
+                                        _mm_cmplt_epi8(lower, _mm_set1_epi8('f' + 1)));
+    const unsigned hex = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(digit, alpha)));
+    const unsigned d = static_cast<unsigned>(__builtin_ctz(~hex));  // 0 to 16
+    // The size's digits lie between the comma and the line's end (less one '\r').
+    const unsigned char *const s = line + 4 + d;
+    const unsigned char *const e = eol - (eol[-1] == '\r');
+    const ptrdiff_t nd = e - s;
+    if (d == 0 || d == 16 || line[3 + d] != ',' || nd < 1 || nd > 6) return false;
+    // A digit's value is its low nibble, plus 9 for a letter (4 bits kept: the bytes after the
+    // digits give garbage, shifted out below). Each pair of digits becomes one byte (16-bit lane
+    // j: digit 2j, the more significant, in its low byte), the 8 bytes are packed into 64 bits,
+    // first pair lowest, and swapped: all 16 bytes as one number.
+    const __m128i nib = _mm_and_si128(
+        _mm_add_epi8(_mm_and_si128(c, _mm_set1_epi8(0x0F)), _mm_and_si128(alpha, _mm_set1_epi8(9))),
+        _mm_set1_epi8(0x0F));
+    const __m128i pairs =
+        _mm_or_si128(_mm_slli_epi16(_mm_and_si128(nib, _mm_set1_epi16(0x00FF)), 4), _mm_srli_epi16(nib, 8));
+    const uint64_t all =
+        __builtin_bswap64(static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_packus_epi16(pairs, pairs))));
+    // The size: its nd bytes must be decimal digits (the first byte that is not one is at nd).
+    uint64_t w;
+    std::memcpy(&w, s, sizeof w);
+    const uint64_t x = w ^ 0x3030303030303030ull;  // a digit's byte: its value, 0 to 9
+    const uint64_t other =
+        (((x & 0x7F7F7F7F7F7F7F7Full) + 0x7676767676767676ull) | x) & 0x8080808080808080ull;
+    // nd <= 6, so a byte at nd exists in w: `other` is not 0 when the line is right.
+    if (other == 0 || static_cast<ptrdiff_t>(__builtin_ctzll(other) >> 3) != nd) return false;
+    // One or two digits (nearly every size), else the digits moved to the top bytes (zeros
+    // before them) and combined in pairs, fours, eight.
+    uint64_t value = (x & 0xF) * (nd == 1 ? 1 : 10) + (nd == 1 ? 0 : (x >> 8) & 0xF);
+    if (nd > 2) {
+        uint64_t v = x << (8 * (8 - nd));
+        v = ((v & 0x0F0F0F0F0F0F0F0Full) * 2561) >> 8;
+        v = ((v & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
+        value = ((v & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32;
+        if (value > 0xFFFF) return false;
+    }
+    *type = t;
+    *addr = all >> (64 - 4 * d);
+    *size = static_cast<uint32_t>(value);
+    return true;
+}
+
+// Bit i set when w[i] is a newline, for the 64 bytes at w.
+inline uint64_t newlines64(const unsigned char *w) {
+    const __m128i nl = _mm_set1_epi8('\n');
+    uint64_t m = 0;
+    for (int i = 0; i < 4; ++i) {
+        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + 16 * i));
+        m |= static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(c, nl))))
+             << (16 * i);
+    }
+    return m;
+}
+#endif
+
 class LackeyFormat final : public StreamFormat {
 public:
     LackeyFormat(std::string path, uint32_t shard_id, bool compressed)
@@ -52,11 +145,11 @@ public:
         return at_(at, "line longer than " + std::to_string(kMaxLine) + " bytes");
     }
 
-    // A record line ("I  hex,dec", " L hex,dec", " S ...", " M ...") is parsed forward to its
-    // end, which must then be the newline (or "\r\n", or the end of the block): the line's end
-    // is found by the parse, with no separate search. Other lines (empty, valgrind's "==" log
-    // lines, bad ones) are found with memchr. Accepts and refuses exactly the lines that a
-    // parse of [line, newline), less one trailing '\r', would.
+    // Lines are found by their newlines, 64 bytes of the block at a time, and a record line
+    // with kFastBytes of block after its start is parsed by record_fast(). Every other line,
+    // and the block's last bytes, go to the byte-wise parse (line()), which accepts and refuses
+    // exactly the lines that a parse of [line, newline), less one trailing '\r', would; where
+    // record_fast() takes a line, line() gives the same record.
     void decode(DecodedBlock &b) const override {
         const unsigned char *const base = b.bytes.get();
         const unsigned char *p = base;
@@ -66,74 +159,54 @@ public:
         uint64_t lines = 0;
         uint64_t pc = 0;
         size_t carry_until = SIZE_MAX;  // index of the block's first instruction record
-        while (p < end) {
-            const unsigned char *const line = p;
-            uint16_t type = SONDE_MEMREF_READ;
-            bool record = false;
-            if (end - line >= 4) {
-                if (line[0] == 'I' && line[1] == ' ' && line[2] == ' ') {
-                    type = SONDE_MEMREF_IFETCH;
-                    record = true;
-                } else if (line[0] == ' ' && line[2] == ' ' &&
-                           (line[1] == 'L' || line[1] == 'S' || line[1] == 'M')) {
-                    type = line[1] == 'L'   ? SONDE_MEMREF_READ
-                           : line[1] == 'S' ? SONDE_MEMREF_WRITE
-                                            : SONDE_MEMREF_MODIFY;
-                    record = true;
-                }
-            }
-            if (!record) {
-                // Not a record: empty or "==" lines are skipped, anything else is refused.
-                const unsigned char *nl =
-                    static_cast<const unsigned char *>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
-                if (nl == nullptr) nl = end;  // the stream's last line has no newline
-                const unsigned char *stop = nl;
-                if (stop > line && stop[-1] == '\r') --stop;
-                const size_t len = static_cast<size_t>(stop - line);
-                if (len == 0 || (line[0] == '=' && len >= 2 && line[1] == '=')) {
-                    p = nl < end ? nl + 1 : end;
-                    ++lines;
-                    continue;
-                }
-                fail(b, line, end);
-                break;
-            }
-            const unsigned char *q = line + 3;
-            uint64_t addr = 0;
-            int digits = 0;
-            while (q < end && kHex.v[*q] != 0xFF) {
-                addr = (addr << 4) | kHex.v[*q++];
-                ++digits;
-            }
-            uint32_t size = 0;
-            int sdigits = 0;
-            bool ok = digits > 0 && digits <= 16 && q < end && *q == ',';
-            if (ok) {
-                ++q;
-                while (q < end && *q >= '0' && *q <= '9' && sdigits < 6) {
-                    size = size * 10 + static_cast<uint32_t>(*q++ - '0');
-                    ++sdigits;
-                }
-                // The line ends here: "\n", "\r\n", or the block's end (after a '\r' or not).
-                if (q < end && *q == '\r') ++q;
-                ok = sdigits > 0 && size <= 0xFFFF && (q == end || *q == '\n');
-            }
-            if (!ok) {
-                fail(b, line, end);
-                break;
-            }
-            if (type == SONDE_MEMREF_IFETCH) {
-                pc = addr;
-                if (carry_until == SIZE_MAX) carry_until = n;
-            }
+        const uint32_t shard = shard_id_;
+        auto emit = [&](uint16_t t, uint64_t a, uint32_t sz) {
+            const bool fetch = t == SONDE_MEMREF_IFETCH;
+            pc = fetch ? a : pc;
+            carry_until = fetch && carry_until == SIZE_MAX ? n : carry_until;
             sonde_memref_t &m = out[n++];
-            m.address = addr;
+            m.address = a;
             m.pc = pc;
             m.timestamp = 0;
-            m.shard = shard_id_;
-            m.type = type;
-            m.size = static_cast<uint16_t>(size);
-            p = q < end ? q + 1 : end;
+            m.shard = shard;
+            m.type = t;
+            m.size = static_cast<uint16_t>(sz);
+        };
+        bool bad = false;
+#if defined(__SSE2__)
+        for (const unsigned char *w = base; end - w >= 64 && !bad; w += 64) {
+            for (uint64_t nls = newlines64(w); nls != 0; nls &= nls - 1) {
+                const unsigned char *const eol = w + __builtin_ctzll(nls);
+                const unsigned char *const at = p;
+                p = eol + 1;
+                ++lines;
+                uint16_t t;
+                uint64_t a;
+                uint32_t sz;
+                if (static_cast<size_t>(end - at) >= kFastBytes && record_fast(at, eol, &t, &a, &sz)) {
+                    emit(t, a, sz);
+                    continue;
+                }
+                // The byte-wise parse ends at the same newline (the first after `at`).
+                const Line l = line(at, end);
+                if (l.kind == Line::kBad) {
+                    --lines;
+                    fail(b, at, end);
+                    bad = true;
+                    break;
+                }
+                if (l.kind == Line::kRecord) emit(l.type, l.addr, l.size);
+            }
+        }
+#endif
+        while (!bad && p < end) {
+            const Line l = line(p, end);
+            if (l.kind == Line::kBad) {
+                fail(b, p, end);
+                break;
+            }
+            if (l.kind == Line::kRecord) emit(l.type, l.addr, l.size);
+            p = l.next;
             ++lines;
         }
         b.count = n;
@@ -153,6 +226,65 @@ public:
     }
 
 private:
+    // One line parsed byte by byte: a record, a line to skip (empty, or valgrind's "==" log
+    // lines) or a bad one, and where the next line starts. A record line ("I  hex,dec",
+    // " L hex,dec", " S ...", " M ...") is parsed forward to its end, which must then be the
+    // newline (or "\r\n", or the end of the block); other lines are found with memchr.
+    struct Line {
+        enum Kind { kRecord, kSkip, kBad } kind;
+        uint16_t type;
+        uint64_t addr;
+        uint32_t size;
+        const unsigned char *next;
+    };
+    static Line line(const unsigned char *at, const unsigned char *end) {
+        Line l{Line::kBad, SONDE_MEMREF_READ, 0, 0, end};
+        bool record = false;
+        if (end - at >= 4) {
+            if (at[0] == 'I' && at[1] == ' ' && at[2] == ' ') {
+                l.type = SONDE_MEMREF_IFETCH;
+                record = true;
+            } else if (at[0] == ' ' && at[2] == ' ' && (at[1] == 'L' || at[1] == 'S' || at[1] == 'M')) {
+                l.type = at[1] == 'L'   ? SONDE_MEMREF_READ
+                         : at[1] == 'S' ? SONDE_MEMREF_WRITE
+                                        : SONDE_MEMREF_MODIFY;
+                record = true;
+            }
+        }
+        if (!record) {
+            // Not a record: empty or "==" lines are skipped, anything else is refused.
+            const unsigned char *nl =
+                static_cast<const unsigned char *>(std::memchr(at, '\n', static_cast<size_t>(end - at)));
+            if (nl == nullptr) nl = end;  // the stream's last line has no newline
+            const unsigned char *stop = nl;
+            if (stop > at && stop[-1] == '\r') --stop;
+            const size_t len = static_cast<size_t>(stop - at);
+            if (len == 0 || (at[0] == '=' && len >= 2 && at[1] == '=')) {
+                l.kind = Line::kSkip;
+                l.next = nl < end ? nl + 1 : end;
+            }
+            return l;
+        }
+        const unsigned char *q = at + 3;
+        int digits = 0;
+        while (q < end && kHex.v[*q] != 0xFF) {
+            l.addr = (l.addr << 4) | kHex.v[*q++];
+            ++digits;
+        }
+        int sdigits = 0;
+        if (!(digits > 0 && digits <= 16 && q < end && *q == ',')) return l;
+        ++q;
+        while (q < end && *q >= '0' && *q <= '9' && sdigits < 6) {
+            l.size = l.size * 10 + static_cast<uint32_t>(*q++ - '0');
+            ++sdigits;
+        }
+        // The line ends here: "\n", "\r\n", or the block's end (after a '\r' or not).
+        if (q < end && *q == '\r') ++q;
+        if (!(sdigits > 0 && l.size <= 0xFFFF && (q == end || *q == '\n'))) return l;
+        l.kind = Line::kRecord;
+        l.next = q < end ? q + 1 : end;
+        return l;
+    }
     // Records the bad line: its position and its first 40 bytes, printable.
     static void fail(DecodedBlock &b, const unsigned char *line, const unsigned char *end) {
         size_t len = 0;

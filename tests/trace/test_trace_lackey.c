@@ -13,6 +13,7 @@
 
 #include <sonde/trace.h>
 
+#include "lackey_ref.h"
 #include "tmpdir.h"
 
 static void spit(const char *path, const void *d, size_t size) {
@@ -20,6 +21,26 @@ static void spit(const char *path, const void *d, size_t size) {
     assert_non_null(f);
     assert_int_equal(fwrite(d, 1, size, f), size);
     fclose(f);
+}
+
+/* The whole file at `path`, malloc'ed. */
+static unsigned char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char *d = NULL;
+    size_t cap = 0, n = 0, got;
+    do {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1 << 20;
+            d = realloc(d, cap);
+            assert_non_null(d);
+        }
+        got = fread(d + n, 1, cap - n, f);
+        n += got;
+    } while (got > 0);
+    fclose(f);
+    *len = n;
+    return d;
 }
 
 static const char kLackey[] =
@@ -261,6 +282,128 @@ static void test_raw64(void **state) {
     assert_non_null(strstr(err, "offset 0: bad magic"));
 }
 
+/* ---- the parser against the reference reading (lackey_ref.h) ---- */
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) { /* xorshift64* */
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return g_rng * 0x2545F4914F6CDD1Dull;
+}
+static unsigned below(unsigned n) { return (unsigned)(rnd() % n); }
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} text_t;
+
+static void put(text_t *t, const char *s, size_t n) {
+    if (t->len + n > t->cap) {
+        t->cap = (t->len + n) * 2;
+        t->p = realloc(t->p, t->cap);
+        assert_non_null(t->p);
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+}
+static void puts_(text_t *t, const char *s) { put(t, s, strlen(s)); }
+
+/* A hex number of `digits` digits (the first not 0 unless asked), letters of mixed case. */
+static void put_hex(text_t *t, unsigned digits, int upper) {
+    static const char lo[] = "0123456789abcdef", up[] = "0123456789ABCDEF";
+    for (unsigned i = 0; i < digits; ++i) {
+        const unsigned v = below(16);
+        const char c = (upper == 2 ? (below(2) ? up : lo) : upper ? up : lo)[v];
+        put(t, &c, 1);
+    }
+}
+
+/* A record line as valgrind writes it, or one of its variants the format allows: 1 to 16 hex
+ * digits, upper case, leading zeros in the size, "\r\n". */
+static void put_record(text_t *t) {
+    static const char *heads[] = {"I  ", " L ", " S ", " M "};
+    puts_(t, heads[below(2) ? 0 : 1 + below(3)]);
+    const unsigned r = below(100);
+    const unsigned digits = r < 40 ? 8 : r < 70 ? 10 : r < 80 ? 16 : 1 + below(16);
+    put_hex(t, digits, r % 7 == 0 ? 2 : r % 11 == 0);
+    char size[16];
+    const unsigned s = below(100);
+    const unsigned value = s < 60 ? 1 + below(16) : s < 90 ? 1u << below(7) : below(65536);
+    const int zeros = below(10) == 0 ? (int)below(3) : 0;
+    snprintf(size, sizeof size, ",%0*u", zeros + 1, value);
+    puts_(t, size);
+}
+
+/* One bad line, of kind 0 to 16: each is a small step outside the format. */
+static void put_bad(text_t *t, unsigned kind) {
+    switch (kind) {
+        case 0:
+            puts_(t, " L ");
+            put_hex(t, 17, 0);
+            puts_(t, ",8");
+            break;                                      /* 17 digits */
+        case 1: puts_(t, "I  ,3"); break;               /* no digits */
+        case 2: puts_(t, " S 1234,1234567"); break;     /* 7 size digits */
+        case 3: puts_(t, " L 1234,65536"); break;       /* too large */
+        case 4: puts_(t, " M 12345678 8"); break;       /* no comma */
+        case 5: puts_(t, "I  0401ab70,3 "); break;      /* trailing space */
+        case 6: puts_(t, " L 1fff0005e8,8\r\r"); break; /* two '\r' */
+        case 7: puts_(t, " X 1fff0005e8,8"); break;     /* type */
+        case 8: puts_(t, " L 1fff0g05e8,8"); break;     /* not hex */
+        case 9:
+            put(t,
+                " L 1fff\0"
+                "005e8,8",
+                15);
+            break;                                        /* NUL */
+        case 10: puts_(t, " L 1fff0005e8,"); break;       /* no size */
+        case 11: puts_(t, "I "); break;                   /* short */
+        case 12: puts_(t, "I  0401ab70,3x"); break;       /* glued */
+        case 13: puts_(t, "=x= not a log line"); break;   /* one '=' */
+        case 14: puts_(t, " L 0401ab70,,3"); break;       /* two commas */
+        case 15: puts_(t, " S 7ff000398,0000008"); break; /* 7 size digits */
+        default: puts_(t, "  L 0401ab70,3"); break;       /* shifted */
+    }
+}
+
+static void test_lackey_reference(void **state) {
+    (void)state;
+    const char *path = tmpdir_path("ref.lackey");
+    for (int round = 0; round < 68; ++round) {
+        text_t t = {0};
+        /* Some texts span several of the parser's 256 KiB blocks. */
+        const unsigned lines = round % 4 == 3 ? 40000 + below(20000) : 1 + below(3000);
+        const int with_bad = round % 2;
+        const unsigned bad_at = below(lines);
+        for (unsigned i = 0; i < lines; ++i) {
+            if (with_bad && i == bad_at) {
+                put_bad(&t, (unsigned)(round / 2) % 17); /* every kind, at 2 text sizes */
+            } else {
+                const unsigned k = below(100);
+                if (k < 90)
+                    put_record(&t);
+                else if (k < 94)
+                    puts_(&t, "==11156== Lackey, an example Valgrind tool");
+                else if (k < 96)
+                    puts_(&t, "==1==");
+                /* else an empty line */
+            }
+            const int last = i + 1 == lines;
+            if (!(last && below(3) == 0)) puts_(&t, below(10) == 0 ? "\r\n" : "\n");
+        }
+        spit(path, t.p, t.len);
+        lackey_ref_t ref;
+        assert_int_equal(lackey_ref_read((const unsigned char *)t.p, t.len, &ref), 0);
+        assert_true(ref.longest < 4000);
+        if (with_bad) assert_true(ref.bad_line != 0);
+        const char *why = lackey_ref_compare(path, &ref, 1 + below(5000));
+        if (why != NULL) fail_msg("round %d (%zu bytes): %s", round, t.len, why);
+        free(ref.recs);
+        free(t.p);
+    }
+}
+
 static void test_lackey_real(void **state) {
     (void)state;
     const char *data = getenv("SONDE_SHARED_DATA");
@@ -285,6 +428,21 @@ static void test_lackey_real(void **state) {
     assert_int_equal(counts[SONDE_MEMREF_IFETCH], 6779579);
     assert_int_equal(counts[SONDE_MEMREF_MARKER], 0);
     sonde_trace_reader_close(r);
+    /* Every record, against the reference reading of the decompressed text. */
+    char cmd[1400];
+    const char *plain = tmpdir_path("gzip.lackey");
+    snprintf(cmd, sizeof cmd, "zstd -q -d -c '%s' > '%s'", path, plain);
+    assert_int_equal(system(cmd), 0);
+    size_t len = 0;
+    unsigned char *text = slurp(plain, &len);
+    lackey_ref_t ref;
+    assert_int_equal(lackey_ref_read(text, len, &ref), 0);
+    free(text);
+    assert_int_equal(ref.bad_line, 0);
+    assert_int_equal(ref.n, 1970615 + 6779579);
+    const char *why = lackey_ref_compare(path, &ref, 65536);
+    if (why != NULL) fail_msg("%s", why);
+    free(ref.recs);
 }
 
 static int setup(void **state) {
@@ -299,9 +457,8 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lackey_small),
-        cmocka_unit_test(test_lackey_errors),
-        cmocka_unit_test(test_raw64),
+        cmocka_unit_test(test_lackey_small),     cmocka_unit_test(test_lackey_errors),
+        cmocka_unit_test(test_lackey_reference), cmocka_unit_test(test_raw64),
         cmocka_unit_test(test_lackey_real),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
