@@ -794,10 +794,13 @@ namespace {
 
 // One unit of a worker's work: shard `shard`, or piece `piece` of `pieces` of it, whose records
 // are counted in *read (null: the shard's own count, when one worker reads the whole shard).
+// *left, when given, counts the shard's pieces not yet ended: the worker that ends the last one
+// tells the tools that take it (ShardDoneHooks, builtin_tools.h) that the shard is done.
 struct Job {
     size_t shard = SIZE_MAX;
     size_t piece = 0, pieces = 1;
     uint64_t *read = nullptr;
+    std::atomic<size_t> *left = nullptr;
 };
 
 // One parallel worker's life (run_parallel, run_live_parallel): parallel_worker_init of every
@@ -825,6 +828,10 @@ void work(uint32_t w, std::vector<std::unique_ptr<Tool>> &tools, std::deque<Shar
                 serialised.unlock();
             }
         };
+        std::vector<ShardDoneHooks *> done_hooks;
+        for (const auto &t : tools)
+            if (t->builtin != nullptr)
+                if (auto *h = dynamic_cast<ShardDoneHooks *>(t->builtin)) done_hooks.push_back(h);
         size_t inited = 0;
         serialise(true);
         for (; inited < nt; ++inited) {
@@ -902,6 +909,11 @@ void work(uint32_t w, std::vector<std::unique_ptr<Tool>> &tools, std::deque<Shar
                 }
             }
             serialise(false);
+            // The last piece of the shard ended here: every other piece's exit came before its
+            // decrement (acq_rel), so the tools see the whole shard.
+            if (job.left != nullptr && job.left->fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+                sinit == nt && !failure.stop.load(std::memory_order_relaxed))
+                for (ShardDoneHooks *h : done_hooks) h->shard_done(static_cast<uint32_t>(s));
         }
         serialise(true);
         for (size_t ti = 0; ti < inited; ++ti) {
@@ -933,13 +945,18 @@ sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
     const std::vector<Piece> items = pieces(order, nworkers, fixed);
     std::vector<uint64_t> item_read(items.size(), 0);  // records of each item (its worker's)
     std::atomic<size_t> next{0};                       // the next position in `items`; any worker takes it
+    // Pieces not yet ended, per shard (Job::left); set before the workers start.
+    std::unique_ptr<std::atomic<size_t>[]> left(new std::atomic<size_t>[shards_.size()]);
+    for (size_t i = 0; i < shards_.size(); ++i) left[i].store(0, std::memory_order_relaxed);
+    for (const Piece &it : items) left[it.shard].fetch_add(1, std::memory_order_relaxed);
     auto worker = [&](uint32_t w) {
         size_t k = w;  // a fixed schedule's next position
         work(w, tools_, shards_, failure, nullptr, [&]() -> Job {
             const size_t at = fixed ? k : next.fetch_add(1, std::memory_order_relaxed);
             k += nworkers;
             if (at >= items.size()) return Job{};
-            return Job{items[at].shard, items[at].piece, items[at].pieces, &item_read[at]};
+            return Job{items[at].shard, items[at].piece, items[at].pieces, &item_read[at],
+                       &left[items[at].shard]};
         });
     };
     std::vector<std::thread> threads;

@@ -87,6 +87,20 @@ public:
     virtual bool process_tapped(const sonde_memref_t *m, size_t n, trace::BlockTapOut &tap) = 0;
 };
 
+// A built-in tool that can let go of a shard's state once the shard is counted, found by
+// dynamic_cast from its sonde::tool: basic_counts keeps only the sizes of a finished shard's
+// sets of distinct lines and instruction addresses, so that a run holds the sets of the shards
+// its workers are counting rather than those of every shard. The analyzer calls shard_done(s)
+// in a parallel run over stored inputs (Analyzer::run_parallel), once per shard, after the
+// parallel_shard_exit of the shard's last piece (every piece's exit has returned), on the
+// worker that ran that piece; no piece of the shard runs after it. Workers may call it for
+// different shards at once. Not called for a shard whose run failed, nor in serial or live runs.
+class ShardDoneHooks {
+public:
+    virtual ~ShardDoneHooks() = default;
+    virtual void shard_done(uint32_t shard) noexcept = 0;
+};
+
 // Removes the "model=NAME" item from a comma-separated option list: returns NAME ("" when
 // absent) and sets *rest to the other items, in order.
 std::string take_model(const std::string &options, std::string *rest);

@@ -40,6 +40,14 @@ public:
         }
     }
     size_t size() const { return size_ + (has_empty_key_ ? 1 : 0); }
+    // Empties the set and frees its table.
+    void release() noexcept {
+        Slots().swap(slots_);
+        size_ = 0;
+        shift_ = 64;
+        has_empty_key_ = false;
+        has_last_ = false;
+    }
     // Calls f(key) for every key.
     template <typename F>
     void for_each(F f) const {

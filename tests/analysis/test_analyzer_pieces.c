@@ -5,8 +5,11 @@
  * gives the same results as whole shards and as a serial run, from memory and from a Sonde
  * trace. Also: reuse_distance's parallel exact mode (jobs=N), whose batches are calculated on a
  * thread of their own while the next is gathered, gives the serial run's results over the same
- * shards (about 850 K data accesses: a first batch of 512 K, then the rest). Also run under
- * ThreadSanitizer (suite stress). */
+ * shards (about 850 K data accesses: a first batch of 512 K, then the rest). And basic_counts
+ * frees each shard's sets of distinct lines once the shard is counted: a parallel run's heap holds
+ * the sets of the shard being counted, not of every shard. Also run under ThreadSanitizer (suite
+ * stress). */
+#include <malloc.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -279,6 +282,79 @@ static void test_basic_counts_pieces(void **state) {
     same_counts(tmpdir_path("t.sonde"));
 }
 
+/* Bytes the heap has handed out and not taken back (glibc's count, arenas and mmapped blocks);
+ * 0 where it does not say (a sanitizer's allocator replaces glibc's). */
+static size_t heap_in_use(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    const struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+#else
+    return 0;
+#endif
+}
+
+/* A tool beside basic_counts that notes the heap in use at each shard's start. */
+static size_t g_heap_peak;
+static bool h_shard_init(void *t, uint32_t shard, void *wd, void **sd) {
+    (void)t, (void)shard, (void)wd;
+    const size_t now = heap_in_use();
+    if (now > g_heap_peak) g_heap_peak = now;
+    *sd = NULL;
+    return true;
+}
+static bool h_shard_memrefs(void *t, void *sd, const sonde_memref_t *m, size_t n) {
+    (void)t, (void)sd, (void)m, (void)n;
+    return true;
+}
+
+static void test_basic_counts_memory(void **state) {
+    (void)state;
+    if (heap_in_use() == 0) skip();
+    /* 12 shards, each the same 150 K distinct lines: a shard's set is a table of 4 MiB (512 K
+     * slots of 8 bytes, at most half full), the union over the shards another 4 MiB. Held to
+     * the end, the sets would take 48 MiB at the last shard's start; freed as each shard ends,
+     * the union and a set or two. */
+    enum { kLines = 150000, kMemShards = 12 };
+    sonde_memref_t *m = calloc(kLines, sizeof *m);
+    assert_non_null(m);
+    for (size_t i = 0; i < kLines; ++i) {
+        m[i].address = (uint64_t)(i * 7919u % kLines) * 64;
+        m[i].size = 8;
+        m[i].type = SONDE_MEMREF_READ;
+    }
+    static sonde_tool_ops_t ops;
+    ops = (sonde_tool_ops_t){.struct_size = sizeof ops,
+                             .name = "heap",
+                             .parallel_shard_supported = r_supported,
+                             .parallel_shard_init = h_shard_init,
+                             .parallel_shard_memrefs = h_shard_memrefs,
+                             .results_json = r_json,
+                             .parallel_shard_pieces = r_supported};
+    sonde_analyzer_t *a = NULL;
+    assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_tool(a, "basic_counts", ""), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_add_tool_ops(a, &ops, NULL), SONDE_STATUS_SUCCESS);
+    for (int s = 0; s < kMemShards; ++s)
+        assert_int_equal(sonde_analyzer_add_memory_shard(a, m, kLines, NULL), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_set_workers(a, 1), SONDE_STATUS_SUCCESS);
+    const size_t before = heap_in_use();
+    g_heap_peak = before;
+    assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
+    const size_t grew = g_heap_peak - before;
+    if (grew > (size_t)24 << 20)
+        fail_msg("the heap grew by %zu MiB during the run: the shards' sets were kept", grew >> 20);
+    /* The counts are those of the whole sets: every shard and the total have all the lines. */
+    char *json = results(a);
+    char want[64];
+    snprintf(want, sizeof want, "\"distinct_lines\":%d,", kLines);
+    size_t found = 0;
+    for (const char *p = json; (p = strstr(p, want)) != NULL; ++p) ++found;
+    assert_int_equal(found, kMemShards + 1);
+    free(json);
+    sonde_analyzer_destroy(a);
+    free(m);
+}
+
 /* The results JSON of reuse_distance with `options` over the shards, in a serial run. */
 static char *reuse_json(const char *options) {
     sonde_analyzer_t *a = NULL;
@@ -336,6 +412,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_pieces),
         cmocka_unit_test(test_basic_counts_pieces),
+        cmocka_unit_test(test_basic_counts_memory),
         cmocka_unit_test(test_reuse_batches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
