@@ -23,6 +23,7 @@
 #include "analysis/json_text.h"
 #include "analysis/memref_view.h"
 #include "core/abi_struct.h"
+#include "core/huge_pages.h"
 #include <sonde/tool.hpp>
 
 namespace sonde::analysis {
@@ -931,6 +932,9 @@ void work(uint32_t w, std::vector<std::unique_ptr<Tool>> &tools, std::deque<Shar
 // Parallel mode: workers take shards one at a time from a shared counter over shard_order()
 // (dynamic assignment: a worker that finishes a shard takes the next one left).
 sonde_status_t Analyzer::run_parallel(uint32_t nworkers) {
+    // A shard's state grows through the same sizes as the shard before it (basic_counts' sets):
+    // blocks of huge pages freed while the workers run are handed out again (core/huge_pages.h).
+    const core::HugeHold hold;
     Failure failure;
     const char *schedule = std::getenv("SONDE_ANALYZER_SCHEDULE");
     const bool fixed = schedule != nullptr && std::strcmp(schedule, "static") == 0;

@@ -38,6 +38,27 @@ constexpr std::size_t huge_room(std::size_t bytes) {
 }
 // Frees a block huge_alloc(bytes) returned (the same `bytes`). nullptr is ignored.
 void huge_free(void *p, std::size_t bytes) noexcept;
+// While a HugeHold is alive anywhere in the process, huge_free() keeps blocks of kHugeMin bytes
+// or more (up to kHoldMax bytes in all; a block beyond that is freed) and huge_alloc() hands a
+// kept block of the same rounded size out again, already faulted in, instead of asking for
+// fresh memory: the first write to fresh memory is a page fault that the kernel pays by zeroing
+// the page, and on a VM whose host backs guest memory lazily a fault can cost many times that.
+// A parallel analyzer run over shards holds one (Analyzer::run_parallel): basic_counts'
+// per-shard sets grow through the same sizes shard after shard, and a worker's next shard takes
+// the tables the last one gave back. When the last hold ends, the kept blocks are freed; the
+// most a hold adds to a run's peak memory is kHoldMax. Holds nest and may be taken on any
+// thread.
+class HugeHold {
+public:
+    HugeHold();
+    ~HugeHold();
+    HugeHold(const HugeHold &) = delete;
+    HugeHold &operator=(const HugeHold &) = delete;
+};
+constexpr std::size_t kHoldMax = std::size_t{64} << 20;
+// Bytes of the blocks kept now (0 when no hold is alive).
+std::size_t huge_kept() noexcept;
+
 // Advises the whole huge pages inside [p, p + bytes) of memory from another allocator (a
 // std::string's reserved room, say) for transparent huge pages, before it is first written:
 // a hint, ignored where it fails or covers no whole huge page.

@@ -313,7 +313,8 @@ static void test_basic_counts_memory(void **state) {
     /* 12 shards, each the same 150 K distinct lines: a shard's set is a table of 4 MiB (512 K
      * slots of 8 bytes, at most half full), the union over the shards another 4 MiB. Held to
      * the end, the sets would take 48 MiB at the last shard's start; freed as each shard ends,
-     * the union and a set or two. */
+     * the union, a set or two, and the blocks the run keeps to hand out again (core/huge_pages.h:
+     * a shard's tables of 1, 2 and 4 MiB): about 18 MiB. */
     enum { kLines = 150000, kMemShards = 12 };
     sonde_memref_t *m = calloc(kLines, sizeof *m);
     assert_non_null(m);
@@ -341,7 +342,7 @@ static void test_basic_counts_memory(void **state) {
     g_heap_peak = before;
     assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
     const size_t grew = g_heap_peak - before;
-    if (grew > (size_t)24 << 20)
+    if (grew > (size_t)32 << 20)
         fail_msg("the heap grew by %zu MiB during the run: the shards' sets were kept", grew >> 20);
     /* The counts are those of the whole sets: every shard and the total have all the lines. */
     char *json = results(a);
