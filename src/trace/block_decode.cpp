@@ -44,6 +44,11 @@ void TapArena::give_back(unsigned char *slab) noexcept {
     free_.push_back(slab);  // room reserved when the slab was mapped
 }
 
+size_t TapArena::slabs() {
+    std::lock_guard<std::mutex> g(mu_);
+    return slabs_;
+}
+
 // A slab's deleter takes mu_ (give_back), so no shared_ptr to a slab is released or made while
 // mu_ is held: out->storage is emptied first, and the slab replaced is released after.
 void TapArena::cut(size_t n, BlockTapOut *out) {
@@ -98,9 +103,17 @@ void TapArena::cut(size_t n, BlockTapOut *out) {
             });
             {
                 std::lock_guard<std::mutex> g(mu_);
-                std::swap(current_, fresh);  // the slab replaced is released below, unlocked
-                base = current_.get();
-                used_ = need;
+                if (current_ != nullptr && kSlabBytes - used_ >= need) {
+                    // Another thread put in a slab meanwhile and it has room: cut that one, and
+                    // keep ours for later (released below, unlocked, into free_), rather than
+                    // leave the rest of that slab unused.
+                    base = current_.get() + used_;
+                    used_ += need;
+                } else {
+                    std::swap(current_, fresh);  // the slab replaced is released below, unlocked
+                    base = current_.get();
+                    used_ = need;
+                }
                 out->storage = std::shared_ptr<void>(current_, base);
             }
         }

@@ -11,6 +11,7 @@
 
 #include <sonde/trace.h>
 
+#include "check.hpp"
 #include "core/huge_pages.h"
 
 using sonde::core::huge_alloc;
@@ -22,16 +23,9 @@ using sonde::core::HugeHold;
 using sonde::core::kHoldMax;
 using sonde::core::kHugeMin;
 using sonde::core::kHugePage;
+using sonde_test::check;
 
 namespace {
-
-int failures = 0;
-
-void check(bool ok, const char *what, unsigned long long got) {
-    if (ok) return;
-    std::fprintf(stderr, "FAIL: %s (got %llu)\n", what, got);
-    ++failures;
-}
 
 // Writes every element the array says it holds, then reads them back.
 template <typename T>
@@ -133,7 +127,5 @@ int main() {
               huge_kept());
     }
     check(huge_kept() == 0, "the last hold's end frees the blocks", huge_kept());
-    if (failures != 0) return 1;
-    std::printf("huge_pages: all checks passed\n");
-    return 0;
+    return sonde_test::finish("huge_pages");
 }
