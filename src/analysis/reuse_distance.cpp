@@ -503,16 +503,25 @@ public:
         if (batch_due()) flush();
         return true;
     }
-    // The tap (DecodeTapHooks; convert() on the decoding threads): a block's data accesses as
+    // The tap (DecodeTapHooks; begin, piece and end on the decoding threads): a block's data accesses as
     // lines (words) and write flags (bytes), as the hot path above gathers them. A block holding
     // a source-sampling marker is left to its records (whole = false): markers are read in
     // order. per_shard needs each access's shard, so it takes records only.
     const trace::BlockTap *decode_tap() const override { return opt_.per_shard ? nullptr : this; }
-    void convert(const sonde_memref_t *m, size_t n, trace::BlockTapOut *out) const override {
-        uint64_t *lines = out->scratch_words(n);
-        uint8_t *writes = out->scratch_bytes();
+    void begin(size_t n, trace::BlockTapOut *out) const override {
+        out->storage.reset();
+        out->words = out->scratch_words(n);
+        out->bytes = out->scratch_bytes();
+        out->count = 0;
+        out->whole = true;
+    }
+    // Appends to the scratch (room for the block's records: every index written is below the
+    // records seen so far).
+    void piece(const sonde_memref_t *m, size_t n, trace::BlockTapOut *out) const override {
+        uint64_t *const lines = out->words;
+        uint8_t *const writes = out->bytes;
         const unsigned bits = line_bits_;
-        size_t k = 0;
+        size_t k = out->count;
         bool marker = false;
         for (size_t i = 0; i < n; ++i) {
             const uint16_t type = m[i].type;
@@ -523,15 +532,15 @@ public:
                       m[i].size <= SONDE_MARKER_SAMPLE_SKIPPED;
         }
         out->count = k;
-        out->whole = !marker;
-        if (marker) {  // left to the records
-            out->storage.reset();
-            out->words = lines;
-            out->bytes = writes;
-            return;
-        }
+        out->whole = out->whole && !marker;
+    }
+    void end(trace::BlockTapOut *out) const override {
+        if (!out->whole) return;  // left to the records; words and bytes stay in the scratch
         // The scratch stays with the block's slot (in this core's cache); the entries go to a
         // cut of their exact size, which a parallel batch can keep (process_tapped).
+        const uint64_t *const lines = out->words;
+        const uint8_t *const writes = out->bytes;
+        const size_t k = out->count;
         arena_->cut(k, out);
         if (k != 0) {
             std::memcpy(out->words, lines, k * sizeof(uint64_t));

@@ -216,15 +216,19 @@ bool BlockDecoder::work(std::unique_lock<std::mutex> &lk, uint64_t want) {
     if (job == nullptr) return false;
     job->state = State::kBusy;
     lk.unlock();
+    bool tapped_in_decode = false;  // the jobs ran the tap as they decoded (decode_tapped)
+    job->block.tapped = false;
     try {
-        jobs_.decode(job->block);
+        if (tap_ != nullptr) tapped_in_decode = jobs_.decode_tapped(job->block, *tap_);
+        if (!tapped_in_decode) jobs_.decode(job->block);
     } catch (const std::bad_alloc &) {
+        tapped_in_decode = false;
         job->block.count = 0;
         job->block.failed = true;
         job->block.fail_status = SONDE_STATUS_ERROR_OUT_OF_MEMORY;
         job->block.fail_what = "out of memory decoding the input";
     }
-    if (tap_ != nullptr) {
+    if (tap_ != nullptr && !tapped_in_decode) {
         // The records before a fault are handed out too, so a failed block is tapped as well.
         job->block.tapped = false;
         try {

@@ -11,8 +11,9 @@
 //     decompressed where the input is, or a chunk's place in the file). One thread at a time
 //     holds this job; it is preferred over decoding, so that the pipeline does not run dry;
 //   - decoding (BlockJobs::decode): a filled block is turned into its own records array.
-// A tap (BlockTap, source.h) set by the reader's user runs on the decoding thread right after
-// decoding, and its output travels with the block (DecodedBlock::tap).
+// A tap (BlockTap, source.h) set by the reader's user runs on the decoding thread, on each piece
+// of a block as it is decoded (jobs with decode_tapped: Sonde chunks) or right after decoding,
+// and its output travels with the block (DecodedBlock::tap).
 // At most `2 * threads + 2` blocks (and never more than 12) are in flight, so memory is bounded
 // by the block size, not by the input. Blocks are recycled: their buffers are reused.
 //
@@ -94,6 +95,15 @@ public:
     // May also return true and set *last: this block is the last one (with the reason).
     virtual bool fill(DecodedBlock &b, bool *last, sonde_status_t *end_status, std::string *end_error) = 0;
     virtual void decode(DecodedBlock &b) const = 0;
+    // As decode(), and runs `tap` on the records as they are decoded, piece by piece, into
+    // b.tap (b.tapped when it completed; a tap out of memory leaves the records alone). False:
+    // these jobs decode a block in one go (nothing done), and the decoder runs decode() and then
+    // the tap over the whole block.
+    virtual bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const {
+        (void)b;
+        (void)tap;
+        return false;
+    }
     // In order, before the block's records are handed out: fix-ups; when the block failed,
     // returns its error message.
     virtual std::string finish(DecodedBlock &b) = 0;
@@ -185,6 +195,12 @@ public:
     // Decodes b.bytes[0, b.len) into b.records (room for max_records(b.len)): count, lines,
     // carry_until, carry_out, sets_carry, and failed / fail_pos / fail_what on a bad record.
     virtual void decode(DecodedBlock &b) const = 0;
+    // As BlockJobs::decode_tapped: decodes and taps as it goes, or returns false (nothing done).
+    virtual bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const {
+        (void)b;
+        (void)tap;
+        return false;
+    }
     // In order: applies the carried value (`*carry`, updated for the next block) and, when the
     // block failed, returns the message (`lines_before`: lines of the stream before it).
     virtual std::string finish(DecodedBlock &b, uint64_t *carry, uint64_t lines_before) const = 0;
@@ -207,6 +223,9 @@ public:
                               std::string *error);
     bool fill(DecodedBlock &b, bool *last, sonde_status_t *end_status, std::string *end_error) override;
     void decode(DecodedBlock &b) const override;
+    bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const override {
+        return format_.decode_tapped(b, tap);
+    }
     std::string finish(DecodedBlock &b) override;
     // Bytes the blocks of `threads` threads hold at most (not the stream's own buffers).
     static uint64_t memory(const StreamFormat &format, unsigned threads, size_t block_bytes);
@@ -272,6 +291,9 @@ public:
         return blocks_.fill(b, last, s, e);
     }
     void decode(DecodedBlock &b) const override { blocks_.decode(b); }
+    bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const override {
+        return blocks_.decode_tapped(b, tap);
+    }
     std::string finish(DecodedBlock &b) override { return blocks_.finish(b); }
 
 private:

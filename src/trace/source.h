@@ -113,16 +113,31 @@ private:
 };
 
 // A conversion of decoded records that runs on the threads that decode them (block_decode.h),
-// right after a block is decoded, so that a tool needing little of each record (reuse_distance:
-// the line and write flag of each data access) has it made where the records are still in that
-// core's cache, and the reading thread copies or takes the result in order instead of reading
-// every record. convert() runs on several threads at once on different blocks: it may use only its
-// arguments and the tap's immutable state. It sees a block before the in-order fix-ups
-// (lackey's carried pc), so it may read every field but pc.
+// as a block is decoded, so that a tool needing little of each record (reuse_distance: the line
+// and write flag of each data access) has it made where the records are still in that core's
+// cache, and the reading thread copies or takes the result in order instead of reading every
+// record. A block's records come in consecutive pieces: begin() with the block's record count,
+// piece() for each run of records in order (a decoder that fills the block piece by piece
+// converts each piece while it is in the first-level cache: BlockJobs::decode_tapped), then
+// end(). These run on several threads at once on different blocks: they may use only their
+// arguments and the tap's immutable state. They see a block before the in-order fix-ups
+// (lackey's carried pc), so they may read every field but pc.
 class BlockTap {
 public:
     virtual ~BlockTap() = default;
-    virtual void convert(const sonde_memref_t *records, size_t n, BlockTapOut *out) const = 0;
+    // Readies `out` for a block of n records. May throw std::bad_alloc (then the block is not
+    // tapped: the reading thread uses its records).
+    virtual void begin(size_t n, BlockTapOut *out) const = 0;
+    // The block's next n records, after those of the pieces before. Does not throw.
+    virtual void piece(const sonde_memref_t *records, size_t n, BlockTapOut *out) const = 0;
+    // The block's records are all in: completes `out`. May throw std::bad_alloc, as begin().
+    virtual void end(BlockTapOut *out) const = 0;
+    // A whole block in one piece.
+    void convert(const sonde_memref_t *records, size_t n, BlockTapOut *out) const {
+        begin(n, out);
+        piece(records, n, out);
+        end(out);
+    }
 };
 
 // Reads one shard in order. Not thread-safe: one thread at a time.

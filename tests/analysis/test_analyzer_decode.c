@@ -309,16 +309,18 @@ static void test_sonde_chunks(void **state) {
 /* A trace sampled at the source (its sampling markers at the start, SAMPLE_SKIPPED markers in
  * later chunks) read by reuse_distance with several decoding threads: the threads convert each
  * block's data accesses for the tool (src/trace/source.h, BlockTap), except in blocks holding a
- * sampling marker, which the tool reads record by record. Every worker count gives one worker's
- * results, and the skipped references are counted among the accesses. */
+ * sampling marker, which the tool reads record by record. A chunk of 16384 records is tapped in
+ * four pieces as it is decoded; the markers fall in the first, second and third piece of their
+ * chunks, and two chunks have none. Every worker count gives one worker's results, and the
+ * skipped references are counted among the accesses. */
 static void test_sampled_at_source(void **state) {
     (void)state;
-    sonde_trace_writer_properties_t p = {sizeof p, 0, 4096, 0};
+    sonde_trace_writer_properties_t p = {sizeof p, 0, 16384, 0};
     sonde_trace_writer_t *w = NULL;
     assert_int_equal(sonde_trace_writer_create(tmpdir_path("sampled.sonde"), &p, &w), SONDE_STATUS_SUCCESS);
     sonde_memref_t batch[1000];
     uint64_t data = 0, skipped = 0;
-    for (unsigned b = 0; b < 60; ++b) {
+    for (unsigned b = 0; b < 100; ++b) {
         for (unsigned i = 0; i < 1000; ++i) {
             const uint64_t r = rnd();
             batch[i] = (sonde_memref_t){0};
@@ -331,7 +333,7 @@ static void test_sampled_at_source(void **state) {
                 batch[i].type = SONDE_MEMREF_MARKER;
                 batch[i].size = (uint16_t)(SONDE_MARKER_SAMPLE_THRESHOLD + i);
                 batch[i].address = values[i];
-            } else if (b % 7 == 3 && i == 500) {
+            } else if (b % 20 == 13 && i == 500) {
                 batch[i].type = SONDE_MEMREF_MARKER;
                 batch[i].size = SONDE_MARKER_SAMPLE_SKIPPED;
                 batch[i].address = 1000 + b;
