@@ -167,7 +167,7 @@ BlockDecoder::~BlockDecoder() {
     for (std::thread &t : workers_) t.join();
 }
 
-bool BlockDecoder::work(std::unique_lock<std::mutex> &lk, uint64_t want) {
+bool BlockDecoder::work(std::unique_lock<std::mutex> &lk, uint64_t want, PieceBuffer &piece) {
     Slot *job = nullptr;
     // The block the caller waits for, when it only needs decoding.
     if (want != UINT64_MAX && want < filled_seq_ && slot_of(want).state == State::kFilled)
@@ -219,7 +219,7 @@ bool BlockDecoder::work(std::unique_lock<std::mutex> &lk, uint64_t want) {
     bool tapped_in_decode = false;  // the jobs ran the tap as they decoded (decode_tapped)
     job->block.tapped = false;
     try {
-        if (tap_ != nullptr) tapped_in_decode = jobs_.decode_tapped(job->block, *tap_);
+        if (tap_ != nullptr) tapped_in_decode = jobs_.decode_tapped(job->block, *tap_, piece);
         if (!tapped_in_decode) jobs_.decode(job->block);
     } catch (const std::bad_alloc &) {
         tapped_in_decode = false;
@@ -245,9 +245,10 @@ bool BlockDecoder::work(std::unique_lock<std::mutex> &lk, uint64_t want) {
 }
 
 void BlockDecoder::worker() {
+    PieceBuffer piece;  // this worker's
     std::unique_lock<std::mutex> lk(mu_);
     while (!stop_)
-        if (!work(lk, UINT64_MAX)) cv_.wait(lk);
+        if (!work(lk, UINT64_MAX, piece)) cv_.wait(lk);
 }
 
 DecodedBlock *BlockDecoder::next() {
@@ -274,7 +275,7 @@ DecodedBlock *BlockDecoder::next() {
         }
         Slot &s = slot_of(consumed_seq_);
         if (s.state == State::kDecoded && s.block.seq == consumed_seq_) break;
-        if (!work(lk, consumed_seq_)) cv_.wait(lk);
+        if (!work(lk, consumed_seq_, reader_piece_)) cv_.wait(lk);
     }
     DecodedBlock &b = slot_of(consumed_seq_).block;
     ++consumed_seq_;

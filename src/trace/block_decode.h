@@ -96,12 +96,13 @@ public:
     virtual bool fill(DecodedBlock &b, bool *last, sonde_status_t *end_status, std::string *end_error) = 0;
     virtual void decode(DecodedBlock &b) const = 0;
     // As decode(), and runs `tap` on the records as they are decoded, piece by piece, into
-    // b.tap (b.tapped when it completed; a tap out of memory leaves the records alone). False:
-    // these jobs decode a block in one go (nothing done), and the decoder runs decode() and then
-    // the tap over the whole block.
-    virtual bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const {
+    // b.tap (b.tapped when it completed; a tap out of memory leaves the records alone); `piece`
+    // is the calling thread's own. False: these jobs decode a block in one go (nothing done),
+    // and the decoder runs decode() and then the tap over the whole block.
+    virtual bool decode_tapped(DecodedBlock &b, const BlockTap &tap, PieceBuffer &piece) const {
         (void)b;
         (void)tap;
+        (void)piece;
         return false;
     }
     // In order, before the block's records are handed out: fix-ups; when the block failed,
@@ -147,7 +148,8 @@ private:
     void worker();
     // Takes and runs one job with the lock held on entry and on return (released while the job
     // runs); false when there was none. `want`: the block the caller waits for (decoded first).
-    bool work(std::unique_lock<std::mutex> &lk, uint64_t want);
+    // `piece`: the calling thread's (a worker's own, or reader_piece_).
+    bool work(std::unique_lock<std::mutex> &lk, uint64_t want, PieceBuffer &piece);
     Slot &slot_of(uint64_t seq) { return slots_[seq % slots_.size()]; }
 
     BlockJobs &jobs_;
@@ -169,6 +171,7 @@ private:
     std::vector<std::thread> workers_;
 
     // The reading thread's.
+    PieceBuffer reader_piece_;
     bool done_ = false;
     sonde_status_t status_ = SONDE_STATUS_SUCCESS;
     std::string error_;
@@ -196,9 +199,10 @@ public:
     // carry_until, carry_out, sets_carry, and failed / fail_pos / fail_what on a bad record.
     virtual void decode(DecodedBlock &b) const = 0;
     // As BlockJobs::decode_tapped: decodes and taps as it goes, or returns false (nothing done).
-    virtual bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const {
+    virtual bool decode_tapped(DecodedBlock &b, const BlockTap &tap, PieceBuffer &piece) const {
         (void)b;
         (void)tap;
+        (void)piece;
         return false;
     }
     // In order: applies the carried value (`*carry`, updated for the next block) and, when the
@@ -223,8 +227,8 @@ public:
                               std::string *error);
     bool fill(DecodedBlock &b, bool *last, sonde_status_t *end_status, std::string *end_error) override;
     void decode(DecodedBlock &b) const override;
-    bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const override {
-        return format_.decode_tapped(b, tap);
+    bool decode_tapped(DecodedBlock &b, const BlockTap &tap, PieceBuffer &piece) const override {
+        return format_.decode_tapped(b, tap, piece);
     }
     std::string finish(DecodedBlock &b) override;
     // Bytes the blocks of `threads` threads hold at most (not the stream's own buffers).
@@ -291,8 +295,8 @@ public:
         return blocks_.fill(b, last, s, e);
     }
     void decode(DecodedBlock &b) const override { blocks_.decode(b); }
-    bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const override {
-        return blocks_.decode_tapped(b, tap);
+    bool decode_tapped(DecodedBlock &b, const BlockTap &tap, PieceBuffer &piece) const override {
+        return blocks_.decode_tapped(b, tap, piece);
     }
     std::string finish(DecodedBlock &b) override { return blocks_.finish(b); }
 

@@ -152,7 +152,7 @@ public:
     // exactly the lines that a parse of [line, newline), less one trailing '\r', would; where
     // record_fast() takes a line, line() gives the same record.
     void decode(DecodedBlock &b) const override { decode_block(b, nullptr); }
-    bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const override {
+    bool decode_tapped(DecodedBlock &b, const BlockTap &tap, PieceBuffer &) const override {
         decode_block(b, &tap);
         return true;
     }
@@ -167,10 +167,10 @@ public:
     }
 
 private:
-    // Records a tapped block is tapped in at a time, as they are decoded: 128 KiB of records,
-    // read back by the tap from the core's nearest caches rather than after the whole block
-    // (up to 37 K records, 1.2 MB).
-    static constexpr size_t kTapPiece = 4096;
+    // A tapped block is tapped every PieceBuffer::kRecords records as they are decoded, which
+    // the tap reads back from the core's nearest caches rather than after the whole block (up to
+    // 37 K records, 1.2 MB).
+    static constexpr size_t kTapPiece = PieceBuffer::kRecords;
 
     void decode_block(DecodedBlock &b, const BlockTap *tap) const {
         const unsigned char *const base = b.bytes.get();

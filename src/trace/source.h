@@ -128,7 +128,8 @@ public:
     // Readies `out` for a block of n records. May throw std::bad_alloc (then the block is not
     // tapped: the reading thread uses its records).
     virtual void begin(size_t n, BlockTapOut *out) const = 0;
-    // The block's next n records, after those of the pieces before. Does not throw.
+    // The block's next n records, after those of the pieces before; they may be a copy, valid
+    // only during the call. Does not throw.
     virtual void piece(const sonde_memref_t *records, size_t n, BlockTapOut *out) const = 0;
     // The block's records are all in: completes `out`. May throw std::bad_alloc, as begin().
     virtual void end(BlockTapOut *out) const = 0;
@@ -138,6 +139,27 @@ public:
         piece(records, n, out);
         end(out);
     }
+};
+
+// Room for one piece of a block's records, 128 KiB, that belongs to one decoding thread
+// (BlockDecoder keeps one per thread), so that it stays in that core's nearest caches from block
+// to block: jobs that tap as they decode (BlockJobs::decode_tapped) decode a piece into it, tap
+// it there, then copy it to the block. Also the number of records a tap is given at a time.
+class PieceBuffer {
+public:
+    static constexpr size_t kRecords = 4096;
+    // Allocated on first use; may throw std::bad_alloc.
+    sonde_memref_t *get() {
+        if (storage_ == nullptr) storage_.reset(new Storage);
+        return storage_->records;
+    }
+
+private:
+    // Cache-line aligned: two records a line, none across two.
+    struct alignas(64) Storage {
+        sonde_memref_t records[kRecords];
+    };
+    std::unique_ptr<Storage> storage_;
 };
 
 // Reads one shard in order. Not thread-safe: one thread at a time.

@@ -14,6 +14,7 @@
 #include <new>
 #include <queue>
 
+#include "core/stream_copy.h"
 #include "trace/block_decode.h"
 #include "trace/drmemtrace.h"
 #include "trace/lackey.h"
@@ -739,25 +740,33 @@ public:
         *last = next_ == nchunks_;
         return true;
     }
-    void decode(DecodedBlock &b) const override { decode_chunk(b, nullptr); }
-    bool decode_tapped(DecodedBlock &b, const BlockTap &tap) const override {
-        decode_chunk(b, &tap);
+    void decode(DecodedBlock &b) const override { decode_chunk(b, nullptr, nullptr); }
+    bool decode_tapped(DecodedBlock &b, const BlockTap &tap, PieceBuffer &piece) const override {
+        decode_chunk(b, &tap, &piece);
         return true;
     }
     std::string finish(DecodedBlock &b) override { return b.failed ? b.fail_what : std::string(); }
 
 private:
-    // Records a tapped chunk is decoded and tapped in at a time: 128 KiB of records, which the
-    // tap reads back from the core's nearest caches. Tapped after the whole chunk (65,536
-    // records by default, 2 MiB), they were read back from farther away than they were written:
-    // at two jobs on a 20 M-access trace the tap took 10.6 % of the run's samples, against 5 %
-    // for the one-job run's gathering, which reads the records in pieces; in pieces, 5.7 %.
-    // (Decoding itself, 7 % of the one-job run, takes 13-15 % at two jobs either way: its
-    // records go to the block's 2 MiB array rather than to a buffer in the first-level cache.)
-    static constexpr size_t kTapPiece = 4096;
+    // A tapped chunk is decoded PieceBuffer::kRecords records at a time (128 KiB) into the
+    // decoding thread's piece buffer, which stays in that core's nearest caches; the tap reads
+    // each piece there, and the piece goes on to the block's records with non-temporal stores
+    // (core::stream_copy), which do not read the records array in first. The reading thread
+    // needs few of a tapped block's records (all of them only where the tap leaves the block:
+    // a sampling marker, a span cut short by another shard). Decoded straight into the records
+    // array (2 MiB for a chunk of 65,536 records), decoding took 13-15 % of a two-job run's
+    // samples against 7 % of the one-job run's, which decodes into a buffer of its own; tapped
+    // after the whole chunk, the tap took 10.6 % against the one-job run's 5 % for gathering.
+    // sort.trace (20 M accesses) at two jobs, 2-vCPU Xeon guest, alternated, 9 runs each: 373 ms
+    // (673 ms of CPU) decoded straight into the array, 346 ms (634 ms) this way, 343 ms (622 ms)
+    // with the records not written at all, an upper bound; against the tree before, 11 runs
+    // each, 365 ms (658 ms) and 341 ms (624 ms). A piece buffer lent with the chunk's buffers,
+    // which another thread may have used last, gave half the gain.
+    static constexpr size_t kTapPiece = PieceBuffer::kRecords;
 
-    // Loads and decodes the chunk into b.records, and with a tap taps it piece by piece.
-    void decode_chunk(DecodedBlock &b, const BlockTap *tap) const {
+    // Loads and decodes the chunk into b.records, and with a tap (and the thread's piece buffer)
+    // taps it piece by piece.
+    void decode_chunk(DecodedBlock &b, const BlockTap *tap, PieceBuffer *pieces) const {
         Lease lease(*this);
         ChunkBuffers &buf = *lease.buf;
         const ChunkLoad got = load_chunk(*in_, chunks_[b.index], shard_, buf);
@@ -770,9 +779,11 @@ private:
         b.reserve_records(got.records);
         uint64_t state[3] = {0, 0, 0};
         sonde_memref_t *const out = b.records.get();
+        sonde_memref_t *piece = nullptr;
         bool tapping = false;
         if (tap != nullptr) {
             try {
+                piece = pieces->get();
                 tap->begin(got.records, &b.tap);
                 tapping = true;
             } catch (const std::bad_alloc &) {
@@ -784,8 +795,9 @@ private:
         } else {
             for (size_t from = 0; from < got.records; from += kTapPiece) {
                 const size_t k = std::min<size_t>(kTapPiece, got.records - from);
-                fmt::decode_columns(buf.payload.get(), got.records, from, k, id_, state, out + from);
-                tap->piece(out + from, k, &b.tap);
+                fmt::decode_columns(buf.payload.get(), got.records, from, k, id_, state, piece);
+                tap->piece(piece, k, &b.tap);
+                core::stream_copy(out + from, piece, k * sizeof(sonde_memref_t));
             }
         }
         b.count = got.records;
