@@ -180,6 +180,26 @@ static void traces(void) {
     }
     craft_index(&f, inter, 8, 8);
     emit_buf("trace/crafted_interleaved.sonde", &f);
+
+    /* One shard in four chunks, which the analyzer decodes on several threads, with
+     * reuse_distance's tap on each piece of 4096 records (src/trace/source.h): 64 records
+     * sampled at the source (the sampling markers first), 5000 reads, three records with a
+     * SAMPLE_SKIPPED marker, 9000 reads. */
+    f.size = 0;
+    craft_header_minor(&f, 2); /* the markers of version 1.2 */
+    sonde_memref_t head[64], skipped[3] = {three[0], three[1], three[2]};
+    static const uint64_t values[3] = {1ull << 30, 5, 64}; /* rate 1/4, seed 5, 64-byte lines */
+    for (uint32_t i = 0; i < 64; ++i)
+        head[i] = i < 3
+                      ? ref(values[i], SONDE_MEMREF_MARKER, (uint16_t)(SONDE_MARKER_SAMPLE_THRESHOLD + i), 0)
+                      : ref(0x200000 + 64 * (i % 7), (uint16_t)(i % 3 == 2), 8, 0);
+    skipped[1] = ref(250, SONDE_MEMREF_MARKER, SONDE_MARKER_SAMPLE_SKIPPED, 0);
+    craft_entry chunked[4] = {{craft_chunk_of(&f, 0, head, 64), 0, 64},
+                              {craft_chunk_fill(&f, 0, 5000, 0x00, 0, 8), 0, 5000},
+                              {craft_chunk_of(&f, 0, skipped, 3), 0, 3},
+                              {craft_chunk_fill(&f, 0, 9000, 0x00, 0, 8), 0, 9000}};
+    craft_index(&f, chunked, 4, 1);
+    emit_buf("trace/crafted_chunked.sonde", &f);
     craft_free(&f);
 }
 

@@ -1,6 +1,7 @@
 /* libFuzzer target: fuzzed Sonde traces through the analyzer with every built-in tool, in
- * parallel (basic_counts, cache_sim) and serially (the same and reuse_distance, per shard),
- * then their results as text and JSON. Checksums are recomputed first (fuzz_fix_checksums) so
+ * parallel (basic_counts, cache_sim) and serially (the same and reuse_distance, per shard; then
+ * reuse_distance alone, whose tap runs on the decoding threads as they decode each chunk in
+ * pieces: src/trace/source.h, BlockTap), then their results as text and JSON. Checksums are recomputed first (fuzz_fix_checksums) so
  * that mutations reach the index, the chunks and the tools instead of stopping at a checksum.
  * The hangs and blow-ups this guards against are in the tools: a wrapped access, state for
  * declared but empty shards, decode buffers of every shard at once.
@@ -18,12 +19,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { kMaxRecords = 1 << 16 };
 
-static void analyse(const char *path, bool parallel) {
+enum mode { kParallel, kSerial, kTapped };
+
+static void analyse(const char *path, enum mode mode) {
+    const bool parallel = mode == kParallel;
     sonde_analyzer_t *a = NULL;
     if (sonde_analyzer_create(&a) != SONDE_STATUS_SUCCESS) return;
-    sonde_analyzer_add_tool(a, "basic_counts", NULL);
-    sonde_analyzer_add_tool(a, "cache_sim", parallel ? NULL : "L1:4K:4:64:fifo,L2:64K:8:32:random");
-    if (!parallel) sonde_analyzer_add_tool(a, "reuse_distance", "per_shard=1");
+    if (mode == kTapped) {
+        sonde_analyzer_add_tool(a, "reuse_distance", NULL);
+    } else {
+        sonde_analyzer_add_tool(a, "basic_counts", NULL);
+        sonde_analyzer_add_tool(a, "cache_sim", parallel ? NULL : "L1:4K:4:64:fifo,L2:64K:8:32:random");
+        if (!parallel) sonde_analyzer_add_tool(a, "reuse_distance", "per_shard=1");
+    }
     sonde_analyzer_set_parallel(a, parallel);
     sonde_analyzer_set_workers(a, 2);
     if (sonde_analyzer_add_input(a, path, SONDE_TRACE_FORMAT_SONDE) == SONDE_STATUS_SUCCESS) {
@@ -55,8 +63,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char path[64];
         const int fd = fuzz_memfd(d, size, path, sizeof path);
         if (fd >= 0) {
-            analyse(path, true);
-            analyse(path, false);
+            analyse(path, kParallel);
+            analyse(path, kSerial);
+            analyse(path, kTapped);
             close(fd);
         }
     }
