@@ -12,8 +12,8 @@
 //     holds this job; it is preferred over decoding, so that the pipeline does not run dry;
 //   - decoding (BlockJobs::decode): a filled block is turned into its own records array.
 // A tap (BlockTap, source.h) set by the reader's user runs on the decoding thread, on each piece
-// of a block as it is decoded (jobs with decode_tapped: Sonde chunks) or right after decoding,
-// and its output travels with the block (DecodedBlock::tap).
+// of a block as it is decoded (jobs with decode_tapped: Sonde chunks, lackey) or right after
+// decoding (raw64), and its output travels with the block (DecodedBlock::tap).
 // At most `2 * threads + 2` blocks (and never more than 12) are in flight, so memory is bounded
 // by the block size, not by the input. Blocks are recycled: their buffers are reused.
 //
