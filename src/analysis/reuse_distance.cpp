@@ -503,10 +503,10 @@ public:
         if (batch_due()) flush();
         return true;
     }
-    // The tap (DecodeTapHooks; begin, piece and end on the decoding threads): a block's data accesses as
-    // lines (words) and write flags (bytes), as the hot path above gathers them. A block holding
-    // a source-sampling marker is left to its records (whole = false): markers are read in
-    // order. per_shard needs each access's shard, so it takes records only.
+    // The tap (DecodeTapHooks; begin, piece and end on the decoding threads): a block's data
+    // accesses as lines (words) and write flags (bytes), as the hot path above gathers them. A
+    // block holding a source-sampling marker is left to its records (whole = false): markers are
+    // read in order. per_shard needs each access's shard, so it takes records only.
     const trace::BlockTap *decode_tap() const override { return opt_.per_shard ? nullptr : this; }
     void begin(size_t n, trace::BlockTapOut *out) const override {
         out->storage.reset();

@@ -1,8 +1,9 @@
 /* libFuzzer target: fuzzed Sonde traces through the analyzer with every built-in tool, in
  * parallel (basic_counts, cache_sim) and serially (the same and reuse_distance, per shard; then
  * reuse_distance alone, whose tap runs on the decoding threads as they decode each chunk in
- * pieces: src/trace/source.h, BlockTap), then their results as text and JSON. Checksums are recomputed first (fuzz_fix_checksums) so
- * that mutations reach the index, the chunks and the tools instead of stopping at a checksum.
+ * pieces: src/trace/source.h, BlockTap), then their results as text and JSON. Checksums are
+ * recomputed first (fuzz_fix_checksums) so that mutations reach the index, the chunks and the
+ * tools instead of stopping at a checksum.
  * The hangs and blow-ups this guards against are in the tools: a wrapped access, state for
  * declared but empty shards, decode buffers of every shard at once.
  *
