@@ -4,12 +4,13 @@
 // efficiency (speed-up / N), the CPU time per record, and, where there is one, the floor's
 // speed-up beside it. Every case checks that its answer does not depend on N.
 //
-// Cases (medians of 3 repetitions, 7 for cases 4 and 5; wall time for rates, getrusage for CPU; creating and
-// destroying the sessions and buffers of cases 1-3 is left out: a buffer's pages are populated
-// at creation, and case 2 creates a 64 MiB buffer per thread). Cases 4 and 5a-5f take their
-// counts in turn within each repetition, and their speed-up is the median of each repetition's
-// own ratio: on a shared VM whose speed drifts from one second to the next, a ratio taken
-// between runs a second apart moves far less than one between runs taken minutes apart:
+// Cases (medians of 3 repetitions, 7 for cases 4 and 5, 11 for 5c and 5e; wall time for rates,
+// getrusage for CPU; creating and destroying the sessions and buffers of cases 1-3 is left out: a
+// buffer's pages are populated at creation, and case 2 creates a 64 MiB buffer per thread).
+// Cases 4 and 5a-5f take their counts in turn within each repetition, and their speed-up is the
+// median of each repetition's own ratio: on a shared VM whose speed drifts from one second to the
+// next, a ratio taken between runs a second apart moves far less than one between runs taken
+// minutes apart:
 //   1. producers, one LOSSLESS buffer: N threads each emit the same number of 32-byte
 //      timestamped records (16-byte payload) into one buffer whose callback reads every record
 //      (sums a payload word). Floor: N threads doing rdtsc and a 32-byte store into a private
@@ -85,6 +86,10 @@ constexpr int kReps = 3;
 // Rounds of measure_counts (cases 4 and 5): its speed-ups are the figures the lines are
 // read from, and on a shared VM a median of 3 paired ratios still moved by 0.3x between runs.
 constexpr int kPairedReps = 7;
+// Rounds of the end-to-end `sonde analyze` cases (5c, 5e): whole processes, whose start and page
+// faults add to the drift, and the 2-core line is read from 5c. A median of 3 such ratios on a
+// 2-vCPU VM moved between 1.31x and 1.75x from run to run; each round costs a fraction of a second.
+constexpr int kCliReps = 11;
 
 // A program the bench runs: the environment variable `name` when set (to run the bench on a
 // machine where the build tree is elsewhere), else the path the build compiled in.
@@ -494,7 +499,7 @@ void cli_reuse_case(const std::string &title, const std::string &path, const cha
     std::vector<std::vector<double>> wall(counts.size()), cpu(counts.size()), ratios(counts.size());
     std::vector<std::string> results(counts.size());
     bool ran = true;
-    for (int r = 0; r < kReps; ++r) {
+    for (int r = 0; r < kCliReps; ++r) {
         for (size_t i = 0; i < counts.size(); ++i) {
             const double c0 = children_cpu_seconds();
             const auto t0 = Clock::now();
