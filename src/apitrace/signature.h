@@ -63,6 +63,8 @@ public:
     const Signature *find(std::string_view name) const;
 
     size_t size() const { return functions_.size(); }
+    // Every function declared so far, by name.
+    const std::map<std::string, Signature, std::less<>> &functions() const { return functions_; }
 
 private:
     bool parse_type(std::string_view text, bool want_name, Type &type, std::string &name,
