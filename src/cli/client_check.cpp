@@ -116,6 +116,42 @@ bool read_u32(Elf *elf, const GElf_Sym &sym, uint32_t *value) {
     return true;
 }
 
+// a + b * c > limit, without overflow.
+bool past(uint64_t a, uint64_t b, uint64_t c, uint64_t limit) {
+    if (a > limit) return true;
+    return c != 0 && b > (limit - a) / c;
+}
+
+// Why the file cannot be a whole ELF object of `size` bytes: its header places its program
+// headers, a loaded segment or its section headers past the end (a copy cut short), or it has
+// no segment to load; "" when it could be. libelf opens such a file, and with no section
+// headers to read the check would pass it, to be refused by dlopen inside the program.
+std::string extent_problem(Elf *elf, const GElf_Ehdr &eh, uint64_t size) {
+    const std::string end = " past the end of the file (" + std::to_string(size) + " bytes): it is cut short";
+    // The header's own counts: libelf's count leaves out the entries past the end of the file.
+    size_t phnum = eh.e_phnum;
+    if (phnum == PN_XNUM && elf_getphdrnum(elf, &phnum) != 0)
+        return std::string("a bad program header table: ") + elf_errmsg(-1);
+    if (past(eh.e_phoff, phnum, eh.e_phentsize, size)) return "its program headers lie" + end;
+    bool load = false;
+    for (size_t i = 0; i < phnum; ++i) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr)
+            return "program header " + std::to_string(i) + " cannot be read: " + elf_errmsg(-1);
+        if (ph.p_type != PT_LOAD) continue;
+        load = true;
+        if (past(ph.p_offset, 1, ph.p_filesz, size))
+            return "its loaded segment at offset " + std::to_string(ph.p_offset) + " ends" + end;
+    }
+    if (!load) return "it has no segment to load";
+    if (eh.e_shoff != 0) {
+        size_t shnum = eh.e_shnum;
+        if (shnum == 0 && elf_getshdrnum(elf, &shnum) != 0) shnum = 1;  // extended numbering: at least one
+        if (past(eh.e_shoff, shnum, eh.e_shentsize, size)) return "its section headers lie" + end;
+    }
+    return "";
+}
+
 }  // namespace
 
 std::string check_client_plugin(const std::string &path) {
@@ -143,6 +179,8 @@ std::string check_client_plugin(const std::string &path) {
         return q(path) + " is built for another machine (ELF machine " + std::to_string(eh.e_machine) +
                ", this one is " + std::to_string(own_machine) + ")";
     if (eh.e_type != ET_DYN) return q(path) + " is " + type_name(eh.e_type) + ", not a shared object";
+    const std::string damaged = extent_problem(f.elf, eh, static_cast<uint64_t>(st.st_size));
+    if (!damaged.empty()) return q(path) + " is not a whole shared object: " + damaged;
     size_t sections = 0;
     if (elf_getshdrnum(f.elf, &sections) != 0) return q(path) + ": bad ELF section table: " + elf_errmsg(-1);
     // Without section headers (sstrip) the symbols cannot be read here; the loader still checks.

@@ -6,7 +6,7 @@
 //
 // A client given by bare name (no '/') is an installed one, found by clients_dir.h. Before the
 // exec, every client is checked (client_check.h): a client that does not exist, is not a
-// readable ELF shared object of the right class, or does not define sonde_client_instantiate
+// whole, readable ELF shared object of the right class, or does not define sonde_client_instantiate
 // itself stops `sonde run` with exit status 2, and the program does not run. Once exec'ed, the
 // process is the program: its exit status is `sonde run`'s.
 //

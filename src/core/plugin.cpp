@@ -1,15 +1,70 @@
-// Plugin loading (see plugin.h): stat + dlopen, own-symbol lookup through the link map, the
+// Plugin loading (see plugin.h): stat, a check that the file is whole, dlopen, own-symbol lookup through the link map, the
 // required-ABI check, and ownership of the handle.
 #include "core/plugin.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <utility>
+#include <vector>
 
 namespace sonde::core {
+
+namespace {
+
+// Reads n bytes at `offset`, retrying short reads; false when the file ends first or fails.
+bool read_at(int fd, void *buf, size_t n, uint64_t offset) {
+    auto *p = static_cast<unsigned char *>(buf);
+    while (n != 0) {
+        const ssize_t got = pread(fd, p, n, static_cast<off_t>(offset));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        p += got;
+        n -= static_cast<size_t>(got);
+        offset += static_cast<uint64_t>(got);
+    }
+    return true;
+}
+
+using Ehdr = ElfW(Ehdr);
+using Phdr = ElfW(Phdr);
+
+// The ELF class of this library, which a plugin it can load shares.
+constexpr unsigned char kOwnClass = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
+
+// a + b > limit, without overflow.
+bool ends_past(uint64_t a, uint64_t b, uint64_t limit) { return a > limit || b > limit - a; }
+
+// Why the shared object in `fd` (`size` bytes) is cut short, or "". dlopen maps a loadable
+// segment whether or not the file holds all of it, and the first touch of a page past the end
+// of the file raises SIGBUS in the calling program: a copy interrupted, or a plugin still being
+// written, would kill the program instead of failing to load. So the program headers and every
+// loadable segment must lie within the file. Anything else (not ELF, another class, fewer bytes
+// than a header, extended numbering) is left to dlopen, which refuses it with a message.
+std::string cut_short(int fd, uint64_t size) {
+    Ehdr eh;
+    if (size < sizeof eh || !read_at(fd, &eh, sizeof eh, 0)) return "";
+    if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != kOwnClass ||
+        eh.e_phentsize != sizeof(Phdr) || eh.e_phnum == PN_XNUM)
+        return "";
+    const std::string end = " past the end of the file (" + std::to_string(size) + " bytes): it is cut short";
+    const uint64_t table = uint64_t{eh.e_phnum} * sizeof(Phdr);
+    if (ends_past(eh.e_phoff, table, size)) return "its program headers lie" + end;
+    std::vector<Phdr> ph(eh.e_phnum);
+    if (!ph.empty() && !read_at(fd, ph.data(), table, eh.e_phoff))
+        return "its program headers cannot be read";
+    for (const Phdr &p : ph)
+        if (p.p_type == PT_LOAD && ends_past(p.p_offset, p.p_filesz, size))
+            return "its loaded segment at offset " + std::to_string(p.p_offset) + " ends" + end;
+    return "";
+}
+
+}  // namespace
 
 Plugin::Plugin(Plugin &&other) noexcept : handle_(other.handle_), path_(std::move(other.path_)) {
     other.handle_ = nullptr;
@@ -33,6 +88,18 @@ sonde_status_t Plugin::open(const std::string &path, std::string *error) {
         if (stat(path.c_str(), &sb) != 0) {
             *error = "cannot open '" + path + "': " + std::strerror(errno);
             return SONDE_STATUS_ERROR_LOAD_FAILED;
+        }
+        // A regular file that cannot be opened here is left to dlopen, which says why.
+        const int fd = S_ISREG(sb.st_mode) ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+        if (fd >= 0) {
+            struct stat st;
+            const std::string why =
+                fstat(fd, &st) == 0 ? cut_short(fd, static_cast<uint64_t>(st.st_size)) : "";
+            ::close(fd);
+            if (!why.empty()) {
+                *error = "'" + path + "' is not a whole shared object: " + why;
+                return SONDE_STATUS_ERROR_LOAD_FAILED;
+            }
         }
     }
     dlerror();

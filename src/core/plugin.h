@@ -29,9 +29,13 @@ public:
     Plugin &operator=(const Plugin &) = delete;
 
     // Opens `path` (closing what this Plugin held). A path with a '/' is first checked with
-    // stat, so that a missing file says so; a bare file name is left to dlopen's search (stat
-    // would look in the working directory, which dlopen does not). On failure: LOAD_FAILED and
-    // *error is "cannot open 'PATH': <reason>" or "dlopen failed: <dlerror, which names the file>".
+    // stat, so that a missing file says so, and then for a shared object cut short (program
+    // headers or a loadable segment past the end of the file), which dlopen would map and the
+    // program die of (SIGBUS) at the first touch; a bare file name is left to dlopen's search
+    // (stat would look in the working directory, which dlopen does not), as is a file cut while
+    // it is being opened. On failure: LOAD_FAILED and *error is "cannot open 'PATH': <reason>",
+    // "'PATH' is not a whole shared object: <what lies past the end>" or "dlopen failed:
+    // <dlerror, which names the file>".
     sonde_status_t open(const std::string &path, std::string *error);
 
     bool is_open() const { return handle_ != nullptr; }

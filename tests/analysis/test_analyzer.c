@@ -1,6 +1,7 @@
 /* Tests of the analyzer and the tool ABI (sonde/analysis.h): the exact order of tool calls in
  * serial and parallel mode (a recording tool), one worker per shard, error propagation, the
- * built-in tools on small inputs, external tool loading, and every bad argument. */
+ * built-in tools on small inputs, external tool loading (and its failures: a tool file cut
+ * short among them), and every bad argument. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <sonde/analysis.h>
 
 #include "analyzer_test_util.h"
+#include "cut_copy.h"
 
 /* ---- a recording tool ---- */
 
@@ -614,6 +617,12 @@ static void test_external_tools(void **state) {
     assert_non_null(strstr(sonde_analyzer_error(a), "/nonexistent/tool.so"));
     assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_NO_SYMBOL, NULL), SONDE_STATUS_ERROR_LOAD_FAILED);
     assert_non_null(strstr(sonde_analyzer_error(a), "no symbol sonde_tool_create"));
+    /* A good tool's file cut in half: refused, where dlopen would have raised SIGBUS here. */
+    char cut[] = "/tmp/sonde-cut-tool-XXXXXX";
+    assert_true(cut_copy(FIXTURE_GOOD, 0, cut) != 0);
+    assert_int_equal(sonde_analyzer_load_tool(a, cut, NULL), SONDE_STATUS_ERROR_LOAD_FAILED);
+    assert_non_null(strstr(sonde_analyzer_error(a), "cut short"));
+    unlink(cut);
     /* An entry point that only a dependency of the object defines is not the tool's. */
     assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_FROM_DEPENDENCY, NULL),
                      SONDE_STATUS_ERROR_LOAD_FAILED);

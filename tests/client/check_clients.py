@@ -9,9 +9,9 @@
 4. thread_module_logger on examples/clients/threads.c: both threads start and end (with the
    names they set), the dlopen'ed plugin is loaded and unloaded.
 5. `sonde run` checks every client given as a path before it starts the program: one that does
-   not exist, is not an ELF shared object, is of the wrong class, has no entry point of its own
-   or requires a newer client ABI stops it with exit 2 and the reason, and the program does not
-   run.
+   not exist, is not an ELF shared object, is of the wrong class, is cut short, has no entry
+   point of its own or requires a newer client ABI stops it with exit 2 and the reason, and the
+   program does not run.
 6. A client whose entry point fails inside the program (it refuses, it throws) is reported on
    stderr with its status and message, and the program still runs with the others; so is a
    client that fails to load when SONDE_CLIENTS is set by hand.
@@ -137,6 +137,10 @@ with tempfile.TemporaryDirectory() as tmp:
     image[4] = 1  # EI_CLASS: ELFCLASS32
     with open(class32, "wb") as f:
         f.write(image)
+    cut = os.path.join(tmp, "cut.so")  # a copy cut short: libelf opens it, dlopen would not
+    with open(os.path.join(plugins, "plugin_ok.so"), "rb") as f, open(cut, "wb") as g:
+        whole = f.read()
+        g.write(whole[:len(whole) // 2])
     out5 = os.path.join(tmp, "calls5.txt")
     counter = os.path.join(ex, "call_counter.so") + "=out=" + out5
     for client, reason in [
@@ -144,6 +148,7 @@ with tempfile.TemporaryDirectory() as tmp:
         (tmp, "is a directory"),
         (not_elf, "is not an ELF file"),
         (class32, "32-bit"),
+        (cut, "is not a whole shared object"),
         (calls, "does not export sonde_client_instantiate"),
         (os.path.join(plugins, "plugin_noentry.so"), "a dependency"),
         (os.path.join(plugins, "plugin_needs_v99.so"), "requires client ABI version 99"),

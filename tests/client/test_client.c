@@ -1,5 +1,6 @@
 /*
- * Client concept tests against the public ABI (sonde/client.h): loading and its failure modes,
+ * Client concept tests against the public ABI (sonde/client.h): loading and its failure modes
+ * (a missing file, not ELF, cut short, no entry point, a newer ABI, refusing, throwing),
  * observers with exactly their data items, filters asked once, two clients seeing only their own
  * events, every data request and its statuses, the array protocol, phases, stale ids, and the
  * recursion guard. The tests share one process and run in order: the runtime is initialised by
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 #include <sonde/sonde.h>
+
+#include "cut_copy.h"
 
 #define NOINLINE __attribute__((noinline, used))
 
@@ -133,6 +136,21 @@ static void expect_failed(sonde_client_id_t id, sonde_status_t status, const cha
     assert_int_equal(api->get_thread_list(id, &threads), SONDE_STATUS_ERROR_ILLEGAL_ID);
 }
 
+/* Copies of the first 100 bytes and the first half of `whole` (its program headers, then a
+ * loadable segment, past the end) are refused with LOAD_FAILED, saying so. */
+static void expect_cut_short_refused(const char *whole) {
+    const size_t keeps[] = {100, 0};
+    for (size_t i = 0; i < sizeof keeps / sizeof keeps[0]; ++i) {
+        char cut[] = "/tmp/sonde-cut-client-XXXXXX";
+        assert_true(cut_copy(whole, keeps[i], cut) != 0);
+        sonde_client_id_t id;
+        assert_int_equal(sonde_load_client(cut, "", &id), SONDE_STATUS_ERROR_LOAD_FAILED);
+        expect_failed(id, SONDE_STATUS_ERROR_LOAD_FAILED, "is not a whole shared object");
+        expect_failed(id, SONDE_STATUS_ERROR_LOAD_FAILED, "cut short");
+        unlink(cut);
+    }
+}
+
 /* The file plugin_ok writes "init" into at each RUNTIME_INIT; test_shutdown's second
  * initialisation writes it again, and removes it. */
 static char g_ok_out[] = "/tmp/sonde-plugin-ok-XXXXXX";
@@ -154,6 +172,11 @@ static void test_load_failures(void **state) {
     assert_int_equal(sonde_load_client(text, "", &id), SONDE_STATUS_ERROR_LOAD_FAILED);
     expect_failed(id, SONDE_STATUS_ERROR_LOAD_FAILED, "dlopen failed");
     unlink(text);
+
+    /* A copy of a good client cut short: dlopen would map its segments past the end of the
+     * file and the first touch of one would kill this program (SIGBUS); the loader refuses it. */
+    snprintf(path, sizeof path, "%s/plugin_ok.so", plugin_dir());
+    expect_cut_short_refused(path);
 
     /* No entry point of its own: the one of its dependency does not count. */
     snprintf(path, sizeof path, "%s/plugin_noentry.so", plugin_dir());
@@ -210,11 +233,11 @@ static void test_load_failures(void **state) {
     sonde_client_id_t ids[16];
     sonde_client_array_t list = {ids, 2, 0};
     assert_int_equal(sonde_get_client_list(&list), SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
-    assert_int_equal(list.actual_size, 8); /* A, six failures, the good one */
+    assert_int_equal(list.actual_size, 10); /* A, eight failures (two of them cut short), the good one */
     assert_int_equal(ids[0].handle, client_a.handle);
     list.size = 16;
     assert_int_equal(sonde_get_client_list(&list), SONDE_STATUS_SUCCESS);
-    assert_int_equal(ids[7].handle, id.handle);
+    assert_int_equal(ids[9].handle, id.handle);
     assert_int_equal(sonde_get_client_list(NULL), SONDE_STATUS_ERROR_NULL_POINTER);
 }
 
