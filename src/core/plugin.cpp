@@ -89,8 +89,14 @@ sonde_status_t Plugin::open(const std::string &path, std::string *error) {
             *error = "cannot open '" + path + "': " + std::strerror(errno);
             return SONDE_STATUS_ERROR_LOAD_FAILED;
         }
-        // A regular file that cannot be opened here is left to dlopen, which says why.
-        const int fd = S_ISREG(sb.st_mode) ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+        // Anything but a regular file is refused: dlopen would block for ever opening a FIFO
+        // with no writer (or a device that never answers). A regular file that cannot be opened
+        // here is left to dlopen, which says why.
+        if (!S_ISREG(sb.st_mode)) {
+            *error = "'" + path + "' is " + (S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
+            return SONDE_STATUS_ERROR_LOAD_FAILED;
+        }
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
             struct stat st;
             const std::string why =

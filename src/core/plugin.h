@@ -28,14 +28,15 @@ public:
     Plugin(const Plugin &) = delete;
     Plugin &operator=(const Plugin &) = delete;
 
-    // Opens `path` (closing what this Plugin held). A path with a '/' is first checked with
-    // stat, so that a missing file says so, and then for a shared object cut short (program
-    // headers or a loadable segment past the end of the file), which dlopen would map and the
-    // program die of (SIGBUS) at the first touch; a bare file name is left to dlopen's search
-    // (stat would look in the working directory, which dlopen does not), as is a file cut while
-    // it is being opened. On failure: LOAD_FAILED and *error is "cannot open 'PATH': <reason>",
-    // "'PATH' is not a whole shared object: <what lies past the end>" or "dlopen failed:
-    // <dlerror, which names the file>".
+    // Opens `path` (closing what this Plugin held). A path with a '/' is first checked: it
+    // must exist and be a regular file (a FIFO would block dlopen for ever), and a shared
+    // object must be whole (its program headers and loadable segments within the file: dlopen
+    // would map a missing part, and the program die of SIGBUS at its first touch). A bare file
+    // name is left to dlopen's search (stat would look in the working directory, which dlopen
+    // does not), as is a file cut while it is being opened. On failure: LOAD_FAILED and *error
+    // is "cannot open 'PATH': <reason>", "'PATH' is a directory", "'PATH' is not a regular
+    // file", "'PATH' is not a whole shared object: <what lies past the end>" or "dlopen
+    // failed: <dlerror, which names the file>".
     sonde_status_t open(const std::string &path, std::string *error);
 
     bool is_open() const { return handle_ != nullptr; }

@@ -1,7 +1,7 @@
 /* Tests of the analyzer and the tool ABI (sonde/analysis.h): the exact order of tool calls in
  * serial and parallel mode (a recording tool), one worker per shard, error propagation, the
- * built-in tools on small inputs, external tool loading (and its failures: a tool file cut
- * short among them), and every bad argument. */
+ * built-in tools on small inputs, external tool loading (and its failures: a FIFO and a tool
+ * file cut short among them), and every bad argument. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -617,6 +618,16 @@ static void test_external_tools(void **state) {
     assert_non_null(strstr(sonde_analyzer_error(a), "/nonexistent/tool.so"));
     assert_int_equal(sonde_analyzer_load_tool(a, FIXTURE_NO_SYMBOL, NULL), SONDE_STATUS_ERROR_LOAD_FAILED);
     assert_non_null(strstr(sonde_analyzer_error(a), "no symbol sonde_tool_create"));
+    /* A FIFO with no writer: refused, where dlopen would have blocked for ever. */
+    char fifo_dir[] = "/tmp/sonde-fifo-tool-XXXXXX";
+    assert_non_null(mkdtemp(fifo_dir));
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "%s/tool.so", fifo_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(sonde_analyzer_load_tool(a, fifo, NULL), SONDE_STATUS_ERROR_LOAD_FAILED);
+    assert_non_null(strstr(sonde_analyzer_error(a), "is not a regular file"));
+    unlink(fifo);
+    rmdir(fifo_dir);
     /* A good tool's file cut in half: refused, where dlopen would have raised SIGBUS here. */
     char cut[] = "/tmp/sonde-cut-tool-XXXXXX";
     assert_true(cut_copy(FIXTURE_GOOD, 0, cut) != 0);

@@ -9,9 +9,9 @@
 4. thread_module_logger on examples/clients/threads.c: both threads start and end (with the
    names they set), the dlopen'ed plugin is loaded and unloaded.
 5. `sonde run` checks every client given as a path before it starts the program: one that does
-   not exist, is not an ELF shared object, is of the wrong class, is cut short, has no entry
-   point of its own or requires a newer client ABI stops it with exit 2 and the reason, and the
-   program does not run.
+   not exist, is not a regular file, is not an ELF shared object, is of the wrong class, is cut
+   short, has no entry point of its own or requires a newer client ABI stops it with exit 2 and
+   the reason, and the program does not run.
 6. A client whose entry point fails inside the program (it refuses, it throws) is reported on
    stderr with its status and message, and the program still runs with the others; so is a
    client that fails to load when SONDE_CLIENTS is set by hand.
@@ -141,11 +141,14 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(os.path.join(plugins, "plugin_ok.so"), "rb") as f, open(cut, "wb") as g:
         whole = f.read()
         g.write(whole[:len(whole) // 2])
+    fifo = os.path.join(tmp, "fifo.so")  # no writer: opening it would block
+    os.mkfifo(fifo)
     out5 = os.path.join(tmp, "calls5.txt")
     counter = os.path.join(ex, "call_counter.so") + "=out=" + out5
     for client, reason in [
         (os.path.join(tmp, "missing.so"), "No such file or directory"),
         (tmp, "is a directory"),
+        (fifo, "is not a regular file"),
         (not_elf, "is not an ELF file"),
         (class32, "32-bit"),
         (cut, "is not a whole shared object"),

@@ -1,6 +1,7 @@
 /*
  * Client concept tests against the public ABI (sonde/client.h): loading and its failure modes
- * (a missing file, not ELF, cut short, no entry point, a newer ABI, refusing, throwing),
+ * (a missing file, not ELF, a FIFO, a directory, cut short, no entry point, a newer ABI,
+ * refusing, throwing),
  * observers with exactly their data items, filters asked once, two clients seeing only their own
  * events, every data request and its statuses, the array protocol, phases, stale ids, and the
  * recursion guard. The tests share one process and run in order: the runtime is initialised by
@@ -19,6 +20,7 @@
 
 #include <cmocka.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -173,6 +175,18 @@ static void test_load_failures(void **state) {
     expect_failed(id, SONDE_STATUS_ERROR_LOAD_FAILED, "dlopen failed");
     unlink(text);
 
+    /* A FIFO with no writer would block dlopen for ever; a directory is no client either. */
+    char fifo[] = "/tmp/sonde-fifo-client-XXXXXX";
+    assert_non_null(mkdtemp(fifo));
+    snprintf(path, sizeof path, "%s/client.so", fifo);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(sonde_load_client(path, "", &id), SONDE_STATUS_ERROR_LOAD_FAILED);
+    expect_failed(id, SONDE_STATUS_ERROR_LOAD_FAILED, "is not a regular file");
+    unlink(path);
+    assert_int_equal(sonde_load_client(fifo, "", &id), SONDE_STATUS_ERROR_LOAD_FAILED);
+    expect_failed(id, SONDE_STATUS_ERROR_LOAD_FAILED, "is a directory");
+    rmdir(fifo);
+
     /* A copy of a good client cut short: dlopen would map its segments past the end of the
      * file and the first touch of one would kill this program (SIGBUS); the loader refuses it. */
     snprintf(path, sizeof path, "%s/plugin_ok.so", plugin_dir());
@@ -233,11 +247,11 @@ static void test_load_failures(void **state) {
     sonde_client_id_t ids[16];
     sonde_client_array_t list = {ids, 2, 0};
     assert_int_equal(sonde_get_client_list(&list), SONDE_STATUS_ERROR_BUFFER_TOO_SHORT);
-    assert_int_equal(list.actual_size, 10); /* A, eight failures (two of them cut short), the good one */
+    assert_int_equal(list.actual_size, 12); /* A, ten failures (two cut short), the good one */
     assert_int_equal(ids[0].handle, client_a.handle);
     list.size = 16;
     assert_int_equal(sonde_get_client_list(&list), SONDE_STATUS_SUCCESS);
-    assert_int_equal(ids[9].handle, id.handle);
+    assert_int_equal(ids[11].handle, id.handle);
     assert_int_equal(sonde_get_client_list(NULL), SONDE_STATUS_ERROR_NULL_POINTER);
 }
 
