@@ -1,8 +1,9 @@
 // `sonde run --client PATH|NAME[=OPTIONS] ... [--api SPEC] -- PROGRAM ARGS`: sets LD_PRELOAD to
 // libsonde-instrument.so (before any LD_PRELOAD already set), SONDE_CLIENTS to the clients and,
 // with --api, SONDE_API (and SONDE_API_PROTOTYPES) to the library functions whose calls become
-// the clients' API_CALL events (docs/api-tracing.md), then execs the program. Everything else (loading the clients, the events) happens inside the
-// program, so what `sonde run` does can also be done by hand with the two variables.
+// the clients' API_CALL events (docs/api-tracing.md), then execs the program. Everything else
+// (loading the clients, the events) happens inside the program, so what `sonde run` does can
+// also be done by hand with the two variables.
 //
 // A client given by bare name (no '/') is an installed one, found by clients_dir.h. Before the
 // exec, every client is checked (client_check.h): a client that does not exist, is not a

@@ -1,5 +1,5 @@
-// Plugin loading (see plugin.h): stat, a check that the file is whole, dlopen, own-symbol lookup through the link map, the
-// required-ABI check, and ownership of the handle.
+// Plugin loading (see plugin.h): stat, a check that the file is whole, dlopen, own-symbol
+// lookup through the link map, the required-ABI check, and ownership of the handle.
 #include "core/plugin.h"
 
 #include <dlfcn.h>
