@@ -53,6 +53,9 @@ struct State {
 
 // traced_function(): the entries of State::functions, copied once and published in order.
 constexpr uint32_t kMaxPublished = 1u << 16;
+// The most a prototype file may hold. Declarations are a few dozen bytes each: this is hundreds
+// of thousands of them, where a file of a library's whole API is tens of kilobytes.
+constexpr size_t kMaxPrototypeBytes = size_t{16} << 20;
 std::atomic<const TracedFunction *> g_published[kMaxPublished];
 std::atomic<uint32_t> g_num_published{0};
 
@@ -325,14 +328,28 @@ bool start_tracing(const TracerOptions &options, Sink sink, std::string &error) 
     if (!parse_spec(options.spec, targets, error)) return false;
     Prototypes prototypes;
     if (!options.prototypes_path.empty()) {
-        std::ifstream in(options.prototypes_path);
+        std::ifstream in(options.prototypes_path, std::ios::binary);
         if (!in) {
             error = options.prototypes_path + ": cannot read: " + std::strerror(errno);
             return false;
         }
-        std::ostringstream text;
-        text << in.rdbuf();
-        if (!prototypes.parse(text.str(), options.prototypes_path, error)) return false;
+        // Read up to the limit: a file that never ends (/dev/zero, a pipe that keeps writing)
+        // is refused instead of filling the program's memory.
+        std::string text;
+        char chunk[16384];
+        while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+            text.append(chunk, static_cast<size_t>(in.gcount()));
+            if (text.size() > kMaxPrototypeBytes) {
+                error = options.prototypes_path + ": more than " + std::to_string(kMaxPrototypeBytes >> 20) +
+                        " MiB: not a prototype file";
+                return false;
+            }
+        }
+        if (in.bad()) {
+            error = options.prototypes_path + ": cannot read: " + std::strerror(errno);
+            return false;
+        }
+        if (!prototypes.parse(text, options.prototypes_path, error)) return false;
     }
     if (s.real_dlopen == nullptr) {
         s.real_dlopen = reinterpret_cast<dlopen_fn>(dlsym(RTLD_DEFAULT, "dlopen"));

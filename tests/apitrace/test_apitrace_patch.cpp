@@ -149,6 +149,9 @@ static void test_errors(void **) {
             .c_str());
     assert_false(start("libapitrace_a:at_ping", "/nonexistent/protos.h", error));
     assert_string_equal(error.c_str(), "/nonexistent/protos.h: cannot read: No such file or directory");
+    // A file that never ends is refused at its limit, not read into memory for ever.
+    assert_false(start("libapitrace_a:at_ping", "/dev/zero", error));
+    assert_string_equal(error.c_str(), "/dev/zero: more than 16 MiB: not a prototype file");
     assert_int_equal(sonde::apitrace::patched_slot_count(), 0);
 
     // A library that is never loaded: tracing starts, and says so at the end.
