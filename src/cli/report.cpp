@@ -3,7 +3,9 @@
 // to stdout and the JSON and HTML files through temporary files. Runs on the main thread.
 #include "cli/report.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -36,6 +38,30 @@ bool write_file(const std::string &path, const std::string &what, const std::str
     }
     std::fprintf(stderr, "sonde report: %s: %s\n", what.c_str(), error.c_str());
     return false;
+}
+
+// The most of `sonde analyze --json` results that --analysis takes: ten times the largest the
+// benchmarks write (a histogram of 1.9 M distances, 100 MB), and more than a page can show.
+constexpr size_t kMaxAnalysisBytes = size_t{1} << 30;
+
+// Reads the --analysis file whole into *text. It must be a JSON object from its first byte on
+// and hold at most kMaxAnalysisBytes, so that a device (/dev/zero) or a stream that never ends is
+// refused as soon as it shows what it is, not read until memory runs out. "" or why not.
+std::string read_analysis(const std::string &path, std::string *text) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::strerror(errno);
+    char chunk[65536];
+    while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+        text->append(chunk, static_cast<size_t>(in.gcount()));
+        const size_t first = text->find_first_not_of(" \t\r\n");
+        if (first != std::string::npos && (*text)[first] != '{')
+            return "not the results of sonde analyze --json (they are a JSON object)";
+        if (text->size() > kMaxAnalysisBytes)
+            return "more than " + std::to_string(kMaxAnalysisBytes >> 30) +
+                   " GiB: not the results of sonde analyze --json";
+    }
+    if (in.bad()) return std::strerror(errno);
+    return "";
 }
 
 }  // namespace
@@ -77,10 +103,11 @@ int sonde_cli_report(int argc, char **argv) {
 
     std::string analysis;
     if (!analysis_path.empty()) {
-        std::ifstream in(analysis_path, std::ios::binary);
-        std::ostringstream text;
-        text << in.rdbuf();
-        analysis = text.str();
+        const std::string why = read_analysis(analysis_path, &analysis);
+        if (!why.empty()) {
+            std::fprintf(stderr, "sonde report: %s: %s\n", analysis_path.c_str(), why.c_str());
+            return 1;
+        }
         try {
             sonde::report::check_analysis_json(analysis);
         } catch (const sonde::report::Error &e) {

@@ -149,6 +149,10 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("not json")
     r = run("report", events, "--html", out_html, "--analysis", analysis)
     check(r.returncode == 1 and analysis in r.stderr, "bad --analysis: %s" % r.stderr)
+    # A device that never ends is refused at its first bytes, not read until memory runs out.
+    r = run("report", events, "--html", out_html, "--analysis", "/dev/zero")
+    check(r.returncode == 1 and "/dev/zero: not the results of sonde analyze --json" in r.stderr,
+          "--analysis /dev/zero: %d %r" % (r.returncode, r.stderr))
 
     # --- export ----------------------------------------------------------------------------
     chrome = os.path.join(tmp, "calls.json")
