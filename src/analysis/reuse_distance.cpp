@@ -25,7 +25,8 @@
 // Threads: the analyzer's thread owns the batch being gathered; the decoding threads run
 // convert() and cut from the arena (thread-safe); the calculator thread owns `global_` and the
 // batch handed over from the hand-over (Pipeline::mu) until it says it is done; results are
-// read after finish() joined it.
+// read after finish() joined it. The two threads of a Pipeline are one core::WakeSpread group:
+// the calculator thread starts, and each wakes the other, off the waker's CPU.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -43,6 +44,7 @@
 #include "analysis/json_text.h"
 #include "analysis/state_bytes.h"
 #include "analysis/tool_options.h"
+#include "core/wake_spread.h"
 #include <sonde/tool.hpp>
 #include "stackdist/pool.h"
 #include "stackdist/reuse.h"
@@ -185,14 +187,19 @@ public:
     // room, and its taken entries in `taps` (to be given back to the arena).
     void submit(Batch &b) {
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return !busy_; });
+        wait_idle(lk);
         rethrow_locked();
         std::swap(b, batch_);
         b.lines.clear();
         b.writes.clear();
         b.pieces.clear();
         busy_ = true;
-        if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+        if (!thread_.joinable()) {
+            thread_ = std::thread([this] { run(); });
+            spread_.started(1, thread_);
+        } else {
+            spread_.spread();
+        }
         lk.unlock();
         cv_.notify_all();
     }
@@ -204,7 +211,7 @@ public:
     // Waits for the batch in flight; rethrows what its calculation threw.
     void drain() {
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return !busy_; });
+        wait_idle(lk);
         rethrow_locked();
     }
     void stop() {
@@ -224,10 +231,22 @@ private:
             std::rethrow_exception(e);
         }
     }
+    // The analyzer's thread waits for the batch in flight.
+    void wait_idle(std::unique_lock<std::mutex> &lk) {
+        if (!busy_) return;
+        spread_.waiting(0);
+        cv_.wait(lk, [&] { return !busy_; });
+        spread_.woke(0);
+    }
     void run() {
         std::unique_lock<std::mutex> lk(mu_);
+        spread_.began(1);
         for (;;) {
-            cv_.wait(lk, [&] { return busy_ || stop_; });
+            if (!busy_ && !stop_) {
+                spread_.waiting(1);
+                cv_.wait(lk, [&] { return busy_ || stop_; });
+                spread_.woke(1);
+            }
             if (!busy_) return;
             lk.unlock();
             try {
@@ -244,6 +263,7 @@ private:
             }
             lk.lock();
             busy_ = false;
+            spread_.spread();
             cv_.notify_all();
         }
     }
@@ -255,6 +275,8 @@ private:
     bool busy_ = false, stop_ = false;
     std::exception_ptr error_;
     std::thread thread_;
+    // Under mu_: slot 0 the analyzer's thread, slot 1 the calculator thread (core/wake_spread.h).
+    core::WakeSpread spread_{2};
 };
 
 class ReuseDistanceTool final : public sonde::tool,

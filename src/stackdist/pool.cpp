@@ -34,14 +34,20 @@ bool spin_until(Done done, uint64_t spin_ns) {
 
 }  // namespace
 
-Pool::Pool(unsigned workers) {
+Pool::Pool(unsigned workers) : spread_(std::min(workers, (1u << kTaskBits) - 2) + 1) {
+    static_assert(kSpinThreads == core::WakeSpread::kMaxThreads,
+                  "a pool spreads exactly when it does not spin");
     workers = std::min(workers, (1u << kTaskBits) - 2);  // a run's task count fits its field
     // Decided on the threads asked for: a worker may start waiting before the last is created,
     // and the few a system may refuse only make run() give their tasks to the calling thread.
     spin_ns_ = workers + 1 >= kSpinThreads ? kSpin : 0;
     threads_.reserve(workers);
+    std::lock_guard<std::mutex> lock(mu_);  // each worker begins once spread_ has its start
     try {
-        for (unsigned i = 1; i <= workers; ++i) threads_.emplace_back([this, i] { loop(i); });
+        for (unsigned i = 1; i <= workers; ++i) {
+            threads_.emplace_back([this, i] { loop(i); });
+            spread_.started(i, threads_.back());
+        }
     } catch (const std::system_error &) {
         // No more threads: run() gives their tasks to the calling thread.
     }
@@ -57,13 +63,19 @@ Pool::~Pool() {
 }
 
 void Pool::loop(unsigned id) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        spread_.began(id);
+    }
     uint64_t seen = 0;
     for (;;) {
         auto changed = [&] { return stop_.load() || state_.load() != seen; };
         if (!spin_until(changed, spin_ns_)) {
             std::unique_lock<std::mutex> lock(mu_);
             sleepers_.fetch_add(1);
+            spread_.waiting(id);
             start_.wait(lock, changed);
+            spread_.woke(id);
             sleepers_.fetch_sub(1);
         }
         if (stop_.load()) return;
@@ -99,6 +111,7 @@ void Pool::run(unsigned n, const std::function<void(unsigned)> &task) {
         state_.store(generation << kTaskBits | (on_workers + 1));
         if (sleepers_.load() > 0) {
             std::lock_guard<std::mutex> lock(mu_);
+            spread_.spread();
             start_.notify_all();
         }
     }

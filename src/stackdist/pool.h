@@ -18,6 +18,12 @@
 // 0.90-1.23x one job's speed with the spin and 1.04-1.48x without it (six alternated runs each;
 // docs/performance.md). A small pool's threads sleep at once.
 //
+// A small pool's workers are woken through the kernel at every run, and the kernel may queue a
+// woken worker behind its caller on one CPU while another idles; run() spreads them first, and
+// the constructor starts them spread (core/wake_spread.h: the group is the workers, each its own
+// slot, under mu_; the calling thread is not in it). A pool that spins has kSpinThreads threads
+// or more, which core::WakeSpread leaves alone.
+//
 // Threads: run() is called by the one thread that owns the pool (the owner of the Reuse). A run
 // is published in state_, one word: its generation and its task count. run() writes task_ and
 // pending_ before it stores state_ (release); a worker that sees the new state (acquire) and
@@ -40,6 +46,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/wake_spread.h"
 
 namespace sonde::stackdist {
 
@@ -79,6 +87,7 @@ private:
     std::atomic<bool> caller_sleeping_{false};  // run() asleep or about to be
     std::atomic<bool> stop_{false};
     std::exception_ptr error_;  // under mu_
+    core::WakeSpread spread_;   // under mu_; slot i: worker i (slot 0 unused)
 };
 
 }  // namespace sonde::stackdist

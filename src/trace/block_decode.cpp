@@ -156,7 +156,7 @@ void DecodedBlock::reset_result() {
 // ---- BlockDecoder ----
 
 BlockDecoder::BlockDecoder(BlockJobs &jobs, unsigned threads)
-    : jobs_(jobs), threads_(threads < 1 ? 1 : threads), slots_(slots(threads)) {}
+    : jobs_(jobs), threads_(threads < 1 ? 1 : threads), slots_(slots(threads)), spread_(threads_) {}
 
 BlockDecoder::~BlockDecoder() {
     {
@@ -203,6 +203,7 @@ bool BlockDecoder::work(std::unique_lock<std::mutex> &lk, uint64_t want, PieceBu
             end_status_ = end_status;
             end_error_ = std::move(end_error);
         }
+        spread_.spread();
         cv_.notify_all();
         return true;
     }
@@ -240,15 +241,21 @@ bool BlockDecoder::work(std::unique_lock<std::mutex> &lk, uint64_t want, PieceBu
     }
     lk.lock();
     job->state = State::kDecoded;
+    spread_.spread();
     cv_.notify_all();
     return true;
 }
 
-void BlockDecoder::worker() {
+void BlockDecoder::worker(unsigned id) {
     PieceBuffer piece;  // this worker's
     std::unique_lock<std::mutex> lk(mu_);
+    spread_.began(id);
     while (!stop_)
-        if (!work(lk, UINT64_MAX, piece)) cv_.wait(lk);
+        if (!work(lk, UINT64_MAX, piece)) {
+            spread_.waiting(id);
+            cv_.wait(lk);
+            spread_.woke(id);
+        }
 }
 
 DecodedBlock *BlockDecoder::next() {
@@ -257,11 +264,15 @@ DecodedBlock *BlockDecoder::next() {
     if (returned_) {
         slot_of(consumed_seq_ - 1).state = State::kFree;
         returned_ = false;
+        spread_.spread();
         cv_.notify_all();
     }
     if (workers_.empty() && threads_ > 1) {
         try {
-            for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker(); });
+            for (unsigned i = 1; i < threads_; ++i) {
+                workers_.emplace_back([this, i] { worker(i); });
+                spread_.started(i, workers_.back());
+            }
         } catch (const std::system_error &) {
             // No more threads: the reading thread does the jobs of the missing ones.
         }
@@ -275,7 +286,11 @@ DecodedBlock *BlockDecoder::next() {
         }
         Slot &s = slot_of(consumed_seq_);
         if (s.state == State::kDecoded && s.block.seq == consumed_seq_) break;
-        if (!work(lk, consumed_seq_, reader_piece_)) cv_.wait(lk);
+        if (!work(lk, consumed_seq_, reader_piece_)) {
+            spread_.waiting(0);
+            cv_.wait(lk);
+            spread_.woke(0);
+        }
     }
     DecodedBlock &b = slot_of(consumed_seq_).block;
     ++consumed_seq_;

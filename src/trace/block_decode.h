@@ -40,6 +40,7 @@
 #include <sonde/trace.h>
 
 #include "core/huge_pages.h"
+#include "core/wake_spread.h"
 #include "trace/source.h"
 #include "trace/trace_stream.h"
 
@@ -145,7 +146,7 @@ private:
         State state = State::kFree;
     };
 
-    void worker();
+    void worker(unsigned id);
     // Takes and runs one job with the lock held on entry and on return (released while the job
     // runs); false when there was none. `want`: the block the caller waits for (decoded first).
     // `piece`: the calling thread's (a worker's own, or reader_piece_).
@@ -169,6 +170,8 @@ private:
     bool stop_ = false;
     bool returned_ = false;  // next() has a block out
     std::vector<std::thread> workers_;
+    // Under mu_: slot 0 the reading thread, slot i worker i (core/wake_spread.h).
+    core::WakeSpread spread_;
 
     // The reading thread's.
     PieceBuffer reader_piece_;
