@@ -7,7 +7,10 @@
  * corrupted chunk; plain and zstd; a Sonde trace sampled at the source. The built-in
  * reuse_distance is fed through a tap on the decoding threads when there are several
  * (src/trace/source.h, BlockTap), so these runs compare that path with one thread's records.
+ * And the calling thread's CPU affinity, which its waits for the decoding threads may narrow for
+ * a moment (src/core/wake_spread.h), is its own again after every run.
  * Also run under ThreadSanitizer (suite stress). */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -398,6 +401,46 @@ static void test_many_batches(void **state) {
     free(one.json);
 }
 
+/* The decoding threads and the calculator's keep off one another's CPU as they wake
+ * (src/core/wake_spread.h), the calling thread among them while it waits for a block: after a
+ * run its CPU affinity is what it was, whether that was every CPU or a part of them. */
+static cpu_set_t g_start_cpus; /* the main thread's CPUs as the program started */
+
+static void test_caller_affinity(void **state) {
+    (void)state;
+    const cpu_set_t all = g_start_cpus;
+    digest_t expect;
+    write_lackey(tmpdir_path("aff.lackey"), 150000, 0, NULL, 0, 1, &expect);
+    /* Every CPU, then (with three or more) the first two only. */
+    cpu_set_t masks[2];
+    masks[0] = all;
+    CPU_ZERO(&masks[1]);
+    unsigned taken = 0;
+    for (int c = 0; c < CPU_SETSIZE && taken < 2; ++c)
+        if (CPU_ISSET(c, &all)) {
+            CPU_SET(c, &masks[1]);
+            ++taken;
+        }
+    const int nmasks = CPU_COUNT(&all) >= 3 ? 2 : 1;
+    for (int m = 0; m < nmasks; ++m)
+        for (uint32_t workers = 2; workers <= 3; ++workers) {
+            assert_int_equal(sched_setaffinity(0, sizeof masks[m], &masks[m]), 0);
+            cpu_set_t before;
+            assert_int_equal(sched_getaffinity(0, sizeof before, &before), 0);
+            const run_t r = run_with(tmpdir_path("aff.lackey"), SONDE_TRACE_FORMAT_LACKEY,
+                                     "digest,reuse_distance", false, workers);
+            assert_int_equal(r.status, SONDE_STATUS_SUCCESS);
+            cpu_set_t after;
+            assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
+            if (!CPU_EQUAL(&after, &before))
+                fail_msg("%u workers: the calling thread's CPUs changed (%d CPUs before, %d after)", workers,
+                         CPU_COUNT(&before), CPU_COUNT(&after));
+            free(r.error);
+            free(r.json);
+        }
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+}
+
 static int setup(void **state) {
     (void)state;
     return tmpdir_make("decode");
@@ -409,6 +452,9 @@ static int teardown(void **state) {
 }
 
 int main(void) {
+    if (sched_getaffinity(0, sizeof g_start_cpus, &g_start_cpus) != 0) return 1;
+    /* Every test's runs leave the calling thread's CPUs as they were: test_caller_affinity checks
+     * run by run, and last, from the CPUs the program started with. */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lackey_good),
         cmocka_unit_test(test_lackey_bad),
@@ -416,6 +462,7 @@ int main(void) {
         cmocka_unit_test(test_sonde_chunks),
         cmocka_unit_test(test_sampled_at_source),
         cmocka_unit_test(test_many_batches),
+        cmocka_unit_test(test_caller_affinity),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
