@@ -49,7 +49,8 @@
 //      process of one thread each, and a bound: the 2-rank launch plus half the one-thread
 //      rank's work, what a split costing nothing (no MPI start, no exchange, no merge) would
 //      take. Check: every run prints the same results.
-// The machine (CPU model, online CPUs) is printed first. It prints and never fails; a failed
+// The machine (CPU model, online CPUs, the kernel and whether it packs threads onto few vCPUs)
+// is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
 // SONDE_BENCH_SCALE=mpi runs case 6 alone, SONDE_BENCH_SCALE=shards case 4 alone,
 // SONDE_BENCH_SCALE=reuse cases 5a-5f alone,
@@ -59,6 +60,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -118,6 +120,21 @@ std::string cpu_model() {
     while (std::getline(in, line))
         if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
     return "unknown CPU";
+}
+
+// The kernel's release, and whether its command line asks it to pack a guest's threads onto
+// few vCPUs (sched_vcpu_pack, seen on the 2-vCPU VMs this tree is tested on): there a woken
+// thread may wait behind its waker while another vCPU idles, which core::WakeSpread works
+// around for small groups only (docs/performance.md, "Threads that wait on one vCPU").
+std::string kernel_line() {
+    utsname u{};
+    std::string line = uname(&u) == 0 ? std::string("kernel ") + u.release : "kernel unknown";
+    std::ifstream in("/proc/cmdline");
+    std::string word;
+    while (in >> word)
+        if (word.rfind("sched_vcpu_pack", 0) == 0)
+            return line + "; its command line packs threads onto few vCPUs (" + word + ")";
+    return line;
 }
 
 struct Figure {
@@ -806,6 +823,7 @@ int main() {
     counts.push_back(cpus);
     std::printf("bench/scale: %s, %u online CPU(s); medians of %d repetitions\n", cpu_model().c_str(), cpus,
                 kReps);
+    std::printf("  %s\n", kernel_line().c_str());
     if (sonde_initialize() != SONDE_STATUS_SUCCESS) return 0;
     if (getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "mpi") == 0) {
         mpi_cases(false);  // case 6 alone
