@@ -1,5 +1,6 @@
 // Keeping woken threads off their waker's CPU (src/core): the reuse_distance calculator's small
-// pools (stackdist/pool.h) and the decoding threads of a block decoder (trace/block_decode.h).
+// pools (stackdist/pool.h), the tool's pipeline of two threads (analysis/reuse_distance.cpp) and
+// the threads of a block decoder (trace/block_decode.h).
 //
 // Why: a thread woken through a condition variable is queued by the kernel on a CPU of its
 // choosing, often its waker's, and some kernels pack a process's threads onto few CPUs on
