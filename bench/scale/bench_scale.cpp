@@ -49,6 +49,15 @@
 //      process of one thread each, and a bound: the 2-rank launch plus half the one-thread
 //      rank's work, what a split costing nothing (no MPI start, no exchange, no merge) would
 //      take. Check: every run prints the same results.
+//   0. thread placement, before the cases: how long a thread waits for its first run after its
+//      creator starts it, or its waker wakes it, while that thread keeps running (it spins),
+//      each time after every thread slept for 2 ms (the CPUs idle, as between a run's stages),
+//      medians of 100 - plainly, and with core::WakeSpread (src/core/wake_spread.h) as the
+//      decoding threads and the calculator's small pools use it. Where the kernel places a
+//      started or woken thread on an idle CPU this takes tens of microseconds either way; where
+//      it queues it behind the running one (a kernel that packs threads onto few vCPUs and
+//      leaves idle ones halted) it takes up to a time slice, milliseconds, unless spread. Only
+//      with 2 CPUs or more; no check.
 // The machine (CPU model, online CPUs, the kernel and whether it packs threads onto few vCPUs)
 // is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
@@ -68,12 +77,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,6 +92,7 @@
 #include <sonde/sonde.h>
 
 #include "../common/spawn.h"
+#include "core/wake_spread.h"
 
 namespace {
 
@@ -135,6 +147,62 @@ std::string kernel_line() {
         if (word.rfind("sched_vcpu_pack", 0) == 0)
             return line + "; its command line packs threads onto few vCPUs (" + word + ")";
     return line;
+}
+
+// Case 0: the delay of a thread's first run after it is started (kind 0: a new thread) or woken
+// (kind 1) by a thread that then spins, in ms, the median of `reps`; `spread`: through
+// core::WakeSpread, as the decoding threads and the calculator's small pools do.
+double placement_delay(int kind, bool spread, int reps) {
+    std::vector<double> delays;
+    for (int r = 0; r < reps; ++r) {
+        std::mutex mu;
+        std::condition_variable cv;
+        sonde::core::WakeSpread group(2);
+        std::atomic<int64_t> ran{0};  // ns from t0 to the thread's first run after its start
+        bool go = false, waiting = false;
+        Clock::time_point t0;
+        std::thread t;
+        // Every thread asleep for a while first, as between a run's stages: the CPUs go idle.
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::unique_lock<std::mutex> lk(mu);
+        if (kind == 0) {
+            t0 = Clock::now();
+            t = std::thread([&] {
+                {
+                    std::lock_guard<std::mutex> g(mu);
+                    group.began(1);
+                }
+                ran.store(std::max<int64_t>(1, (Clock::now() - t0).count()));
+            });
+            if (spread) group.started(1, t);
+        } else {
+            t = std::thread([&] {
+                std::unique_lock<std::mutex> w(mu);
+                waiting = true;
+                cv.notify_all();
+                group.waiting(1);
+                cv.wait(w, [&] { return go; });
+                group.woke(1);
+                w.unlock();
+                ran.store(std::max<int64_t>(1, (Clock::now() - t0).count()));
+            });
+            cv.wait(lk, [&] { return waiting; });
+            lk.unlock();
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));  // it sleeps in its wait
+            lk.lock();
+            t0 = Clock::now();
+            go = true;
+            if (spread) group.spread();
+            cv.notify_all();
+        }
+        lk.unlock();
+        // The starting thread keeps its CPU busy until the thread has run (50 ms at most).
+        while (ran.load() == 0 && Clock::now() - t0 < std::chrono::milliseconds(50)) {
+        }
+        t.join();
+        delays.push_back(static_cast<double>(ran.load()) / 1e6);
+    }
+    return median(delays);
 }
 
 struct Figure {
@@ -824,6 +892,17 @@ int main() {
     std::printf("bench/scale: %s, %u online CPU(s); medians of %d repetitions\n", cpu_model().c_str(), cpus,
                 kReps);
     std::printf("  %s\n", kernel_line().c_str());
+    if (cpus > 1) {
+        std::printf(
+            "\n0. thread placement: a thread's first run after it is started or woken by a thread that "
+            "keeps running (medians of 100, ms)\n");
+        std::printf("     %-12s %10s %22s\n", "", "plainly", "with core::WakeSpread");
+        for (int kind = 0; kind < 2; ++kind) {
+            const double plain = placement_delay(kind, false, 100);
+            const double spread = placement_delay(kind, true, 100);
+            std::printf("     %-12s %10.3f %22.3f\n", kind == 0 ? "started" : "woken", plain, spread);
+        }
+    }
     if (sonde_initialize() != SONDE_STATUS_SUCCESS) return 0;
     if (getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "mpi") == 0) {
         mpi_cases(false);  // case 6 alone
