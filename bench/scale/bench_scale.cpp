@@ -56,8 +56,9 @@
 //      decoding threads and the calculator's small pools use it. Where the kernel places a
 //      started or woken thread on an idle CPU this takes tens of microseconds either way; where
 //      it queues it behind the running one (a kernel that packs threads onto few vCPUs and
-//      leaves idle ones halted) it takes up to a time slice, milliseconds, unless spread. Only
-//      with 2 CPUs or more; no check.
+//      leaves idle ones halted) it takes up to a time slice, milliseconds, unless spread. With
+//      more than 2 CPUs, also CPUs - 1 threads started at once, until the last has run: whether
+//      larger groups (not spread) would need it. Only with 2 CPUs or more; no check.
 // The machine (CPU model, online CPUs, the kernel and whether it packs threads onto few vCPUs)
 // is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
@@ -150,33 +151,40 @@ std::string kernel_line() {
 }
 
 // Case 0: the delay of a thread's first run after it is started (kind 0: a new thread) or woken
-// (kind 1) by a thread that then spins, in ms, the median of `reps`; `spread`: through
-// core::WakeSpread, as the decoding threads and the calculator's small pools do.
-double placement_delay(int kind, bool spread, int reps) {
+// (kind 1) by a thread that then spins, in ms, the median of `reps`; kind 2: `threads` - 1 new
+// threads started at once, until the last of them has run. `spread`: through core::WakeSpread,
+// as the decoding threads and the calculator's small pools do (a group of `threads`, which
+// spreads only below core::WakeSpread::kMaxThreads).
+double placement_delay(int kind, bool spread, int reps, unsigned threads = 2) {
     std::vector<double> delays;
+    const unsigned started = kind == 2 ? threads - 1 : 1;
     for (int r = 0; r < reps; ++r) {
         std::mutex mu;
         std::condition_variable cv;
-        sonde::core::WakeSpread group(2);
-        std::atomic<int64_t> ran{0};  // ns from t0 to the thread's first run after its start
+        sonde::core::WakeSpread group(kind == 2 ? threads : 2);
+        // ns from t0 to each thread's first run after its start
+        std::vector<std::atomic<int64_t>> ran(started);
+        for (auto &x : ran) x.store(0);
         bool go = false, waiting = false;
         Clock::time_point t0;
-        std::thread t;
+        std::vector<std::thread> t;
         // Every thread asleep for a while first, as between a run's stages: the CPUs go idle.
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         std::unique_lock<std::mutex> lk(mu);
-        if (kind == 0) {
+        if (kind != 1) {
             t0 = Clock::now();
-            t = std::thread([&] {
-                {
-                    std::lock_guard<std::mutex> g(mu);
-                    group.began(1);
-                }
-                ran.store(std::max<int64_t>(1, (Clock::now() - t0).count()));
-            });
-            if (spread) group.started(1, t);
+            for (unsigned i = 0; i < started; ++i) {
+                t.emplace_back([&, i] {
+                    {
+                        std::lock_guard<std::mutex> g(mu);
+                        group.began(i + 1);
+                    }
+                    ran[i].store(std::max<int64_t>(1, (Clock::now() - t0).count()));
+                });
+                if (spread) group.started(i + 1, t.back());
+            }
         } else {
-            t = std::thread([&] {
+            t.emplace_back([&] {
                 std::unique_lock<std::mutex> w(mu);
                 waiting = true;
                 cv.notify_all();
@@ -184,7 +192,7 @@ double placement_delay(int kind, bool spread, int reps) {
                 cv.wait(w, [&] { return go; });
                 group.woke(1);
                 w.unlock();
-                ran.store(std::max<int64_t>(1, (Clock::now() - t0).count()));
+                ran[0].store(std::max<int64_t>(1, (Clock::now() - t0).count()));
             });
             cv.wait(lk, [&] { return waiting; });
             lk.unlock();
@@ -196,11 +204,18 @@ double placement_delay(int kind, bool spread, int reps) {
             cv.notify_all();
         }
         lk.unlock();
-        // The starting thread keeps its CPU busy until the thread has run (50 ms at most).
-        while (ran.load() == 0 && Clock::now() - t0 < std::chrono::milliseconds(50)) {
+        // The starting thread keeps its CPU busy until every thread has run (50 ms at most).
+        auto all_ran = [&] {
+            for (auto &x : ran)
+                if (x.load() == 0) return false;
+            return true;
+        };
+        while (!all_ran() && Clock::now() - t0 < std::chrono::milliseconds(50)) {
         }
-        t.join();
-        delays.push_back(static_cast<double>(ran.load()) / 1e6);
+        for (std::thread &x : t) x.join();
+        int64_t last = 0;
+        for (auto &x : ran) last = std::max(last, x.load());
+        delays.push_back(static_cast<double>(last) / 1e6);
     }
     return median(delays);
 }
@@ -901,6 +916,16 @@ int main() {
             const double plain = placement_delay(kind, false, 100);
             const double spread = placement_delay(kind, true, 100);
             std::printf("     %-12s %10.3f %22.3f\n", kind == 0 ? "started" : "woken", plain, spread);
+        }
+        if (cpus > 2) {
+            // A group as large as the machine: its threads start at once; the last one's first run.
+            const double plain = placement_delay(2, false, 100, cpus);
+            char label[32];
+            std::snprintf(label, sizeof label, "%u started", cpus - 1);
+            if (cpus < sonde::core::WakeSpread::kMaxThreads)
+                std::printf("     %-12s %10.3f %22.3f\n", label, plain, placement_delay(2, true, 100, cpus));
+            else
+                std::printf("     %-12s %10.3f %22s\n", label, plain, "(a group this large is not spread)");
         }
     }
     if (sonde_initialize() != SONDE_STATUS_SUCCESS) return 0;
