@@ -34,10 +34,10 @@ bool spin_until(Done done, uint64_t spin_ns) {
 
 }  // namespace
 
-Pool::Pool(unsigned workers) : spread_(std::min(workers, (1u << kTaskBits) - 2) + 1) {
+Pool::Pool(unsigned workers) : spread_(std::min(workers, kMaxWorkers) + 1) {
     static_assert(kSpinThreads == core::WakeSpread::kMaxThreads,
                   "a pool spreads exactly when it does not spin");
-    workers = std::min(workers, (1u << kTaskBits) - 2);  // a run's task count fits its field
+    workers = std::min(workers, kMaxWorkers);
     // Decided on the threads asked for: a worker may start waiting before the last is created,
     // and the few a system may refuse only make run() give their tasks to the calling thread.
     spin_ns_ = workers + 1 >= kSpinThreads ? kSpin : 0;

@@ -81,6 +81,8 @@ private:
     const std::function<void(unsigned)> *task_ = nullptr;  // the current run's; see above
     // The current run: its generation (bumped by every run) << kTaskBits | its task count.
     static constexpr unsigned kTaskBits = 16;
+    // The most workers a pool starts: a run's task count (workers + 1) fits its field.
+    static constexpr unsigned kMaxWorkers = (1u << kTaskBits) - 2;
     std::atomic<uint64_t> state_{0};
     std::atomic<unsigned> pending_{0};          // takers still running the current run
     std::atomic<unsigned> sleepers_{0};         // workers asleep or about to be
