@@ -85,13 +85,9 @@ public:
 #if defined(__linux__)
         Slot &s = slots_[slot];
         if (!on_ || s.narrowed) return;
-        const int cpu = sched_getcpu();
-        if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof s.own, &s.own) != 0 ||
-            !CPU_ISSET(cpu, &s.own))
+        cpu_set_t elsewhere;
+        if (sched_getaffinity(0, sizeof s.own, &s.own) != 0 || !off(s.own, sched_getcpu(), &elsewhere))
             return;
-        cpu_set_t elsewhere = s.own;
-        CPU_CLR(cpu, &elsewhere);
-        if (CPU_COUNT(&elsewhere) == 0) return;
         if (pthread_setaffinity_np(t.native_handle(), sizeof elsewhere, &elsewhere) != 0) {
             on_ = false;
             return;
@@ -109,12 +105,9 @@ public:
 #if defined(__linux__)
         if (!on_ || waiting_ == 0) return;
         const int cpu = sched_getcpu();
-        if (cpu < 0 || cpu >= CPU_SETSIZE) return;
         for (Slot &s : slots_) {
-            if (!s.waiting || !s.known || s.narrowed || !CPU_ISSET(cpu, &s.own)) continue;
-            cpu_set_t elsewhere = s.own;
-            CPU_CLR(cpu, &elsewhere);
-            if (CPU_COUNT(&elsewhere) == 0) continue;
+            cpu_set_t elsewhere;
+            if (!s.waiting || !s.known || s.narrowed || !off(s.own, cpu, &elsewhere)) continue;
             if (sched_setaffinity(s.tid, sizeof elsewhere, &elsewhere) != 0) {
                 on_ = false;  // refused (a sandbox, a policy): the group no longer spreads
                 return;
@@ -127,8 +120,6 @@ public:
     bool on() const { return on_; }
 
 private:
-    struct Slot;
-    static void widen(Slot &s);
     struct Slot {
         bool waiting = false;
         bool narrowed = false;  // spread() narrowed its CPUs; it widens them in woke()
@@ -138,17 +129,27 @@ private:
         cpu_set_t own{};
 #endif
     };
+#if defined(__linux__)
+    // `own` less `cpu` in *out; false when `cpu` is not among them (or unknown) or nothing is left.
+    static bool off(const cpu_set_t &own, int cpu, cpu_set_t *out) {
+        if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &own)) return false;
+        *out = own;
+        CPU_CLR(cpu, out);
+        return CPU_COUNT(out) != 0;
+    }
+#endif
+    // The calling thread, of slot `s`: its own CPUs back if they were narrowed.
+    static void widen(Slot &s) {
+        if (!s.narrowed) return;
+        s.narrowed = false;
+#if defined(__linux__)
+        sched_setaffinity(0, sizeof s.own, &s.own);
+#endif
+    }
+
     std::vector<Slot> slots_;
     unsigned waiting_ = 0;
     bool on_;
 };
-
-inline void WakeSpread::widen(Slot &s) {
-    if (!s.narrowed) return;
-    s.narrowed = false;
-#if defined(__linux__)
-    sched_setaffinity(0, sizeof s.own, &s.own);
-#endif
-}
 
 }  // namespace sonde::core
