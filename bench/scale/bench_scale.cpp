@@ -24,7 +24,7 @@
 //      target is at most 1.2x). Check: delivered + dropped = emitted.
 //   4. the analyzer over 16 equal in-memory shards, parallel with N workers: basic_counts and
 //      cache_sim (one line each). Floor: N threads counting the same shards' writes and distinct
-//      lines in hash sets of their own, without Sonde (shard_floor_run). Check: the results JSON
+//      lines in tables of 64-line words of their own, without Sonde (shard_floor_run). Check: the results JSON
 //      is the same for every N, and so are the floor's counts.
 //   5. reuse_distance over a real trace (tests/data/gzip-gpl3.lackey.zst, about 2 M data
 //      references): the analyzer with the tool's exact parallel mode (jobs=N), as
@@ -472,11 +472,11 @@ uint64_t analyzer_run(const std::vector<std::vector<sonde_memref_t>> &shards, co
 }
 
 // Case 4's floor: the shards' work without Sonde, what basic_counts does at its core. N threads
-// take the shards in turn; each counts a shard's reads and writes and inserts its lines into
-// an open-addressing set of its own (2^21 slots, cleared for each shard). It moves as many bytes
-// and misses as many cache lines as the tool's per-shard work, so its speed-up is what the
-// machine gives such work at N threads. *check: the shards' distinct lines and writes, the same
-// for every N.
+// take the shards in turn; each counts a shard's reads and writes and sets its lines' bits in an
+// open-addressing table of 64-line words of its own (2^14 slots of {word, bits}, cleared for each
+// shard), as basic_counts' DenseSet keeps them. It moves as many bytes and misses as many cache
+// lines as the tool's per-shard work, so its speed-up is what the machine gives such work at N
+// threads. *check: the shards' distinct lines and writes, the same for every N.
 uint64_t shard_floor_run(const std::vector<std::vector<sonde_memref_t>> &shards, unsigned workers,
                          uint64_t *check) {
     std::atomic<size_t> next{0};
@@ -484,22 +484,26 @@ uint64_t shard_floor_run(const std::vector<std::vector<sonde_memref_t>> &shards,
     uint64_t n = 0;
     for (const auto &s : shards) n += s.size();
     on_threads(workers, [&](unsigned) {
-        const size_t slots = size_t{1} << 21;
-        std::vector<uint64_t> set(slots);
+        const size_t slots = size_t{1} << 14;  // case 4's 32 MiB are 8 Ki words: at most half full
+        struct Slot {
+            uint64_t word, bits;
+        };
+        std::vector<Slot> set(slots);
         uint64_t mine = 0;
         for (size_t k; (k = next.fetch_add(1)) < shards.size();) {
-            std::fill(set.begin(), set.end(), 0);
-            uint64_t distinct = 0, writes = 0;
+            std::fill(set.begin(), set.end(), Slot{0, 0});
+            uint64_t writes = 0;
             for (const sonde_memref_t &m : shards[k]) {
                 writes += m.type == SONDE_MEMREF_WRITE;
-                const uint64_t line = (m.address >> 6) + 1;  // 0 marks an empty slot
-                size_t h = (line * 0x9E3779B97F4A7C15ull) >> 43;
-                while (set[h] != 0 && set[h] != line) h = (h + 1) & (slots - 1);
-                if (set[h] == 0) {
-                    set[h] = line;
-                    ++distinct;
-                }
+                const uint64_t line = m.address >> 6;
+                const uint64_t word = (line >> 6) + 1;  // 0 marks an empty slot
+                size_t h = (word * 0x9E3779B97F4A7C15ull) >> 50;
+                while (set[h].word != 0 && set[h].word != word) h = (h + 1) & (slots - 1);
+                set[h].word = word;
+                set[h].bits |= uint64_t{1} << (line & 63);
             }
+            uint64_t distinct = 0;
+            for (const Slot &e : set) distinct += static_cast<uint64_t>(__builtin_popcountll(e.bits));
             mine += distinct + (writes << 32);
         }
         sum.fetch_add(mine);

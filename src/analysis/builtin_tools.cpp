@@ -17,8 +17,8 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/builtin_tools.h"
+#include "analysis/dense_set.h"
 #include "analysis/tool_options.h"
-#include "analysis/flat_set.h"
 #include "analysis/json_release.h"
 #include "analysis/state_bytes.h"
 #include "analysis/union_set.h"
@@ -36,7 +36,9 @@ namespace {
 // slot from parallel_shard_init (slots are made in initialize and add_shards, in a deque so that
 // a slot stays where it is when a live run adds shards; a slot's counts are created on the
 // shard's first record). Cost per
-// record: a switch, a set insert for the line (plus one for the pc of an instruction); an
+// record: for a read, write or modify two counters added without a branch on which, and the
+// line's bit set in a DenseSet (64 lines to a slot); for other records a switch (and the pc
+// of an instruction into a set of its own); an
 // access that spans several lines (clamped at the top of the address space) is one interval
 // in an ordered map instead, so memory follows the records, not the bytes they cover.
 class BasicCounts final : public sonde::tool, public ShardDoneHooks {
@@ -102,7 +104,11 @@ public:
     bool parallel_shard_memrefs(void *sd, const sonde_memref_t *m, size_t n) override {
         Piece &p = *static_cast<Piece *>(sd);
         if (!p.counts) p.counts = std::make_unique<Counts>();
-        for (size_t i = 0; i < n; ++i) count(p.counts.get(), m[i]);
+        Counts *c = p.counts.get();
+        for (size_t i = 0; i < n; ++i) {
+            if (i + kAhead < n) c->lines.prefetch(m[i + kAhead].address >> line_bits_);
+            count(c, m[i]);
+        }
         return true;
     }
     // Adds the piece's lines and instruction addresses to the union over all shards, and folds
@@ -128,8 +134,8 @@ public:
     // A shard every piece of which has ended (run_parallel): its distinct lines and instruction
     // addresses are counted now and its sets freed, as the union over the shards already has
     // their keys (united_). A run's sets then take the memory of the shards being counted, not
-    // of every shard: 16 shards of 446 K distinct lines held 16 tables of 8 MiB until the end,
-    // and each shard's tables, freed, are what the worker's next shard grows into. The sets
+    // of every shard, and each shard's tables, freed, are what the worker's next shard grows
+    // into (with one slot a line, 16 shards of 446 K lines held 16 tables of 8 MiB). The sets
     // stay where the state is exported (partitioned runs) or the union is counted at the end.
     void shard_done(uint32_t shard) noexcept override {
         if (!united_ || partitioned_ || shard >= shards_.size()) return;
@@ -164,7 +170,7 @@ public:
                 w.u64(v);
             w.u8(c.extended ? 1 : 0);
             for (uint64_t k : c.kinds) w.u64(k);
-            for (const FlatSet *set : {&c.lines, &c.pcs, &c.tids}) {
+            for (const DenseSet *set : {&c.lines, &c.pcs, &c.tids}) {
                 w.u64(set->size());
                 set->for_each([&](uint64_t v) { w.u64(v); });
             }
@@ -192,7 +198,7 @@ public:
                 *v += r.u64();
             c.extended = r.u8() != 0 || c.extended;
             for (uint64_t &k : c.kinds) k += r.u64();
-            for (FlatSet *set : {&c.lines, &c.pcs, &c.tids}) {
+            for (DenseSet *set : {&c.lines, &c.pcs, &c.tids}) {
                 const uint64_t n = r.count(8);
                 for (uint64_t i = 0; i < n; ++i) set->insert(r.u64());
             }
@@ -288,10 +294,10 @@ private:
         bool done = false;
         uint64_t done_lines = 0, done_pcs = 0;
         uint64_t kinds[kKinds] = {};
-        FlatSet lines;                       // lines of accesses within one line
+        DenseSet lines;                      // lines of accesses within one line
         std::map<uint64_t, uint64_t> spans;  // first -> last line of wider accesses, disjoint
-        FlatSet pcs;
-        FlatSet tids;
+        DenseSet pcs;
+        DenseSet tids;
     };
 
     static Kind kind_of(uint16_t marker) {
@@ -363,31 +369,34 @@ private:
         return c.is_total ? c.total_pcs : c.done ? c.done_pcs : c.pcs.size();
     }
 
-    // The part of the hash space a key falls in, of `parts`.
+    // The part of the hash space a word (key >> 6) falls in, of `parts`.
     static unsigned part_of(uint64_t k, unsigned parts) {
         return UnionSet::part_of(k) * parts / UnionSet::kParts;
     }
 
     // How many distinct keys the sets hold together (only those outside `spans`), counted on up
-    // to one thread per core when they are large: thread p unites the keys of its part of the
+    // to one thread per core when they are large: thread p unites the words of its part of the
     // hash space from every set, so no set of the union is ever built whole. The shards' sets
     // are read only. For serial runs and merged partial states; a parallel run's workers build
     // the union as they go (UnionSet).
-    static uint64_t union_count(const std::vector<const FlatSet *> &sets,
+    static uint64_t union_count(const std::vector<const DenseSet *> &sets,
                                 const std::map<uint64_t, uint64_t> &spans) {
-        size_t keys = 0;
-        for (const FlatSet *set : sets) keys += set->size();
+        size_t words = 0;
+        for (const DenseSet *set : sets) words += set->words();
         const unsigned parts =
-            keys < (size_t{1} << 20) ? 1u : std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
+            words < (size_t{1} << 20) ? 1u : std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
         std::vector<uint64_t> counts(parts, 0);
         auto unite = [&](unsigned p) {
-            FlatSet mine;
-            uint64_t n = 0;
-            for (const FlatSet *set : sets)
-                set->for_each([&](uint64_t k) {
-                    if (part_of(k, parts) == p && mine.insert(k) && (spans.empty() || !in_spans(spans, k)))
-                        ++n;
+            DenseSet mine;
+            for (const DenseSet *set : sets)
+                set->for_each_word([&](uint64_t w, uint64_t bits) {
+                    if (part_of(w, parts) == p) mine.insert_word(w, bits);
                 });
+            uint64_t n = 0;
+            if (spans.empty())
+                n = mine.size();
+            else
+                mine.for_each([&](uint64_t k) { n += !in_spans(spans, k); });
             counts[p] = n;
         };
         std::vector<std::thread> threads;
@@ -405,53 +414,58 @@ private:
         for (uint64_t c : counts) n += c;
         return n;
     }
-    void count(Counts *c, const sonde_memref_t &m) const {
-        ++c->records;
+    // A record other than a read, write or modify; true when it is an instruction fetch, a
+    // memory reference whose line count() counts as a data access's.
+    bool count_other(Counts *c, const sonde_memref_t &m) const {
         switch (m.type) {
-            case SONDE_MEMREF_READ: ++c->reads; break;
-            case SONDE_MEMREF_WRITE: ++c->writes; break;
-            case SONDE_MEMREF_MODIFY:
-                ++c->reads;
-                ++c->writes;
-                break;
             case SONDE_MEMREF_MARKER: {
                 ++c->markers;
                 const Kind k = kind_of(m.size);
                 if (k != kNone) ++c->kinds[k];
                 if (m.size > SONDE_MARKER_CPU_ID) c->extended = true;
                 if (m.size == SONDE_MARKER_THREAD_ID) c->tids.insert(m.address);
-                return;
+                return false;
             }
             case SONDE_MEMREF_INSTR_NO_FETCH:
                 ++c->non_fetched;
                 c->extended = true;
-                return;
+                return false;
             case SONDE_MEMREF_INSTR_ENCODING:
                 ++c->encodings;
                 c->extended = true;
-                return;
+                return false;
             case SONDE_MEMREF_INSTR_FLUSH:
                 ++c->icache_flushes;
                 c->extended = true;
-                return;
+                return false;
             case SONDE_MEMREF_DATA_FLUSH:
                 ++c->dcache_flushes;
                 c->extended = true;
-                return;
+                return false;
             default:
                 if (sonde_memref_type_is_instr(m.type)) {
                     ++c->ifetches;
                     c->pcs.insert(m.address);
                     if (m.type != SONDE_MEMREF_IFETCH) c->extended = true;
-                    break;
+                    return true;
                 }
                 if (sonde_memref_type_is_prefetch(m.type)) {
                     ++c->prefetches;
                     c->extended = true;
-                    return;
+                    return false;
                 }
                 ++c->markers;  // a type this tool does not know counts as a marker, as in 1.0
-                return;
+                return false;
+        }
+    }
+    void count(Counts *c, const sonde_memref_t &m) const {
+        ++c->records;
+        if (m.type <= SONDE_MEMREF_MODIFY) {
+            // Data, counted without a branch on its kind (reads and writes come in no order).
+            c->reads += m.type != SONDE_MEMREF_WRITE;
+            c->writes += m.type != SONDE_MEMREF_READ;
+        } else if (!count_other(c, m)) {
+            return;
         }
         ++c->total;
         const uint64_t span = m.size != 0 ? m.size - 1u : 0u;
@@ -470,6 +484,9 @@ private:
         if (c.tids.size() != 0) return c.tids.size();
         return c.records != 0 ? 1 : 0;
     }
+    // How many records ahead the line set's slot is prefetched (DenseSet::prefetch): the
+    // slots of the records between are loaded at once rather than one after another.
+    static constexpr size_t kAhead = 8;
     // A piece of a shard being counted on a worker (parallel_shard_init to _exit).
     struct Piece {
         uint32_t shard;
@@ -503,7 +520,7 @@ private:
         if (total_) return *total_;
         auto t = std::make_unique<Counts>();
         t->is_total = true;
-        std::vector<const FlatSet *> lines, pcs;
+        std::vector<const DenseSet *> lines, pcs;
         for (const auto &p : shards_) {
             if (!p) continue;
             const Counts &c = *p;
