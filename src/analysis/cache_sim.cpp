@@ -192,7 +192,7 @@ public:
         if (b1 == b2) {  // the common case: one line
             if (!ref_is_miss(b1)) return false;
             ++misses;
-            if (seen_.insert(b1)) ++compulsory;
+            compulsory += seen_.insert(b1);  // no branch: new or not comes at random
             ++(ifetch ? ifetch_misses : data_misses);
             return true;
         }

@@ -189,7 +189,7 @@ public:
                     ++stats.misses;
                     ++(ifetch ? stats.ifetch_misses : stats.data_misses);
                 }
-                if (seen_.insert(tag)) ++stats.compulsory;
+                stats.compulsory += seen_.insert(tag);  // no branch: new or not comes at random
                 if (parent_ != nullptr) parent_->request(piece, 1, prefetch, ifetch);
                 const uint64_t victim = t[assoc_ - 1];
                 for (uint32_t j = assoc_ - 1; j > 0; --j) t[j] = t[j - 1];

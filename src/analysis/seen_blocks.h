@@ -29,9 +29,10 @@ public:
         const uint64_t bit = block & ((uint64_t(1) << kRegionBits) - 1);
         uint64_t &word = r.bits[bit >> 6];
         const uint64_t mask = uint64_t(1) << (bit & 63);
-        if (word & mask) return false;
+        // Without a branch: whether a missed block is new is as good as random in a trace.
+        const bool fresh = (word & mask) == 0;
         word |= mask;
-        return true;
+        return fresh;
     }
 
 private:
