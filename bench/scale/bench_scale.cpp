@@ -24,8 +24,9 @@
 //      target is at most 1.2x). Check: delivered + dropped = emitted.
 //   4. the analyzer over 16 equal in-memory shards, parallel with N workers: basic_counts and
 //      cache_sim (one line each). Floor: N threads counting the same shards' writes and distinct
-//      lines in tables of 64-line words of their own, without Sonde (shard_floor_run). Check: the results JSON
-//      is the same for every N, and so are the floor's counts.
+//      lines in tables of 64-line words of their own, without Sonde (shard_floor_run); its
+//      own rates are printed under each tool's table, with the tool's time over the floor's.
+//      Check: the results JSON is the same for every N, and so are the floor's counts.
 //   5. reuse_distance over a real trace (tests/data/gzip-gpl3.lackey.zst, about 2 M data
 //      references): the analyzer with the tool's exact parallel mode (jobs=N), as
 //      `sonde analyze --tool reuse_distance --jobs N` runs it, and the stack-distance calculator
@@ -1000,12 +1001,13 @@ int main() {
         }
     }
     std::vector<double> shard_floor(counts.size());
+    std::vector<Figure> floor_figures;  // the floor's own rates, printed under each tool's table
     if (!reuse_only) {
         std::vector<uint64_t> check(counts.size());
-        const std::vector<Figure> f =
+        floor_figures =
             measure_counts(counts, [&](size_t i) { return shard_floor_run(shards, counts[i], &check[i]); });
         for (size_t i = 0; i < counts.size(); ++i)
-            shard_floor[i] = check[i] == check[0] ? f[i].speedup : -1;  // printed as a mismatch
+            shard_floor[i] = check[i] == check[0] ? floor_figures[i].speedup : -1;  // printed as a mismatch
     }
     for (const char *tool : {"basic_counts", "cache_sim"}) {
         if (reuse_only) break;
@@ -1018,6 +1020,14 @@ int main() {
         for (size_t i = 0; i < counts.size(); ++i)
             row(counts[i], f[i], f[0], std::max(0.0, shard_floor[i]),
                 json[i] == json[0] && shard_floor[i] >= 0);
+        // The floor's absolute figures beside the tool's: how far the tool's work a reference is
+        // from the bare loop's, at one thread and at the most.
+        const size_t last = counts.size() - 1;
+        std::printf(
+            "       floor: %.3e refs/s and %.2f CPU ns/rec at N = 1, %.3e refs/s at N = %u; %s / floor at "
+            "N = 1: %.2fx the time\n",
+            floor_figures[0].rate, floor_figures[0].cpu_ns, floor_figures[last].rate, counts[last], tool,
+            floor_figures[0].rate / f[0].rate);
     }
     shards.clear();
     shards.shrink_to_fit();

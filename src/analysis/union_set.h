@@ -1,9 +1,10 @@
 // UnionSet: the union of the key sets that parallel workers build (basic_counts' distinct lines
 // and instruction addresses over all shards), kept as kParts DenseSets split by a hash of the
-// key's word (key >> 6), each behind its own mutex. A worker adds its set when it ends a piece of
-// a shard: it first sorts the words into their parts without a lock, then ORs them in part by part, taking whichever
-// part's lock is free first, so workers that end pieces at once work on different parts. The
-// union is thus built on the workers while the run goes on, not by one thread at the end.
+// key's word (key >> 6), each behind its own mutex. A worker adds its set when it ends a piece
+// of a shard: it first sorts the words into their parts without a lock, then ORs them in part
+// by part, taking whichever part's lock is free first, so workers that end pieces at once work
+// on different parts. The union is thus built on the workers while the run goes on, not by one
+// thread at the end.
 //
 // Threads: add() from any thread at once; size(), for_each() and clear() only when no add() is
 // running (the analyzer's run has returned; the caller orders them).
