@@ -50,11 +50,6 @@ public:
         size_ += fresh;
         return fresh;
     }
-    // Adds keys[0..n), growing the table once for all of them (at most one word a key).
-    void insert_range(const uint64_t *keys, size_t n) {
-        reserve_words(n);
-        for (size_t i = 0; i < n; ++i) insert(keys[i]);
-    }
     // Adds every key of `other`, a word at a time.
     void insert_all(const DenseSet &other) {
         reserve_words(other.words_);
