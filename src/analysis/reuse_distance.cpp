@@ -234,19 +234,13 @@ private:
     // The analyzer's thread waits for the batch in flight.
     void wait_idle(std::unique_lock<std::mutex> &lk) {
         if (!busy_) return;
-        spread_.waiting(0);
-        cv_.wait(lk, [&] { return !busy_; });
-        spread_.woke(0);
+        spread_.wait(0, cv_, lk, [&] { return !busy_; });
     }
     void run() {
         std::unique_lock<std::mutex> lk(mu_);
         spread_.began(1);
         for (;;) {
-            if (!busy_ && !stop_) {
-                spread_.waiting(1);
-                cv_.wait(lk, [&] { return busy_ || stop_; });
-                spread_.woke(1);
-            }
+            if (!busy_ && !stop_) spread_.wait(1, cv_, lk, [&] { return busy_ || stop_; });
             if (!busy_) return;
             lk.unlock();
             try {

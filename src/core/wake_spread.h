@@ -34,8 +34,8 @@
 // inherited as it begins.
 //
 // Use: a group of threads that wait on condition variables of one mutex, each with a slot of
-// its own (0 .. threads - 1). Under that mutex: a thread about to wait calls waiting(slot), and
-// woke(slot) when the wait returns; a thread about to notify calls spread() and then must wake
+// its own (0 .. threads - 1). Under that mutex: a thread waits through wait(slot, cv, lock) (or
+// calls waiting(slot) before its own wait and woke(slot) when it returns); a thread about to notify calls spread() and then must wake
 // every waiting thread (notify_all), so that every thread narrowed widens again. A thread that
 // creates one of the group's threads calls started(slot, thread) under the mutex, held from
 // before the thread was created, and the new thread calls began(slot) under the mutex before
@@ -43,7 +43,9 @@
 // Threads: every member is read and written under the group's mutex.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -78,6 +80,15 @@ public:
         s.waiting = false;
         --waiting_;
         widen(s);
+    }
+    // The thread of `slot` waits on `cv` (`lock` holds the group's mutex), with `until` as
+    // std::condition_variable::wait takes it if given: waiting(), the wait, woke().
+    template <typename... Until>
+    void wait(unsigned slot, std::condition_variable &cv, std::unique_lock<std::mutex> &lock,
+              Until... until) {
+        waiting(slot);
+        cv.wait(lock, until...);
+        woke(slot);
     }
     // The calling thread has just created `t`, the thread of `slot`, which inherited its CPUs:
     // keeps it off the calling thread's CPU until it begins.

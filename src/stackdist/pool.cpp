@@ -73,9 +73,7 @@ void Pool::loop(unsigned id) {
         if (!spin_until(changed, spin_ns_)) {
             std::unique_lock<std::mutex> lock(mu_);
             sleepers_.fetch_add(1);
-            spread_.waiting(id);
-            start_.wait(lock, changed);
-            spread_.woke(id);
+            spread_.wait(id, start_, lock, changed);
             sleepers_.fetch_sub(1);
         }
         if (stop_.load()) return;

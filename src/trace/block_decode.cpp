@@ -251,11 +251,7 @@ void BlockDecoder::worker(unsigned id) {
     std::unique_lock<std::mutex> lk(mu_);
     spread_.began(id);
     while (!stop_)
-        if (!work(lk, UINT64_MAX, piece)) {
-            spread_.waiting(id);
-            cv_.wait(lk);
-            spread_.woke(id);
-        }
+        if (!work(lk, UINT64_MAX, piece)) spread_.wait(id, cv_, lk);
 }
 
 DecodedBlock *BlockDecoder::next() {
@@ -286,11 +282,7 @@ DecodedBlock *BlockDecoder::next() {
         }
         Slot &s = slot_of(consumed_seq_);
         if (s.state == State::kDecoded && s.block.seq == consumed_seq_) break;
-        if (!work(lk, consumed_seq_, reader_piece_)) {
-            spread_.waiting(0);
-            cv_.wait(lk);
-            spread_.woke(0);
-        }
+        if (!work(lk, consumed_seq_, reader_piece_)) spread_.wait(0, cv_, lk);
     }
     DecodedBlock &b = slot_of(consumed_seq_).block;
     ++consumed_seq_;
