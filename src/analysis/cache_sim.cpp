@@ -91,6 +91,13 @@ uint64_t parse_number(const std::string &text, bool allow_suffix, const std::str
 // most 256 MiB per shard whatever the trace holds.
 constexpr uint64_t kMaxLevelLines = uint64_t(1) << 24;
 constexpr uint64_t kMaxTotalLines = uint64_t(1) << 25;
+// A parallel shard's hierarchy prefetches what the record 8 ahead will read on a miss (its sets
+// in the lower levels, its word of each level's blocks seen) when the sets and blocks seen of
+// its levels hold this many bytes and its first level misses often (Hierarchy::prefetching):
+// below, they stay in a core's L2 and the prefetches only cost (5 % more time a reference over
+// 32 MiB of data), above, a miss waited for the L3 (10 % less time for a whole run over 570 MB
+// of data, 22 % with a 32 MiB last level).
+constexpr std::size_t kPrefetchBytes = std::size_t{1} << 20;
 
 std::vector<LevelConfig> parse_config(const std::string &text) {
     std::vector<LevelConfig> levels;
@@ -220,6 +227,19 @@ public:
         return true;
     }
     uint64_t accesses = 0, misses = 0, compulsory = 0, ifetch_misses = 0, data_misses = 0;
+    // Bytes a miss may read: the sets (a cache of one array) and the blocks seen.
+    std::size_t bytes() const { return (flat_ ? sets_ * stride_ * sizeof(uint64_t) : 0) + seen_.bytes(); }
+    // Starts loading what an access at `a` reads on a miss: its set (with `set`, a cache of one
+    // array only) and its word of the blocks seen. No effect on the answers.
+    __attribute__((always_inline)) void prefetch(uint64_t a, bool set) const {
+        const uint64_t b = a >> line_bits_;
+        if (set && flat_) {
+            const uint64_t *w = flat_.get() + (b & (sets_ - 1)) * stride_;
+            __builtin_prefetch(w);
+            __builtin_prefetch(w + stride_ - 1);
+        }
+        seen_.prefetch(b);
+    }
 
 private:
     bool access_uncounted(uint64_t a, uint32_t size) {
@@ -342,12 +362,32 @@ struct PcRows {
 
 // A shard's first-level caches (private) and, in parallel mode, its own lower levels.
 struct Hierarchy {
+    // Whether the next records (a parallel shard's) are worth prefetching for: the levels' sets
+    // and blocks seen hold kPrefetchBytes or more, and at least one access in 8 missed the
+    // first level since the last call (a run that mostly hits there would prefetch for
+    // nothing: 16 % more time on gzip's lackey trace with a 32 MiB last level).
+    bool prefetching() {
+        uint64_t a = 0, m = 0;
+        for (const Cache &c : first) {
+            a += c.accesses;
+            m += c.misses;
+        }
+        const bool missing = (m - last_misses) * 8 >= a - last_accesses && a != last_accesses;
+        last_accesses = a;
+        last_misses = m;
+        if (!missing) return false;
+        std::size_t n = 0;
+        for (const Cache &c : first) n += c.bytes();
+        for (const Cache &c : lower) n += c.bytes();
+        return n >= kPrefetchBytes;
+    }
     std::vector<Cache> first;  // in config order
     std::vector<Cache> lower;  // empty in serial mode (the shared ones are used)
     Cache *icache = nullptr;
     Cache *dcache = nullptr;
-    size_t ilevel = 0, dlevel = 0;  // the levels of icache and dcache
-    PcRows pcs;                     // per_pc only
+    size_t ilevel = 0, dlevel = 0;                // the levels of icache and dcache
+    PcRows pcs;                                   // per_pc only
+    uint64_t last_accesses = 0, last_misses = 0;  // the first level's at the last prefetching()
 };
 
 // The per_pc=1 item of an option string: removes it (and returns whether it is 1), leaving the
@@ -554,10 +594,27 @@ public:
         Hierarchy &h = *slot;
         if (per_pc_) {
             for (size_t i = 0; i < n; ++i) access_per_pc(h, h.lower, m[i]);
+        } else if (h.prefetching()) {
+            access_all<true>(h, m, n);
         } else {
-            for (size_t i = 0; i < n; ++i) access(h, h.lower, m[i]);
+            access_all<false>(h, m, n);
         }
         return true;
+    }
+    // The records of a parallel shard, with kPrefetch each with a prefetch for the one 8 ahead.
+    template <bool kPrefetch>
+    __attribute__((noinline)) static void access_all(Hierarchy &h, const sonde_memref_t *m, size_t n) {
+        constexpr size_t kAhead = 8;
+        for (size_t i = 0; i < n; ++i) {
+            if (kPrefetch && i + kAhead < n) prefetch(h, h.lower, m[i + kAhead]);
+            access(h, h.lower, m[i]);
+        }
+    }
+    static void prefetch(const Hierarchy &h, const std::vector<Cache> &lower, const sonde_memref_t &m) {
+        if (m.type > SONDE_MEMREF_IFETCH) return;
+        const Cache *c = m.type == SONDE_MEMREF_IFETCH ? h.icache : h.dcache;
+        if (c != nullptr) c->prefetch(m.address, false);
+        for (const Cache &l : lower) l.prefetch(m.address, true);
     }
     bool print_results(void *stream) override {
         FILE *f = static_cast<FILE *>(stream);

@@ -38,6 +38,17 @@ public:
         return fresh;
     }
 
+    // Bytes of the bitmaps and the table.
+    std::size_t bytes() const { return used_ * kWords * sizeof(uint64_t) + slots_.size() * sizeof(Slot); }
+    // Starts loading the word of `block` when its region is at its home slot (no effect on the
+    // answers).
+    __attribute__((always_inline)) void prefetch(uint64_t block) const {
+        const uint64_t region = block >> kRegionBits;
+        const Slot &home = slots_[hash(region) & mask_];
+        const uint64_t bit = block & ((uint64_t(1) << kRegionBits) - 1);
+        __builtin_prefetch(home.key == region + 1 ? home.bits + (bit >> 6) : &mask_);
+    }
+
 private:
     static constexpr unsigned kRegionBits = 12;
     static constexpr size_t kWords = (size_t(1) << kRegionBits) / 64;

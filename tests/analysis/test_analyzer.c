@@ -482,17 +482,56 @@ static void test_basic_counts(void **state) {
     }
 }
 
-/* A 2-set, 2-way cache with 64-byte lines: set = block & 1. */
-static void run_cache(const char *config, const sonde_memref_t *refs, size_t n, char **json) {
+/* cache_sim with `config` over one shard, serially or in parallel mode. */
+static void run_cache_mode(const char *config, const sonde_memref_t *refs, size_t n, bool parallel,
+                           char **json) {
     sonde_analyzer_t *a = NULL;
     assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_add_tool(a, "cache_sim", config), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_add_memory_shard(a, refs, n, NULL), SONDE_STATUS_SUCCESS);
-    assert_int_equal(sonde_analyzer_set_parallel(a, false), SONDE_STATUS_SUCCESS);
+    assert_int_equal(sonde_analyzer_set_parallel(a, parallel), SONDE_STATUS_SUCCESS);
     assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
     *json = results(a);
     assert_int_equal(sonde_analyzer_print_results(a, stdout), SONDE_STATUS_SUCCESS);
     sonde_analyzer_destroy(a);
+}
+
+/* A 2-set, 2-way cache with 64-byte lines: set = block & 1. */
+static void run_cache(const char *config, const sonde_memref_t *refs, size_t n, char **json) {
+    run_cache_mode(config, refs, n, false, json);
+}
+
+/* A parallel shard whose levels hold more than a megabyte of sets and blocks seen, and whose
+ * first level misses nearly always, prefetches for the records ahead (kPrefetchBytes in
+ * cache_sim.cpp) from its second span of records on; the serial mode never does. The two must
+ * give the same results, and the counts must add up. */
+static void test_cache_sim_prefetching(void **state) {
+    (void)state;
+    enum { kRefs = 300000 };
+    sonde_memref_t *refs = calloc(kRefs, sizeof *refs);
+    assert_non_null(refs);
+    uint64_t x = 1;
+    for (size_t i = 0; i < kRefs; ++i) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull; /* an LCG: its high bits are used */
+        const uint16_t type = (x >> 62) == 0         ? SONDE_MEMREF_IFETCH
+                              : ((x >> 61) & 1) != 0 ? SONDE_MEMREF_WRITE
+                                                     : SONDE_MEMREF_READ;
+        refs[i] = ref(0, type, (x >> 24) % (256u << 20), 8, 0); /* 256 MiB: 1024 regions seen */
+    }
+    const char *config = "I1:32K:8:64,D1:32K:8:64,LL:4M:16:64";
+    char *serial = NULL, *parallel = NULL;
+    run_cache_mode(config, refs, kRefs, false, &serial);
+    run_cache_mode(config, refs, kRefs, true, &parallel);
+    assert_string_equal(serial, parallel);
+    const long long first = level_value(parallel, "I1", "accesses") + level_value(parallel, "D1", "accesses");
+    assert_int_equal(first, kRefs);
+    assert_int_equal(level_value(parallel, "LL", "accesses"),
+                     level_value(parallel, "I1", "misses") + level_value(parallel, "D1", "misses"));
+    assert_true(level_value(parallel, "LL", "compulsory_misses") > 0);
+    assert_true(level_value(parallel, "LL", "compulsory_misses") <= level_value(parallel, "LL", "misses"));
+    free(serial);
+    free(parallel);
+    free(refs);
 }
 
 static void test_cache_sim_policies(void **state) {
@@ -770,12 +809,13 @@ static void test_bad_arguments(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_serial_order),         cmocka_unit_test(test_parallel_falls_back_to_serial),
-        cmocka_unit_test(test_parallel_order),       cmocka_unit_test(test_skewed_shards_largest_first),
-        cmocka_unit_test(test_errors_stop_the_run),  cmocka_unit_test(test_basic_counts),
-        cmocka_unit_test(test_cache_sim_policies),   cmocka_unit_test(test_cache_sim_hierarchy),
-        cmocka_unit_test(test_cache_sim_private_l1), cmocka_unit_test(test_cache_sim_per_pc),
-        cmocka_unit_test(test_external_tools),       cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_serial_order),          cmocka_unit_test(test_parallel_falls_back_to_serial),
+        cmocka_unit_test(test_parallel_order),        cmocka_unit_test(test_skewed_shards_largest_first),
+        cmocka_unit_test(test_errors_stop_the_run),   cmocka_unit_test(test_basic_counts),
+        cmocka_unit_test(test_cache_sim_policies),    cmocka_unit_test(test_cache_sim_hierarchy),
+        cmocka_unit_test(test_cache_sim_private_l1),  cmocka_unit_test(test_cache_sim_per_pc),
+        cmocka_unit_test(test_cache_sim_prefetching), cmocka_unit_test(test_external_tools),
+        cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
