@@ -12,10 +12,10 @@ namespace sonde::analysis {
 // The blocks a cache has ever held, for compulsory misses: a bitmap per region of 4096 blocks,
 // found through an open-addressing table of 16-byte slots (linear probing, at most 1/4 full).
 // Cost per call: a hash, the region's home slot and its bitmap, inline; a region away from its
-// home slot (about one in eight) or new takes the probe out of line. The table is kept sparse
-// because that branch is as good as random in a trace: at most half full, a quarter of the
-// calls took it and a cache_sim run over random accesses took a third longer; a cache of the
-// 16 last regions in front of the table missed on nearly every call there. Regions are large
+// home slot (at most about one in eight) or new takes the probe out of line. The table is kept
+// sparse because that branch is as good as random in a trace: half full (the old limit of 3/4
+// allowed that), a cache_sim run over random accesses took 26 % longer; a cache of the 16 last
+// regions in front of the table missed on nearly every call there. Regions are large
 // so that the table stays small: on a trace whose misses spread over half a gigabyte, regions
 // of 512 blocks made a table of 2 MiB a level, beyond the L2, and the slot and then the bitmap
 // each missed it (4096 blocks: 23 % less time for the whole run). The bitmaps sit side by side
