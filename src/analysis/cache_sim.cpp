@@ -99,6 +99,17 @@ constexpr uint64_t kMaxTotalLines = uint64_t(1) << 25;
 // of data, 22 % with a 32 MiB last level).
 constexpr std::size_t kPrefetchBytes = std::size_t{1} << 20;
 
+// What the model simulates of a record of `type`: reads, writes and modifies as data accesses,
+// a fetched instruction of any kind (sonde_memref_type_is_instr) as an instruction fetch, and
+// nothing else (markers, prefetches, instructions not fetched): the 1.0 view of the stream
+// (analysis/memref_view.h), read off each record as it comes. The tool takes the 1.2 model so
+// that the analyzer does not make that view in a pass of its own over every span of records.
+enum class Simulated { kNone, kData, kFetch };
+inline Simulated simulated(uint16_t type) {
+    if (type < SONDE_MEMREF_IFETCH) return Simulated::kData;
+    return sonde_memref_type_is_instr(type) ? Simulated::kFetch : Simulated::kNone;
+}
+
 std::vector<LevelConfig> parse_config(const std::string &text) {
     std::vector<LevelConfig> levels;
     uint64_t total_lines = 0;
@@ -425,6 +436,7 @@ public:
             while (nfirst_ < levels_.size() && levels_[nfirst_].role != Role::unified) ++nfirst_;
     }
     const char *name() const override { return "cache_sim"; }
+    uint32_t memref_model() const override { return SONDE_MEMREF_MODEL_1_2; }
     bool initialize(uint32_t num_shards) override {
         shards_.resize(num_shards);
         for (size_t i = nfirst_; i < levels_.size(); ++i) shared_.emplace_back(levels_[i]);
@@ -611,8 +623,9 @@ public:
         }
     }
     static void prefetch(const Hierarchy &h, const std::vector<Cache> &lower, const sonde_memref_t &m) {
-        if (m.type > SONDE_MEMREF_IFETCH) return;
-        const Cache *c = m.type == SONDE_MEMREF_IFETCH ? h.icache : h.dcache;
+        const Simulated k = simulated(m.type);
+        if (k == Simulated::kNone) return;
+        const Cache *c = k == Simulated::kFetch ? h.icache : h.dcache;
         if (c != nullptr) c->prefetch(m.address, false);
         for (const Cache &l : lower) l.prefetch(m.address, true);
     }
@@ -688,9 +701,11 @@ private:
     }
     // Hot path: one record through the hierarchy. Markers are skipped. A kind without a
     // first-level cache goes straight to the first lower level.
-    static void access(Hierarchy &h, std::vector<Cache> &lower, const sonde_memref_t &m) {
-        if (m.type > SONDE_MEMREF_IFETCH) return;
-        const bool ifetch = m.type == SONDE_MEMREF_IFETCH;
+    __attribute__((always_inline)) static void access(Hierarchy &h, std::vector<Cache> &lower,
+                                                      const sonde_memref_t &m) {
+        const Simulated k = simulated(m.type);
+        if (k == Simulated::kNone) return;
+        const bool ifetch = k == Simulated::kFetch;
         Cache *c = ifetch ? h.icache : h.dcache;
         bool miss = true;
         if (c != nullptr) miss = c->access(m.address, m.size, ifetch);
@@ -699,8 +714,9 @@ private:
     // access() that also counts the record and its misses in its pc's row (per_pc). Cost: one
     // hash lookup more.
     void access_per_pc(Hierarchy &h, std::vector<Cache> &lower, const sonde_memref_t &m) const {
-        if (m.type > SONDE_MEMREF_IFETCH) return;
-        const bool ifetch = m.type == SONDE_MEMREF_IFETCH;
+        const Simulated k = simulated(m.type);
+        if (k == Simulated::kNone) return;
+        const bool ifetch = k == Simulated::kFetch;
         const unsigned kind = ifetch ? kIfetch : m.type == SONDE_MEMREF_READ ? kRead : kWrite;
         uint64_t *row = h.pcs.row(m.pc);
         ++row[kind];
@@ -790,8 +806,9 @@ private:
     // owning an access's first line counts it. Hot path: two lookups of reach() per record, two
     // compares per depth reached.
     bool access_part(Hierarchy &h, const sonde_memref_t &m) {
-        if (m.type > SONDE_MEMREF_IFETCH) return true;
-        const bool ifetch = m.type == SONDE_MEMREF_IFETCH;
+        const Simulated k = simulated(m.type);
+        if (k == Simulated::kNone) return true;
+        const bool ifetch = k == Simulated::kFetch;
         const uint64_t span = m.size != 0 ? m.size - 1u : 0u;
         const uint64_t last = m.address > UINT64_MAX - span ? UINT64_MAX : m.address + span;
         const uint64_t b1 = m.address >> line_bits_, b2 = last >> line_bits_;
@@ -842,13 +859,14 @@ private:
     // sets, this one included. Hot path: two table lookups (or, past 64 ranks, a walk over the
     // ranks owning the neighbouring groups) and a 16-byte store per destination.
     bool route_one(const sonde_memref_t &m) {
-        if (m.type > SONDE_MEMREF_IFETCH) return true;
+        const Simulated k = simulated(m.type);
+        if (k == Simulated::kNone) return true;
         const uint64_t span = m.size != 0 ? m.size - 1u : 0u;
         const uint64_t last = m.address > UINT64_MAX - span ? UINT64_MAX : m.address + span;
         const uint64_t b1 = m.address >> line_bits_, b2 = last >> line_bits_;
         if (b2 - b1 > 1) return too_wide(m);
         const uint64_t g1 = b1 & (groups_ - 1), g2 = b2 & (groups_ - 1);
-        const bool fetch = m.type == SONDE_MEMREF_IFETCH;
+        const bool fetch = k == Simulated::kFetch;
         const auto send = [&](uint32_t q) { boxes_[q].add(m.address, m.size, m.shard, fetch); };
         if (!masks_.empty()) {
             for (uint64_t bits = masks_[static_cast<size_t>(g1)] | masks_[static_cast<size_t>(g2)]; bits != 0;

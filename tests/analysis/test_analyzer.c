@@ -501,6 +501,39 @@ static void run_cache(const char *config, const sonde_memref_t *refs, size_t n, 
     run_cache_mode(config, refs, n, false, json);
 }
 
+/* cache_sim reads the 1.2 memref model: a fetched instruction of any kind is an instruction
+ * fetch, and prefetches, instructions not fetched, encodings, flushes and markers are not
+ * simulated (what the 1.0 view would have delivered), serially and in parallel mode alike. */
+static void test_cache_sim_kinds(void **state) {
+    (void)state;
+    sonde_memref_t refs[] = {
+        ref(0, SONDE_MEMREF_INSTR_DIRECT_JUMP, 4096, 4, 0), /* I1 miss */
+        ref(0, SONDE_MEMREF_READ, 0, 8, 0),                 /* D1 miss */
+        ref(0, SONDE_MEMREF_PREFETCH, 8192, 8, 0),          /* not simulated */
+        ref(0, SONDE_MEMREF_INSTR_NO_FETCH, 12288, 4, 0),   /* not simulated */
+        ref(0, SONDE_MEMREF_INSTR_ENCODING, 16384, 4, 0),   /* not simulated */
+        ref(0, SONDE_MEMREF_DATA_FLUSH, 0, 64, 0),          /* not simulated */
+        ref(0, SONDE_MEMREF_MARKER, 7, SONDE_MARKER_TIMESTAMP, 0),
+        ref(0, SONDE_MEMREF_IFETCH, 4100, 4, 0),          /* I1 hit */
+        ref(0, SONDE_MEMREF_INSTR_SYSENTER, 20480, 2, 0), /* I1 miss */
+        ref(0, SONDE_MEMREF_INSTR_RETURN, 4104, 1, 0),    /* I1 hit */
+        ref(0, SONDE_MEMREF_WRITE, 8, 8, 0),              /* D1 hit */
+    };
+    const struct {
+        const char *level, *key;
+        uint64_t want;
+    } counts[] = {{"I1", "accesses", 4}, {"I1", "misses", 2},   {"D1", "accesses", 2},
+                  {"D1", "misses", 1},   {"LL", "accesses", 3}, {"LL", "ifetch_misses", 2}};
+    for (int parallel = 0; parallel < 2; ++parallel) {
+        char *json = NULL;
+        run_cache_mode("I1:1K:2:64,D1:1K:2:64,LL:4K:4:64", refs, sizeof refs / sizeof refs[0], parallel != 0,
+                       &json);
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; ++i)
+            assert_int_equal(level_value(json, counts[i].level, counts[i].key), counts[i].want);
+        free(json);
+    }
+}
+
 /* A parallel shard whose levels hold more than a megabyte of sets and blocks seen, and whose
  * first level misses nearly always, prefetches for the records ahead (kPrefetchBytes in
  * cache_sim.cpp) from its second span of records on; the serial mode never does. The two must
@@ -814,8 +847,8 @@ int main(void) {
         cmocka_unit_test(test_errors_stop_the_run),   cmocka_unit_test(test_basic_counts),
         cmocka_unit_test(test_cache_sim_policies),    cmocka_unit_test(test_cache_sim_hierarchy),
         cmocka_unit_test(test_cache_sim_private_l1),  cmocka_unit_test(test_cache_sim_per_pc),
-        cmocka_unit_test(test_cache_sim_prefetching), cmocka_unit_test(test_external_tools),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_cache_sim_prefetching), cmocka_unit_test(test_cache_sim_kinds),
+        cmocka_unit_test(test_external_tools),        cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
