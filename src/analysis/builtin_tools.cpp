@@ -107,6 +107,7 @@ public:
         Counts *c = p.counts.get();
         for (size_t i = 0; i < n; ++i) {
             if (i + kAhead < n) c->lines.prefetch(m[i + kAhead].address >> line_bits_);
+            prefetch_record(m, i, n);
             count(c, m[i]);
         }
         return true;

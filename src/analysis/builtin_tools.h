@@ -18,6 +18,16 @@ struct BlockTapOut;  // source.h
 
 namespace sonde::analysis {
 
+// A built-in tool's loop over a span of records that does little work a record prefetches the
+// record this many ahead (2 KiB): with the hardware's prefetchers alone basic_counts waited for
+// its records, 8.0 ns a record against 5.7 with this over case 4's in-memory shards of 32 MB.
+// reuse_distance's gathering asks 16 ahead; cache_sim, at 30 ns a record, does not wait for its
+// records and was 3 % slower with it.
+inline constexpr std::size_t kRecordsAhead = 64;
+inline void prefetch_record(const sonde_memref_t *m, std::size_t i, std::size_t n) {
+    if (i + kRecordsAhead < n) __builtin_prefetch(m + i + kRecordsAhead);
+}
+
 // cache_sim (cache_sim.cpp): options "NAME:SIZE:WAYS:LINE[:POLICY],..." or "" for cachegrind's
 // default hierarchy I1:32K:8:64,D1:32K:8:64,LL:1M:16:64 (model=cachegrind, the default), or
 // "model=drcachesim[,KEY=VALUE...]" for DynamoRIO drcachesim's (cache_sim_drcachesim.cpp).
