@@ -477,7 +477,8 @@ uint64_t analyzer_run(const std::vector<std::vector<sonde_memref_t>> &shards, co
 // open-addressing table of 64-line words of its own (2^14 slots of {word, bits}, cleared for each
 // shard), as basic_counts' DenseSet keeps them, prefetching the records 64 ahead as the tool
 // does. It moves as many bytes and misses as many cache lines as the tool's per-shard work, so
-// its speed-up is what the machine gives such work at N threads. *check: the shards' distinct lines and writes, the same for every N.
+// its speed-up is what the machine gives such work at N threads. *check: the shards' distinct
+// lines and writes, the same for every N.
 uint64_t shard_floor_run(const std::vector<std::vector<sonde_memref_t>> &shards, unsigned workers,
                          uint64_t *check) {
     std::atomic<size_t> next{0};

@@ -754,8 +754,9 @@ private:
     }
     // per_pc's JSON: "per_pc", one object per pc ({"pc", "reads", "writes", "ifetches", and
     // "read_misses", "write_misses", "ifetch_misses": an array by level}), and each level's
-    // accesses by kind and read and write misses, added to `levels` (objects, in level order). A kind reaches a
-    // first level by its role and each lower level through the misses of the level above it.
+    // accesses by kind and read and write misses, added to `levels` (objects, in level order). A
+    // kind reaches a first level by its role and each lower level through the misses of the level
+    // above it.
     void put_per_pc(nlohmann::json &j, nlohmann::json &levels) const {
         const PcRows all = pc_rows();
         const size_t nl = levels_.size();

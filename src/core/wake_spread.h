@@ -35,11 +35,11 @@
 //
 // Use: a group of threads that wait on condition variables of one mutex, each with a slot of
 // its own (0 .. threads - 1). Under that mutex: a thread waits through wait(slot, cv, lock) (or
-// calls waiting(slot) before its own wait and woke(slot) when it returns); a thread about to notify calls spread() and then must wake
-// every waiting thread (notify_all), so that every thread narrowed widens again. A thread that
-// creates one of the group's threads calls started(slot, thread) under the mutex, held from
-// before the thread was created, and the new thread calls began(slot) under the mutex before
-// anything else.
+// calls waiting(slot) before its own wait and woke(slot) when it returns); a thread about to
+// notify calls spread() and then must wake every waiting thread (notify_all), so that every
+// thread narrowed widens again. A thread that creates one of the group's threads calls
+// started(slot, thread) under the mutex, held from before the thread was created, and the new
+// thread calls began(slot) under the mutex before anything else.
 // Threads: every member is read and written under the group's mutex.
 #pragma once
 
