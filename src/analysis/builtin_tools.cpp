@@ -218,10 +218,20 @@ public:
         const Counts &t = total();
         std::fprintf(f, "basic_counts: %zu shard(s)\n", shards_.size());
         print_line(f, "total", t, t.extended);
-        if (shards_.size() > 1)
-            for (size_t i = 0; i < shards_.size(); ++i)
-                print_line(f, ("shard " + std::to_string(i)).c_str(), shards_[i] ? *shards_[i] : Counts(),
-                           t.extended);
+        // The text lists the shards that have records: a Sonde trace declares every shard up to
+        // the largest one written, so sparse shard numbers (thread ids, say) would otherwise print
+        // thousands of lines of zeros. The JSON keeps every shard, indexed by position.
+        if (shards_.size() > 1) {
+            size_t empty = 0;
+            for (size_t i = 0; i < shards_.size(); ++i) {
+                if (!shards_[i] || shards_[i]->records == 0) {
+                    ++empty;
+                    continue;
+                }
+                print_line(f, ("shard " + std::to_string(i)).c_str(), *shards_[i], t.extended);
+            }
+            if (empty != 0) std::fprintf(f, "  (%zu shard(s) without records not listed)\n", empty);
+        }
         return true;
     }
     // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).

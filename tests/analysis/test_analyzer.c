@@ -458,15 +458,22 @@ static void test_basic_counts(void **state) {
                                 ref(0, SONDE_MEMREF_MODIFY, 60, 8, 0),
                                 ref(0, SONDE_MEMREF_IFETCH, 4096, 4, 0),
                                 ref(0, SONDE_MEMREF_MARKER, 7, SONDE_MARKER_TIMESTAMP, 0)};
-        sonde_memref_t s1[2] = {ref(1, SONDE_MEMREF_READ, 0, 8, 0), ref(1, SONDE_MEMREF_READ, 200, 8, 0)};
+        /* Shard 1 is empty; s1 is shard 2. */
+        sonde_memref_t s1[2] = {ref(2, SONDE_MEMREF_READ, 0, 8, 0), ref(2, SONDE_MEMREF_READ, 200, 8, 0)};
         sonde_analyzer_t *a = NULL;
         assert_int_equal(sonde_analyzer_create(&a), SONDE_STATUS_SUCCESS);
         assert_int_equal(sonde_analyzer_add_tool(a, "basic_counts", ""), SONDE_STATUS_SUCCESS);
         assert_int_equal(sonde_analyzer_add_memory_shard(a, s0, 5, NULL), SONDE_STATUS_SUCCESS);
+        assert_int_equal(sonde_analyzer_add_memory_shard(a, NULL, 0, NULL), SONDE_STATUS_SUCCESS);
         assert_int_equal(sonde_analyzer_add_memory_shard(a, s1, 2, NULL), SONDE_STATUS_SUCCESS);
         assert_int_equal(sonde_analyzer_set_parallel(a, parallel != 0), SONDE_STATUS_SUCCESS);
         assert_int_equal(sonde_analyzer_run(a), SONDE_STATUS_SUCCESS);
         char *text = results(a);
+        /* The JSON lists every shard by position, the empty one too. */
+        assert_non_null(strstr(text, "\"shards\":[{\"distinct_lines\":3,"));
+        assert_non_null(strstr(text,
+                               "},{\"distinct_lines\":0,\"ifetches\":0,\"markers\":0,\"reads\":0,"
+                               "\"total\":0,\"writes\":0},{\"distinct_lines\":2,"));
         /* total: reads 1 + 1 (M) + 2, writes 1 + 1 (M), 1 ifetch, 1 marker; lines 0, 1 (M at 60
          * straddles 0 and 1), 64 (ifetch), 3 (address 200) */
         assert_non_null(strstr(text,
@@ -477,7 +484,20 @@ static void test_basic_counts(void **state) {
             text,
             "{\"distinct_lines\":2,\"ifetches\":0,\"markers\":0,\"reads\":2,\"total\":2,\"writes\":0}"));
         free(text);
-        assert_int_equal(sonde_analyzer_print_results(a, stdout), SONDE_STATUS_SUCCESS);
+        /* The text lists the shards with records and says how many it leaves out. */
+        char *printed = NULL;
+        size_t printed_size = 0;
+        FILE *f = open_memstream(&printed, &printed_size);
+        assert_non_null(f);
+        assert_int_equal(sonde_analyzer_print_results(a, f), SONDE_STATUS_SUCCESS);
+        fclose(f);
+        fputs(printed, stdout);
+        assert_non_null(strstr(printed, "basic_counts: 3 shard(s)\n"));
+        assert_non_null(strstr(printed, "  shard 0    reads 2, writes 2,"));
+        assert_null(strstr(printed, "shard 1 "));
+        assert_non_null(strstr(printed, "  shard 2    reads 2, writes 0,"));
+        assert_non_null(strstr(printed, "  (1 shard(s) without records not listed)\n"));
+        free(printed);
         sonde_analyzer_destroy(a);
     }
 }
