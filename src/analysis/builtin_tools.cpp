@@ -1,7 +1,9 @@
 // The built-in tool registry and the basic_counts tool. Adding a built-in tool is one line in
 // kBuiltins: its name and a factory that builds it from an options string.
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <iterator>
 #include <map>
@@ -13,13 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "analysis/analyzer.h"
 #include "analysis/builtin_tools.h"
 #include "analysis/dense_set.h"
+#include "analysis/json_text.h"
 #include "analysis/tool_options.h"
-#include "analysis/json_release.h"
 #include "analysis/state_bytes.h"
 #include "analysis/union_set.h"
 #include <sonde/tool.hpp>
@@ -41,7 +41,7 @@ namespace {
 // of an instruction into a set of its own); an
 // access that spans several lines (clamped at the top of the address space) is one interval
 // in an ordered map instead, so memory follows the records, not the bytes they cover.
-class BasicCounts final : public sonde::tool, public ShardDoneHooks {
+class BasicCounts final : public sonde::tool, public ShardDoneHooks, public JsonText {
 public:
     explicit BasicCounts(const std::string &options) {
         if (!options.empty()) {
@@ -234,25 +234,21 @@ public:
         }
         return true;
     }
-    // Runs out of memory with std::bad_alloc, never std::terminate (json_release.h).
+    // The same text as the analyzer prints (results_json_text), in one string.
     std::string results_json() override {
+        JsonPieces pieces;
+        results_json_text(&pieces, 0, 1);
+        return pieces.joined();
+    }
+    // The results as JSON text (json_text.h): the totals' keys, line_size, and shards, an array
+    // of every shard's counts by position. Written straight rather than built as a document: a
+    // trace of a few hundred bytes can declare 65536 shards, whose counts with drcachesim's
+    // categories are 56 MB of JSON, and a document of them took seconds and hundreds of MB.
+    void results_json_text(JsonPieces *out, int depth, unsigned) override {
         const Counts &t = total();
-        nlohmann::json j = nlohmann::json::object();
-        const JsonRelease release_j(j);
-        put_counts(j, t, t.extended);
-        j["line_size"] = line_size_;
-        nlohmann::json per;
-        const JsonRelease release_per(per);
-        json_array_reserve(per, shards_.size());
-        const Counts none;
-        for (const auto &c : shards_) {
-            nlohmann::json one = nlohmann::json::object();
-            const JsonRelease release_one(one);
-            put_counts(one, c ? *c : none, t.extended);
-            per.push_back(std::move(one));  // room reserved: cannot fail
-        }
-        j["shards"] = std::move(per);
-        return j.dump();
+        std::string &s = out->text();
+        s.reserve(s.size() + (shards_.size() + 1) * (t.extended ? 900 : 160));
+        write_counts(s, depth, t, t.extended, true);
     }
 
 private:
@@ -568,27 +564,99 @@ private:
         return *total_;
     }
 
-    // The 1.0 keys always; drcachesim's categories when the run saw more than the 1.0 kinds
-    // (`extended`), so the output for a 1.0 input stays what it was.
-    static void put_counts(nlohmann::json &j, const Counts &c, bool extended) {
-        j["reads"] = c.reads;
-        j["writes"] = c.writes;
-        j["ifetches"] = c.ifetches;
-        j["markers"] = c.markers;
-        j["total"] = c.total;
-        j["distinct_lines"] = distinct(c);
-        if (!extended) return;
-        nlohmann::json kinds = nlohmann::json::object();
-        const JsonRelease release_kinds(kinds);
-        for (int k = 0; k < kKinds; ++k) kinds[kKindNames[k]] = c.kinds[k];
-        j["unique_ifetches"] = unique_pcs(c);
-        j["non_fetched_ifetches"] = c.non_fetched;
-        j["prefetches"] = c.prefetches;
-        j["encodings"] = c.encodings;
-        j["icache_flushes"] = c.icache_flushes;
-        j["dcache_flushes"] = c.dcache_flushes;
-        j["threads"] = threads(c);
-        j["marker_kinds"] = std::move(kinds);
+    // The members of a counts object, and of the results' object around the totals (line_size,
+    // shards), written in byte order of the keys, as a JSON document keeps them. The 1.0 keys
+    // always; drcachesim's categories when the run saw more than the 1.0 kinds (`extended`), so
+    // the output for a 1.0 input stays what it was.
+    enum Field {
+        kReads,
+        kWrites,
+        kIfetches,
+        kMarkers,
+        kTotal,
+        kDistinctLines,
+        kUniqueIfetches,  // this one and those below it: with drcachesim's categories only
+        kNonFetched,
+        kPrefetches,
+        kEncodings,
+        kIcacheFlushes,
+        kDcacheFlushes,
+        kThreads,
+        kMarkerKinds,
+        kLineSize,  // the results' object only
+        kShards,
+        kFields
+    };
+    static constexpr const char *kFieldNames[kFields] = {
+        "reads",      "writes",         "ifetches",        "markers",
+        "total",      "distinct_lines", "unique_ifetches", "non_fetched_ifetches",
+        "prefetches", "encodings",      "icache_flushes",  "dcache_flushes",
+        "threads",    "marker_kinds",   "line_size",       "shards"};
+    // The indexes of `names` in byte order of the names.
+    template <size_t N>
+    static std::array<int, N> sorted_names(const char *const (&names)[N]) {
+        std::array<int, N> order{};
+        for (size_t i = 0; i < N; ++i) order[i] = static_cast<int>(i);
+        std::sort(order.begin(), order.end(),
+                  [&](int a, int b) { return std::strcmp(names[a], names[b]) < 0; });
+        return order;
+    }
+    // `c` as a JSON object at `depth` (the level of the key that holds it), in the layout of
+    // json_text.h; `top`: the results' object, with line_size and every shard.
+    void write_counts(std::string &s, int depth, const Counts &c, bool extended, bool top) const {
+        static const std::array<int, kFields> fields = sorted_names(kFieldNames);
+        static const std::array<int, kKinds> kinds = sorted_names(kKindNames);
+        s += '{';
+        bool first = true;
+        for (const int f : fields) {
+            if ((f >= kUniqueIfetches && f < kLineSize && !extended) || (f >= kLineSize && !top)) continue;
+            json_key(s, depth + 1, kFieldNames[f], first);
+            first = false;
+            switch (f) {
+                case kReads: json_append(s, c.reads); break;
+                case kWrites: json_append(s, c.writes); break;
+                case kIfetches: json_append(s, c.ifetches); break;
+                case kMarkers: json_append(s, c.markers); break;
+                case kTotal: json_append(s, c.total); break;
+                case kDistinctLines: json_append(s, distinct(c)); break;
+                case kUniqueIfetches: json_append(s, unique_pcs(c)); break;
+                case kNonFetched: json_append(s, c.non_fetched); break;
+                case kPrefetches: json_append(s, c.prefetches); break;
+                case kEncodings: json_append(s, c.encodings); break;
+                case kIcacheFlushes: json_append(s, c.icache_flushes); break;
+                case kDcacheFlushes: json_append(s, c.dcache_flushes); break;
+                case kThreads: json_append(s, threads(c)); break;
+                case kMarkerKinds:
+                    s += '{';
+                    for (size_t i = 0; i < kinds.size(); ++i) {
+                        json_key(s, depth + 2, kKindNames[kinds[i]], i == 0);
+                        json_append(s, c.kinds[kinds[i]]);
+                    }
+                    json_newline(s, depth + 1);
+                    s += '}';
+                    break;
+                case kLineSize: json_append(s, line_size_); break;
+                case kShards: {
+                    if (shards_.empty()) {
+                        s += "[]";
+                        break;
+                    }
+                    s += '[';
+                    const Counts none;
+                    for (size_t i = 0; i < shards_.size(); ++i) {
+                        if (i != 0) s += ',';
+                        json_newline(s, depth + 2);
+                        write_counts(s, depth + 2, shards_[i] ? *shards_[i] : none, extended, false);
+                    }
+                    json_newline(s, depth + 1);
+                    s += ']';
+                    break;
+                }
+                default: break;
+            }
+        }
+        json_newline(s, depth);
+        s += '}';
     }
     static void print_line(FILE *f, const char *label, const Counts &c, bool extended) {
         std::fprintf(

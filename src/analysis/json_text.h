@@ -57,6 +57,14 @@ public:
         return n;
     }
     const std::vector<std::string> &pieces() const { return pieces_; }
+    // The text in one string (a tool's results_json(), which the analyzer does not call when
+    // the tool writes JsonText).
+    std::string joined() const {
+        std::string text;
+        text.reserve(size());
+        for (const std::string &p : pieces_) text += p;
+        return text;
+    }
     void clear() { std::vector<std::string>().swap(pieces_); }
 
 private:

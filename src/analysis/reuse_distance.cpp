@@ -645,10 +645,7 @@ public:
     std::string results_json() override {
         JsonPieces pieces;
         results_json_text(&pieces, 0, std::max(1u, opt_.cfg.workers));
-        std::string text;
-        text.reserve(pieces.size());
-        for (const std::string &p : pieces.pieces()) text += p;
-        return text;
+        return pieces.joined();
     }
 
     // The results as JSON text (json_text.h): accesses, histogram, infinite, line_size, mrc,
