@@ -5,7 +5,7 @@
 # "Measuring on another machine").
 #
 #   scripts/bench_bundle.sh [BUILD_DIR] [OUT_DIR]     (defaults: the source tree's build/, ./sonde-bench)
-#   OUT_DIR/run.sh [scale|quick|reuse|shards|json|callgraph|emit|discard|all|smoke]...   there
+#   OUT_DIR/run.sh [scale|quick|producers|reuse|shards|json|callgraph|emit|discard|all|smoke]...   there
 #
 # OUT_DIR holds bin/ (the `sonde` command and every bench program of BUILD_DIR), lib/ (libsonde,
 # libsonde-instrument, the example clients the benches load, libzip, which libsonde loads for
@@ -115,9 +115,9 @@ done
 cat > "$out/run.sh" <<'EOF'
 #!/bin/sh
 # Runs the benchmarks of this bundle (scripts/bench_bundle.sh) on this machine.
-#   run.sh [scale|quick|reuse|shards|json|callgraph|emit|discard|all|smoke]...   (default: all)
-# scale: bench_scale, every case; quick: every case on a quarter of the work; reuse, shards,
-# json: its cases 5a-5f, 4 and 5g alone;
+#   run.sh [scale|quick|producers|reuse|shards|json|callgraph|emit|discard|all|smoke]...   (default: all)
+# scale: bench_scale, every case; quick: every case on a quarter of the work; producers,
+# shards, reuse, json: its cases 1-3, 4, 5a-5f and 5g alone (each a part of a machine's time);
 # callgraph: bench_callgraph (fib(32), 11 rounds; uftrace is the anchor when bundled); emit and
 # discard: bench_emit and bench_discard; all: scale, callgraph, emit, discard; smoke: a quick
 # check that the bundle runs here. Each output is also written to results/NAME.txt (RESULTS_DIR
@@ -145,7 +145,7 @@ run() {  # name, command...
 for what in "$@"; do
   case $what in
     scale) run scale "$b/bench_scale" ;;
-    reuse|shards|json|quick) run "scale-$what" env SONDE_BENCH_SCALE="$what" "$b/bench_scale" ;;
+    producers|reuse|shards|json|quick) run "scale-$what" env SONDE_BENCH_SCALE="$what" "$b/bench_scale" ;;
     callgraph) run callgraph callgraph ;;
     emit) run emit "$b/bench_emit" ;;
     discard) run discard "$b/bench_discard" ;;
@@ -154,7 +154,7 @@ for what in "$@"; do
       run smoke-version "$b/sonde" --version
       run smoke-analyze "$b/sonde" analyze "$here/data/gzip-gpl3.lackey.zst" --tool basic_counts --jobs 2
       run smoke-callgraph callgraph 20 1 ;;
-    *) echo "run.sh: unknown benchmark '$what' (scale, quick, reuse, shards, json, callgraph, emit, discard, all, smoke)" >&2
+    *) echo "run.sh: unknown benchmark '$what' (scale, quick, producers, reuse, shards, json, callgraph, emit, discard, all, smoke)" >&2
        exit 2 ;;
   esac
 done

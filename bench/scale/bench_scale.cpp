@@ -63,7 +63,8 @@
 // The machine (CPU model, online CPUs, the kernel and whether it packs threads onto few vCPUs)
 // is printed first. It prints and never fails; a failed
 // check is printed as "MISMATCH". SONDE_BENCH_SCALE=quick divides the work by 4;
-// SONDE_BENCH_SCALE=mpi runs case 6 alone, SONDE_BENCH_SCALE=shards case 4 alone,
+// SONDE_BENCH_SCALE=mpi runs case 6 alone, SONDE_BENCH_SCALE=producers cases 1-3 alone,
+// SONDE_BENCH_SCALE=shards case 4 alone,
 // SONDE_BENCH_SCALE=reuse cases 5a-5f alone,
 // SONDE_BENCH_SCALE=json case 5g alone. SONDE_BENCH_SONDE and SONDE_BENCH_SORT name the
 // `sonde` executable and the instrumented sort program when they are not where the build put
@@ -953,6 +954,8 @@ int main() {
         sonde_finalize();
         return 0;
     }
+    const bool producers_only =
+        getenv("SONDE_BENCH_SCALE") != nullptr && std::strcmp(getenv("SONDE_BENCH_SCALE"), "producers") == 0;
 
     // 1-3. Producers.
     const uint64_t per_thread = quick ? 2500000 : 10000000;
@@ -987,6 +990,11 @@ int main() {
             std::printf("       CPU per record %.2f ns overloaded, %.2f ns recording: %.2fx\n", d.cpu_ns,
                         l.cpu_ns, d.cpu_ns / l.cpu_ns);
         }
+    }
+
+    if (producers_only) {
+        sonde_finalize();
+        return 0;
     }
 
     // 4. The analyzer over 16 equal in-memory shards.
